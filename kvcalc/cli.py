@@ -1,0 +1,171 @@
+"""The `kvcalc` command: a thin Typer layer. Errors become one stderr line and an exit code here, once."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import Optional
+
+import click
+import typer
+
+from .errors import KvcalcError
+from .units import SIZE_HELP
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="vLLM KV cache layout and CPU-offload block counts (old vs fixed formula), computed exactly.",
+)
+
+
+@app.callback()
+def _root() -> None:
+    """kvcalc: vLLM's KV cache and CPU offload pool, before you start the server."""
+
+
+def _overrides(**flags) -> dict:
+    """CLI flag values -> {layout key path: (value, flag spelling)}; unset flags are left out."""
+    table = {
+        "tp": ("parallel.tensor_parallel_size", "--tp"),
+        "pp": ("parallel.pipeline_parallel_size", "--pp"),
+        "dp": ("parallel.data_parallel_size", "--dp"),
+        "block_size": ("cache.block_size", "--block-size"),
+        "kv_cache_dtype": ("cache.kv_cache_dtype", "--kv-cache-dtype"),
+        "kv_cache_memory": ("cache.kv_cache_memory", "--kv-cache-memory"),
+        "num_gpu_blocks_override": ("cache.num_gpu_blocks_override", "--num-gpu-blocks-override"),
+        "max_model_len": ("cache.max_model_len", "--max-model-len"),
+        "max_num_batched_tokens": ("cache.max_num_batched_tokens", "--max-num-batched-tokens"),
+        "prefix": ("cache.enable_prefix_caching", "--enable-prefix-caching"),
+        "hma": ("cache.hybrid_kv_cache_manager", "--hma/--no-hma"),
+        "cpu_bytes": ("offload.cpu_bytes_to_use", "--cpu-bytes"),
+        "kv_offloading_size": ("offload.kv_offloading_size", "--kv-offloading-size"),
+        "offload_block_size": ("offload.block_size", "--offload-block-size"),
+        "vllm_version": ("vllm.version", "--vllm-version"),
+    }
+    out = {}
+    for name, value in flags.items():
+        if value is None:
+            continue
+        path, flag = table[name]
+        if name == "hma":
+            value = "on" if value else "off"
+        out[path] = (value, flag)
+    return out
+
+
+@app.command()
+def plan(
+    layout: str = typer.Argument(..., help="layout YAML (schema v1; see the README)"),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="tensor parallel size"),
+    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size", help="pipeline parallel size"),
+    dp: Optional[int] = typer.Option(None, "--dp", "--data-parallel-size", help="data parallel size (engines)"),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="GPU block size in tokens"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="vLLM's --kv-cache-dtype string"),
+    kv_cache_memory: Optional[str] = typer.Option(
+        None, "--kv-cache-memory", help=f"KV cache memory per GPU (vLLM's --kv-cache-memory-bytes). SIZE: {SIZE_HELP}"),
+    num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override"),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="tokens; 128K = 131072, 128k = 128000"),
+    max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens"),
+    prefix: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching"),
+    cpu_bytes: Optional[str] = typer.Option(
+        None, "--cpu-bytes",
+        help=f"cpu_bytes_to_use: the CPU budget of ONE engine (all TP x PP workers of one DP replica). "
+             f"SIZE: {SIZE_HELP}"),
+    kv_offloading_size: Optional[float] = typer.Option(
+        None, "--kv-offloading-size", help="as vLLM's flag: GiB, converted as int(X * 2**30)"),
+    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size",
+                                                     help="offloaded block size in tokens"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release, 0.14.0 to 0.22.x"),
+    hma: Optional[bool] = typer.Option(None, "--hma/--no-hma", help="force the hybrid KV cache manager on/off"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table for people, json for pipelines"),
+    verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device"),
+) -> None:
+    """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
+    from .load import load_layout
+    from .plan import plan as make_plan
+    from .report import build_report
+
+    overrides = _overrides(
+        tp=tp, pp=pp, dp=dp, block_size=block_size, kv_cache_dtype=kv_cache_dtype, kv_cache_memory=kv_cache_memory,
+        num_gpu_blocks_override=num_gpu_blocks_override, max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens, prefix=prefix, hma=hma, cpu_bytes=cpu_bytes,
+        kv_offloading_size=kv_offloading_size, offload_block_size=offload_block_size, vllm_version=vllm_version,
+    )
+    if cpu_bytes is not None and kv_offloading_size is not None:
+        raise click.UsageError("give --cpu-bytes or --kv-offloading-size, not both")
+    p = make_plan(load_layout(layout, overrides=overrides))
+    report = build_report(p)
+    if verify:
+        from .verify import verify_plan
+
+        report["verify"] = verify_plan(p)
+    for line in p.notes:
+        _err(f"note: {line}")
+    for line in p.warnings:
+        _err(f"warning: {line}")
+    RENDERERS[fmt](report)
+
+
+def _print_table(report: dict) -> None:
+    from rich.console import Console
+
+    from .render_table import render
+
+    # Pipes and files get 100 columns (rich would pick 80) unless COLUMNS says otherwise.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 100
+    console = Console(soft_wrap=False, highlight=False, emoji=False, width=width)
+    for item in render(report):
+        console.print(item)
+    if "verify" in report:
+        console.print(report["verify"]["summary"])
+
+
+def _print_json(report: dict) -> None:
+    from .render_json import render
+
+    sys.stdout.write(render(report))
+
+
+# Every --format value maps to exactly one renderer (a test walks the enum).
+RENDERERS = {OutputFormat.table: _print_table, OutputFormat.json: _print_json}
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns the exit code instead of raising, so errors stay one line."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=args, prog_name="kvcalc", standalone_mode=False)
+    except KvcalcError as e:
+        _err(f"kvcalc: error: {e.one_line()}")
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        _err("kvcalc: aborted")
+        return 130
+    except click.ClickException as e:
+        _err(f"kvcalc: error: {' '.join(e.format_message().split())}")
+        return 2
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback for users
+        if os.environ.get("KVCALC_DEBUG"):
+            raise
+        _err(f"kvcalc: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
+             "(a kvcalc bug: please report it; KVCALC_DEBUG=1 shows the traceback)")
+        return 70
+    return 0

@@ -1,0 +1,45 @@
+"""One error base for everything kvcalc refuses; the CLI turns it into one stderr line."""
+
+from __future__ import annotations
+
+
+class KvcalcError(Exception):
+    """Base class: every refusal kvcalc makes on purpose derives from this."""
+
+    exit_code = 2
+
+    def one_line(self) -> str:
+        return " ".join(str(self).split())
+
+
+class LayoutError(KvcalcError):
+    """Bad input: names the source, the key path, what was expected and what was found."""
+
+    def __init__(self, source: str, key: str, expected: str, got: object = None, *, detail: str = ""):
+        self.source = source
+        self.key = key
+        self.expected = expected
+        self.got = got
+        self.detail = detail
+        where = f"{source}: {key}" if key else source
+        msg = f"{where}: expected {expected}"
+        if got is not None:
+            msg += f", got {_short(got)}"
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class UnsupportedError(KvcalcError):
+    """A setting or architecture kvcalc does not model; refused rather than guessed."""
+
+
+class StartupRefusal(KvcalcError):
+    """vLLM itself would refuse this configuration at startup (the message says which rule)."""
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text

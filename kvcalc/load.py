@@ -1,0 +1,450 @@
+"""Layout YAML (schema version 1) -> a validated `Layout`. The only module that reads layout files.
+
+Every key is checked here, so later stages can trust types and ranges; every refusal is a
+LayoutError naming the file, the key path (and the CLI flag when a flag set it) and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any
+
+from .errors import LayoutError, UnsupportedError
+from .layers import KV_CACHE_DTYPES, MAMBA_FIELDS, MAMBA_OPTIONAL_FIELDS, pp_split
+from .layout import (
+    DRAFT_METHODS,
+    HMA_CHOICES,
+    LAYER_KINDS,
+    MAMBA_CACHE_MODES,
+    MAMBA_KINDS,
+    CacheLayout,
+    DraftLayout,
+    Layout,
+    MambaLayout,
+    ModelLayout,
+    OffloadLayout,
+    ParallelLayout,
+)
+from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size
+from .versions import DEFAULT_VERSION
+
+MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
+SCHEMA_VERSION = 1
+
+TOP_KEYS = ("schema_version", "model", "parallel", "cache", "offload", "vllm")
+MODEL_KEYS = (
+    "name", "num_layers", "dtype", "layer_types", "layer_pattern", "num_kv_heads", "head_size", "head_size_v",
+    "sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim", "mamba",
+    "draft", "max_position_embeddings",
+)
+DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens")
+PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition")
+CACHE_KEYS = (
+    "block_size", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "kv_cache_memory", "num_gpu_blocks_override",
+    "max_model_len", "max_num_batched_tokens", "enable_prefix_caching", "hybrid_kv_cache_manager",
+    "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size", "mamba_cache_mode",
+)
+OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size")
+VLLM_KEYS = ("version",)
+
+_HUMAN_INT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+
+
+class _Reader:
+    """Typed access to one mapping, with errors that name the full key path."""
+
+    def __init__(self, source: str, flags: dict[str, str]):
+        self.source = source
+        self.flags = flags
+
+    def where(self, path: str) -> str:
+        flag = self.flags.get(path)
+        return f"{path} (from {flag})" if flag else path
+
+    def fail(self, path: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
+        return LayoutError(self.source, self.where(path), expected, got, detail=detail)
+
+    def mapping(self, data: Any, path: str, allowed: tuple[str, ...]) -> dict:
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise self.fail(path or "(top level)", "a mapping", type(data).__name__)
+        for key in data:
+            if not isinstance(key, str) or key not in allowed:
+                sub = f"{path}.{key}" if path else str(key)
+                raise self.fail(sub, f"a known key (one of: {', '.join(allowed)})", detail="unknown key")
+        return data
+
+    def int_(self, value: Any, path: str, *, minimum: int = 0, maximum: int = 1 << 62) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"an integer >= {minimum}", value)
+        if value < minimum or value > maximum:
+            raise self.fail(path, f"an integer between {minimum} and {maximum}", value)
+        return value
+
+    def opt_int(self, d: dict, key: str, path: str, *, minimum: int = 1, default: Any = None) -> Any:
+        if d.get(key) is None:
+            return default
+        return self.int_(d[key], f"{path}.{key}", minimum=minimum)
+
+    def human_int(self, value: Any, path: str, *, minimum: int = 1) -> int:
+        """vLLM's human_readable_int: 128K = 131072 (uppercase binary), 128k = 128000 (lowercase decimal)."""
+        if isinstance(value, str):
+            m = _HUMAN_INT.match(value)
+            if not m:
+                raise self.fail(path, "an integer, or digits with one K/M/G/T (binary) or k/m/g/t (decimal) suffix",
+                                value)
+            num, unit = m.group(1), m.group(2)
+            if unit.isupper():
+                if "." in num:
+                    raise self.fail(path, "a whole number before an uppercase (binary) suffix", value)
+                value = int(num) << {"K": 10, "M": 20, "G": 30, "T": 40}[unit]
+            elif unit:
+                from fractions import Fraction
+                value = math.floor(Fraction(num) * 10 ** {"k": 3, "m": 6, "g": 9, "t": 12}[unit])
+            else:
+                if "." in num:
+                    raise self.fail(path, "a whole number", value)
+                value = int(num)
+        return self.int_(value, path, minimum=minimum)
+
+    def size(self, value: Any, path: str) -> int:
+        try:
+            return self.int_(parse_size(value), path, minimum=0)
+        except SizeError as e:
+            raise self.fail(path, str(e), value) from None
+
+    def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise self.fail(path, f"one of {', '.join(choices)}", value)
+        return value
+
+    def str_(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            raise self.fail(path, "a non-empty string (at most 200 characters)", value)
+        if any(ord(c) < 32 for c in value):
+            raise self.fail(path, "a string without control characters", value)
+        return value
+
+    def per_layer(self, value: Any, path: str, n: int, *, minimum: int) -> tuple[int, ...]:
+        if isinstance(value, list):
+            if len(value) != n:
+                raise self.fail(path, f"an integer or a list of {n} integers (one per layer)", f"a list of {len(value)}")
+            return tuple(self.int_(v, f"{path}[{i}]", minimum=minimum) for i, v in enumerate(value))
+        return (self.int_(value, path, minimum=minimum),) * n
+
+
+def _set_path(data: dict, path: str, value: Any) -> None:
+    node = data
+    parts = path.split(".")
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            node[p] = {} if node.get(p) is None else node[p]
+            if not isinstance(node[p], dict):
+                return  # the validator reports the wrong type
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None
+                     ) -> Layout:
+    """Validate a parsed layout. `overrides` maps a key path to (value, flag that set it)."""
+    overrides = overrides or {}
+    if data is None:
+        data = {}
+    r = _Reader(source, {path: flag for path, (_, flag) in overrides.items()})
+    top = r.mapping(data, "", TOP_KEYS)
+    top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
+    for path, (value, _) in overrides.items():
+        _set_path(top, path, value)
+    if top.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise r.fail("schema_version", f"{SCHEMA_VERSION}", top.get("schema_version"))
+    if "model" not in top:
+        raise r.fail("model", "a model section (see the README's layout format)")
+    model = _model(r, top.get("model"))
+    parallel = _parallel(r, top.get("parallel"), model)
+    mpe = top["model"].get("max_position_embeddings") if isinstance(top.get("model"), dict) else None
+    if mpe is not None:
+        mpe = r.int_(mpe, "model.max_position_embeddings", minimum=1)
+    cache = _cache(r, top.get("cache"), model, parallel, mpe)
+    offload = _offload(r, top.get("offload"), model, cache)
+    vllm = r.mapping(top.get("vllm"), "vllm", VLLM_KEYS)
+    version = vllm.get("version", DEFAULT_VERSION)
+    if isinstance(version, float):
+        raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
+    version = r.str_(version, "vllm.version")
+    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source)
+
+
+def _model(r: _Reader, data: Any) -> ModelLayout:
+    m = r.mapping(data, "model", MODEL_KEYS)
+    if "num_layers" not in m:
+        raise r.fail("model.num_layers", "the number of decoder layers")
+    n = r.int_(m["num_layers"], "model.num_layers", minimum=1, maximum=100_000)
+    name = r.str_(m.get("name", "unnamed model"), "model.name")
+    dtype_name = m.get("dtype", "bfloat16")
+    if not isinstance(dtype_name, str) or dtype_name not in MODEL_DTYPES:
+        raise r.fail("model.dtype", f"one of {', '.join(MODEL_DTYPES)}", dtype_name)
+    dtype = MODEL_DTYPES[dtype_name]
+
+    kv_lora = r.opt_int(m, "kv_lora_rank", "model")
+    if m.get("layer_types") is not None and m.get("layer_pattern") is not None:
+        raise r.fail("model.layer_pattern", "either layer_types or layer_pattern, not both")
+    default_kind = "mla" if kv_lora else "full_attention"
+    if m.get("layer_types") is not None:
+        raw = m["layer_types"]
+        if not isinstance(raw, list) or len(raw) != n:
+            raise r.fail("model.layer_types", f"a list of {n} layer kinds (one per layer)",
+                          f"a list of {len(raw)}" if isinstance(raw, list) else raw)
+        kinds = tuple(r.choice(v, f"model.layer_types[{i}]", LAYER_KINDS) for i, v in enumerate(raw))
+    elif m.get("layer_pattern") is not None:
+        raw = m["layer_pattern"]
+        if not isinstance(raw, list) or not raw or len(raw) > n:
+            raise r.fail("model.layer_pattern", f"a non-empty list of at most {n} layer kinds", raw)
+        pattern = [r.choice(v, f"model.layer_pattern[{i}]", LAYER_KINDS) for i, v in enumerate(raw)]
+        kinds = tuple(pattern[i % len(pattern)] for i in range(n))
+    else:
+        kinds = (default_kind,) * n
+    present = set(kinds)
+    std_attn = present & {"full_attention", "sliding_attention", "chunked_attention"}
+
+    def needed(key: str, why: str) -> int:
+        if m.get(key) is None:
+            raise r.fail(f"model.{key}", f"a positive integer ({why})")
+        return r.int_(m[key], f"model.{key}", minimum=1)
+
+    if std_attn:
+        if m.get("num_kv_heads") is None:
+            raise r.fail("model.num_kv_heads", "an integer or a per-layer list (the model has attention layers)")
+        if m.get("head_size") is None:
+            raise r.fail("model.head_size", "an integer or a per-layer list (the model has attention layers)")
+    heads = r.per_layer(m.get("num_kv_heads", 0), "model.num_kv_heads", n, minimum=0)
+    head_size = r.per_layer(m.get("head_size", 0), "model.head_size", n, minimum=0)
+    head_size_v = r.per_layer(m["head_size_v"], "model.head_size_v", n, minimum=0) \
+        if m.get("head_size_v") is not None else head_size
+    for i, kind in enumerate(kinds):
+        if kind in std_attn:
+            for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
+                if vals[i] < 1:
+                    raise r.fail(f"model.{key}" + (f"[{i}]" if isinstance(m.get(key), list) else ""),
+                                 f"a positive value for attention layer {i}", vals[i])
+    sliding = needed("sliding_window", "the model has sliding_attention layers") if "sliding_attention" in present \
+        else r.opt_int(m, "sliding_window", "model")
+    chunk = needed("attention_chunk_size", "the model has chunked_attention layers") \
+        if "chunked_attention" in present else r.opt_int(m, "attention_chunk_size", "model")
+    rope = r.opt_int(m, "qk_rope_head_dim", "model", minimum=0)
+    if "mla" in present:
+        kv_lora = needed("kv_lora_rank", "the model has mla layers")
+        if rope is None:
+            raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
+    index_dim = r.opt_int(m, "index_head_dim", "model")
+    if index_dim is not None and "mla" not in present:
+        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
+                     index_dim)
+    mamba = None
+    if "mamba" in present:
+        mamba = _mamba(r, m.get("mamba"))
+    elif m.get("mamba") is not None:
+        raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
+    draft = _draft(r, m.get("draft"), kinds) if m.get("draft") is not None else None
+    return ModelLayout(name=name, num_layers=n, dtype=dtype, layer_types=kinds, num_kv_heads=heads,
+                       head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
+                       attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
+                       index_head_dim=index_dim, mamba=mamba, draft=draft)
+
+
+def _mamba(r: _Reader, data: Any) -> MambaLayout:
+    if data is None:
+        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KINDS)}) and its fields")
+    if not isinstance(data, dict):
+        raise r.fail("model.mamba", "a mapping", type(data).__name__)
+    kind = r.choice(data.get("kind"), "model.mamba.kind", MAMBA_KINDS)
+    required = MAMBA_FIELDS[kind]
+    allowed = ("kind",) + required + MAMBA_OPTIONAL_FIELDS.get(kind, ())
+    r.mapping(data, "model.mamba", allowed)
+    params = []
+    for key in required:
+        if data.get(key) is None:
+            raise r.fail(f"model.mamba.{key}", f"a positive integer (needed by kind {kind})")
+        params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
+    for key in MAMBA_OPTIONAL_FIELDS.get(kind, ()):
+        if data.get(key) is not None:
+            params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
+    return MambaLayout(kind=kind, params=tuple(params))
+
+
+def _draft(r: _Reader, data: Any, kinds: tuple[str, ...]) -> DraftLayout:
+    d = r.mapping(data, "model.draft", DRAFT_KEYS)
+    method = r.choice(d.get("method"), "model.draft.method", DRAFT_METHODS)
+    n = r.int_(d.get("num_layers", 1), "model.draft.num_layers", minimum=1, maximum=1000)
+    ns = r.int_(d.get("num_speculative_tokens", 1), "model.draft.num_speculative_tokens", minimum=1, maximum=1000)
+    if method == "mtp":
+        if not ({"mla", "full_attention"} & set(kinds)):
+            raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
+                         method)
+        for key in ("num_kv_heads", "head_size", "head_size_v"):
+            if d.get(key) is not None:
+                raise r.fail(f"model.draft.{key}", "no value: mtp layers take the main model's shape", d[key])
+        return DraftLayout(method=method, num_layers=n, num_speculative_tokens=ns)
+    for key in ("num_kv_heads", "head_size"):
+        if d.get(key) is None:
+            raise r.fail(f"model.draft.{key}", f"a positive integer (the {method} drafter's own attention shape)")
+    return DraftLayout(
+        method=method, num_layers=n, num_kv_heads=r.int_(d["num_kv_heads"], "model.draft.num_kv_heads", minimum=1),
+        head_size=r.int_(d["head_size"], "model.draft.head_size", minimum=1),
+        head_size_v=r.opt_int(d, "head_size_v", "model.draft"), num_speculative_tokens=ns,
+    )
+
+
+def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
+    p = r.mapping(data, "parallel", PARALLEL_KEYS)
+    tp = r.int_(p.get("tensor_parallel_size", 1), "parallel.tensor_parallel_size", minimum=1, maximum=4096)
+    pp = r.int_(p.get("pipeline_parallel_size", 1), "parallel.pipeline_parallel_size", minimum=1, maximum=4096)
+    dp = r.int_(p.get("data_parallel_size", 1), "parallel.data_parallel_size", minimum=1, maximum=65536)
+    if pp > model.num_layers:
+        raise r.fail("parallel.pipeline_parallel_size", f"at most model.num_layers ({model.num_layers})", pp)
+    part = None
+    if p.get("pp_layer_partition") is not None:
+        raw = p["pp_layer_partition"]
+        if not isinstance(raw, list) or len(raw) != pp:
+            raise r.fail("parallel.pp_layer_partition", f"a list of {pp} layer counts (one per PP stage)", raw)
+        part = tuple(r.int_(v, f"parallel.pp_layer_partition[{i}]", minimum=1) for i, v in enumerate(raw))
+        if sum(part) != model.num_layers:
+            raise r.fail("parallel.pp_layer_partition", f"counts summing to model.num_layers ({model.num_layers})",
+                          list(part))
+    for i, kind in enumerate(model.layer_types):
+        if kind in ("full_attention", "sliding_attention", "chunked_attention"):
+            _check_heads(r, model.num_kv_heads[i], tp, "model.num_kv_heads", "parallel.tensor_parallel_size")
+    if model.draft and model.draft.num_kv_heads:
+        _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
+    pp_split(model.num_layers, pp, part)  # cannot fail once the checks above pass
+    return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
+                          pp_layer_partition=part)
+
+
+def _check_heads(r: _Reader, heads: int, tp: int, key: str, tp_key: str) -> None:
+    ok = heads % tp == 0 if heads >= tp else tp % heads == 0
+    if not ok:
+        raise r.fail(key, f"a KV head count that tensor_parallel_size {tp} divides (or that divides it)", heads,
+                     detail=f"set by {r.where(tp_key)}")
+
+
+def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: int | None) -> CacheLayout:
+    c = r.mapping(data, "cache", CACHE_KEYS)
+    block = r.opt_int(c, "block_size", "cache")
+    if block is not None and block > 1 << 20:
+        raise r.fail("cache.block_size", "at most 1048576 tokens", block)
+    kv_dtype = c.get("kv_cache_dtype", "auto")
+    if not isinstance(kv_dtype, str):
+        raise r.fail("cache.kv_cache_dtype", f"one of {', '.join(KV_CACHE_DTYPES)}", kv_dtype)
+    if kv_dtype not in KV_CACHE_DTYPES:
+        raise UnsupportedError(f"{r.source}: {r.where('cache.kv_cache_dtype')}: unsupported KV dtype {kv_dtype!r}; "
+                               f"kvcalc models {', '.join(KV_CACHE_DTYPES)}")
+    skip_raw = c.get("kv_cache_dtype_skip_layers") or []
+    if not isinstance(skip_raw, list):
+        raise r.fail("cache.kv_cache_dtype_skip_layers", "a list of layer indices or 'sliding_window'", skip_raw)
+    skip = []
+    for i, v in enumerate(skip_raw):
+        if v == "sliding_window":
+            skip.append(v)
+        else:
+            skip.append(r.int_(v, f"cache.kv_cache_dtype_skip_layers[{i}]", minimum=0, maximum=100_000))
+    memory = None
+    if c.get("kv_cache_memory") is not None:
+        raw = c["kv_cache_memory"]
+        if isinstance(raw, list):
+            if len(raw) not in (1, par.world_size):
+                raise r.fail("cache.kv_cache_memory", f"one size, or a list of {par.world_size} (one per worker)",
+                              f"a list of {len(raw)}")
+            memory = tuple(r.size(v, f"cache.kv_cache_memory[{i}]") for i, v in enumerate(raw))
+        else:
+            memory = (r.size(raw, "cache.kv_cache_memory"),)
+    override = r.opt_int(c, "num_gpu_blocks_override", "cache", minimum=0)
+    if memory is None and override is None:
+        raise r.fail("cache.kv_cache_memory", "a size such as 40GiB (KV cache memory per GPU, as "
+                     "--kv-cache-memory-bytes), or cache.num_gpu_blocks_override")
+    if c.get("max_model_len") is not None:
+        mml = r.human_int(c["max_model_len"], "cache.max_model_len", minimum=1)
+    elif mpe is not None:
+        mml = mpe  # vLLM's default max_model_len is the model's max_position_embeddings
+    else:
+        raise r.fail("cache.max_model_len", "a positive integer (the longest request, in tokens)")
+    mnbt = r.human_int(c.get("max_num_batched_tokens", 8192), "cache.max_num_batched_tokens", minimum=1)
+    prefix = c.get("enable_prefix_caching")
+    if prefix is not None and not isinstance(prefix, bool):
+        raise r.fail("cache.enable_prefix_caching", "true, false or null", prefix)
+    hma = c.get("hybrid_kv_cache_manager", "auto")
+    hma = {True: "on", False: "off"}.get(hma, hma) if isinstance(hma, bool) else hma  # YAML 1.1 reads on/off as bools
+    hma = r.choice(hma, "cache.hybrid_kv_cache_manager", HMA_CHOICES)
+    mamba_choices = ("auto",) + tuple(MODEL_DTYPES)
+    mdt = r.choice(c.get("mamba_cache_dtype", "auto"), "cache.mamba_cache_dtype", mamba_choices)
+    msdt = r.choice(c.get("mamba_ssm_cache_dtype", "auto"), "cache.mamba_ssm_cache_dtype", mamba_choices)
+    mbs = r.opt_int(c, "mamba_block_size", "cache")
+    mode = r.choice(c.get("mamba_cache_mode", "auto"), "cache.mamba_cache_mode", MAMBA_CACHE_MODES)
+    return CacheLayout(block_size=block, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=tuple(skip),
+                       kv_cache_memory=memory, num_gpu_blocks_override=override, max_model_len=mml,
+                       max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
+                       mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
+                       mamba_cache_mode=mode)
+
+
+def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> OffloadLayout:
+    o = r.mapping(data, "offload", OFFLOAD_KEYS)
+    has_bytes, has_gib = o.get("cpu_bytes_to_use") is not None, o.get("kv_offloading_size") is not None
+    if has_bytes and has_gib:
+        raise r.fail("offload.kv_offloading_size", "either cpu_bytes_to_use or kv_offloading_size, not both")
+    if has_gib:
+        gib = o["kv_offloading_size"]
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < 0 \
+                or gib > 1 << 30:
+            raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
+                         gib)
+        cpu, src = gib_float_to_bytes(float(gib)), f"--kv-offloading-size {gib} (GiB)"
+    elif has_bytes:
+        raw = o["cpu_bytes_to_use"]
+        cpu, src = r.size(raw, "offload.cpu_bytes_to_use"), str(raw)
+    else:
+        raise r.fail("offload.cpu_bytes_to_use", "a size such as 64GiB (the CPU budget of one engine), or --cpu-bytes")
+    block = r.opt_int(o, "block_size", "offload")
+    gpu_block = cache.block_size or (64 if model.is_mla else 16)
+    if block is not None and block % gpu_block:
+        raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
+    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block)
+
+
+def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    import yaml
+
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise LayoutError(source, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or "not valid YAML"
+        raise LayoutError(source, where, "valid YAML", detail=str(problem)) from None
+    except RecursionError:
+        raise LayoutError(source, "", "YAML nested less deeply") from None
+    return layout_from_dict(data, source=source, overrides=overrides)
+
+
+def load_layout(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    """Read and validate a layout YAML file."""
+    if os.path.isdir(path) or path.endswith(".json"):
+        raise UnsupportedError(f"{path}: kvcalc reads a layout YAML here; Hugging Face config.json input is not "
+                               "built yet (write the layout YAML, see the README)")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise LayoutError(path, "", "a readable layout file", detail=e.strerror or str(e)) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise LayoutError(path, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LayoutError(path, "", "UTF-8 text") from None
+    return load_text(text, source=path, overrides=overrides)

@@ -1,0 +1,89 @@
+"""The pipeline in one call: Layout -> layers -> groups -> tensors -> offload. Pure; no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .grouping import Grouping, group_layers
+from .layers import LayerPlan, build_layers
+from .layout import Layout
+from .offload import OffloadPlan, plan_offload
+from .specs import KVCacheSpec
+from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
+from .versions import Behaviour, behaviour_for, decide_hma
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    layout: Layout
+    behaviour: Behaviour
+    hma_enabled: bool
+    hma_reason: str
+    layers: LayerPlan
+    grouping: Grouping
+    gpu: GpuPlan
+    logs: LogNumbers | None
+    offload: OffloadPlan
+    notes: tuple[str, ...]  # informational, for stderr
+    warnings: tuple[str, ...]  # things the user should act on, for stderr
+
+    @property
+    def selected(self) -> str:
+        """The formula the selected release uses."""
+        return self.behaviour.formula
+
+
+def merged_specs(layer_plan: LayerPlan) -> dict[str, KVCacheSpec]:
+    """All stages' layers in rank order; a name seen twice must carry the same spec (it cannot here)."""
+    out: dict[str, KVCacheSpec] = {}
+    for stage in layer_plan.stages:
+        for name, spec in stage.layers:
+            out.setdefault(name, spec)
+    return out
+
+
+def plan(layout: Layout) -> Plan:
+    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas."""
+    behaviour = behaviour_for(layout.vllm_version)
+    model = layout.model
+    wants_off = None
+    if model.attention_chunk_size and "chunked_attention" in model.layer_types and model.draft \
+            and model.draft.method in ("eagle", "eagle3"):
+        wants_off = "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
+    hma, why = decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=wants_off)
+    layer_plan = build_layers(layout, behaviour)
+    grouping = group_layers(merged_specs(layer_plan), hma_enabled=hma, threshold=behaviour.group_threshold)
+    gpu = build_gpu_plan(
+        grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
+        memory_for_worker=layout.cache.memory_for,
+        num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
+    )
+    logs = log_numbers(gpu.workers[0], layer_plan.usage, behaviour.log_family)
+    off = plan_offload(
+        gpu, cpu_bytes=layout.offload.cpu_bytes_to_use, offload_block_size=layout.offload.block_size,
+        world_size=layout.parallel.world_size, tp=layout.parallel.tensor_parallel_size, hma_enabled=hma,
+        refuses_chunked_local=behaviour.offload_refuses_chunked_local,
+    )
+    notes = list(layer_plan.notes)
+    if layer_plan.block_size_note:
+        notes.append(layer_plan.block_size_note)
+    if grouping.folded:
+        notes.append("hybrid manager off: sliding-window/chunked layers are allocated as full attention")
+    if grouping.padding_layers:
+        notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
+    warnings = []
+    if behaviour.warning:
+        warnings.append(behaviour.warning)
+    warnings += gpu.warnings
+    warnings += off.warnings
+    if off.startup_error:
+        warnings.append(f"vLLM {behaviour.version} would fail to start the offloading connector: {off.startup_error}")
+    sel = off.results.get(behaviour.formula)
+    if sel is not None and sel.out_of_bounds:
+        worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+        warnings.append(
+            f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} "
+            f"that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores"
+        )
+    return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
+                grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))

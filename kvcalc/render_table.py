@@ -1,0 +1,185 @@
+"""Report dict -> rich renderables for people. Never prints; the CLI owns the console."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .report import collapse_layers
+from .units import format_bytes
+
+
+def _b(n: int | None) -> str:
+    """Exact bytes with a binary-unit reading: '68,719,476,736 B (64 GiB)'."""
+    if n is None:
+        return "—"
+    if n < 1024:
+        return f"{n:,} B"
+    return f"{n:,} B ({format_bytes(n)})"
+
+
+def _n(n: int | None) -> str:
+    return "—" if n is None else f"{n:,}"
+
+
+def _table(title: str, *columns: str, header: bool = True) -> Table:
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+              show_header=header, title_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def _runs(tensors: list[dict]) -> list[tuple[int, int, list[str]]]:
+    """Consecutive tensors of one size -> (count, size, all layers sharing them)."""
+    runs: list[tuple[int, int, list[str]]] = []
+    for t in tensors:
+        if runs and runs[-1][1] == t["size"]:
+            count, size, names = runs[-1]
+            runs[-1] = (count + 1, size, names + t["shared_by"])
+        else:
+            runs.append((1, t["size"], list(t["shared_by"])))
+    return runs
+
+
+def render(report: dict) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    m, par, cache, gpu, off = report["model"], report["parallel"], report["cache"], report["gpu"], report["offload"]
+    kinds = ", ".join(f"{n} {k}" for k, n in m["layer_kinds"].items())
+    draft = f" + {m['draft']['num_layers']} {m['draft']['method']} draft layer(s)" if m["draft"] else ""
+    head = Text()
+    head.append(f"{m['name']}", style="bold")
+    head.append(f" — vLLM {report['vllm_version']} (family {report['family']}) — "
+                f"TP {par['tensor_parallel_size']} × PP {par['pipeline_parallel_size']} "
+                f"(world {par['world_size']}), DP {par['data_parallel_size']}")
+    out.append(head)
+
+    lay = _table("Layout", "", "", header=False)
+    lay.add_row("layers", f"{m['num_layers']}: {kinds}{draft}")
+    lay.add_row("dtype / KV dtype", f"{m['dtype']} / {cache['kv_cache_dtype']}")
+    lay.add_row("block size", f"{gpu['block_size']} tokens" + (
+        f" (Mamba {cache['mamba_block_size']}, mode {cache['mamba_cache_mode']})" if cache["mamba_cache_mode"] else ""))
+    lay.add_row("KV memory per GPU", "override" if cache["kv_cache_memory"] is None else
+                ", ".join(_b(x) for x in cache["kv_cache_memory"]))
+    lay.add_row("max_model_len", f"{cache['max_model_len']:,} tokens")
+    lay.add_row("prefix caching", "on" if cache["enable_prefix_caching"] else "off")
+    lay.add_row("hybrid KV cache manager", cache["hybrid_kv_cache_manager_reason"])
+    out.append(lay)
+
+    groups = _table(f"KV cache groups ({gpu['grouping']})", "#", "kind", "block", "page", "layers")
+    for i, g in enumerate(gpu["groups"]):
+        kind = g["kind"]
+        if g.get("member_kinds"):
+            kind += " [" + " + ".join(g["member_kinds"]) + "]"
+        groups.add_row(str(i), kind, str(g["block_size"]), _b(g["page_size_bytes"]),
+                       f"{len(g['layers'])}: {collapse_layers(g['layers'])}")
+    out.append(groups)
+
+    for w in gpu["workers"]:
+        title = f"KV cache tensors, PP stage {w['pp_rank']} (decoder layers {w['decoder_layers'][0]}–" \
+                f"{w['decoder_layers'][1] - 1}; each of its {par['tensor_parallel_size']} TP rank(s))"
+        tt = _table(title, "tensors", "size each", "shared by")
+        for count, size, names in _runs(w["tensors"]):
+            tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
+        tt.add_row("total", _b(w["total_bytes"]),
+                   f"{_n(w['num_blocks'])} blocks × {w['bytes_per_block']:,} B per block"
+                   + (f" (this stage alone: {w['num_blocks_before_min']:,})"
+                      if w["num_blocks_before_min"] != w["num_blocks"] else ""))
+        out.append(tt)
+
+    g = _table(f"GPU (what vLLM logs, {gpu['log_family']})", "", "", header=False)
+    g.add_row("num_gpu_blocks", _n(gpu["num_blocks"]))
+    for line in gpu["log_lines"]:
+        g.add_row("log", line)
+    out.append(g)
+
+    out.append(_offload_table(report))
+    out.append(Text(verdict(report)))
+    return out
+
+
+def _offload_table(report: dict) -> RenderableType:
+    off = report["offload"]
+    title = (f"CPU offload: cpu_bytes_to_use = {_b(off['cpu_bytes_to_use'])}, from {off['cpu_bytes_source']!r}; "
+             f"offloaded block {off['block_size']} tokens (×{off['block_size_factor']})")
+    if off["startup_error"]:
+        return Group(Text(title, style="bold"), Text(f"startup failure: {off['startup_error']}", style="bold red"))
+    old, fixed = off["old"], off["fixed"]
+    t = _table(title, "", "old 0.14.0–0.19.1", "fixed 0.20.0+", "old/fixed")
+
+    def ratio(a: int, b: int) -> str:
+        if b == 0:
+            return "—"
+        return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
+
+    def row(label: str, a: int, b: int, with_ratio: bool = True) -> None:
+        t.add_row(label, _n(a), _n(b), ratio(a, b) if with_ratio else "")
+
+    f = off["block_size_factor"]
+    row("bytes per CPU block, scheduler", old["kv_bytes_per_offloaded_block"], fixed["kv_bytes_per_offloaded_block"])
+    stages = range(len(old["num_blocks_workers"]))
+    for i in stages:
+        row(f"bytes per CPU block, stage {i} worker", old["kv_bytes_per_block_workers"][i] * f,
+            fixed["kv_bytes_per_block_workers"][i] * f)
+    row("CPU blocks, scheduler", old["num_blocks_scheduler"], fixed["num_blocks_scheduler"])
+    for i in stages:
+        row(f"CPU blocks, stage {i} workers", old["num_blocks_workers"][i], fixed["num_blocks_workers"][i])
+    row("CPU tokens, scheduler's count", old["cpu_tokens_scheduler"], fixed["cpu_tokens_scheduler"])
+    row("CPU tokens every worker holds", old["cpu_tokens_safe"], fixed["cpu_tokens_safe"])
+    for i in stages:
+        row(f"host bytes pinned, stage {i} worker", old["pinned_bytes_per_worker"][i],
+            fixed["pinned_bytes_per_worker"][i], False)
+    row("host bytes pinned, engine", old["pinned_bytes_per_engine"], fixed["pinned_bytes_per_engine"])
+    row("budget unused (bytes)", old["unused_bytes"], fixed["unused_bytes"], False)
+    dp = report["parallel"]["data_parallel_size"]
+    if dp > 1:
+        row(f"host bytes pinned, {dp} DP replicas", old["pinned_bytes_all_replicas"],
+            fixed["pinned_bytes_all_replicas"], False)
+
+    def oob(fm: dict) -> str:
+        ids = fm["out_of_bounds_ids"]
+        if not ids:
+            return "no"
+        return f"YES ids {ids['first']:,}–{ids['last']:,}"
+
+    t.add_row("out-of-bounds CPU stores", oob(old), oob(fixed), "")
+    memo = Text(f"pinned per engine: old {format_bytes(old['pinned_bytes_per_engine'])}, "
+                f"fixed {format_bytes(fixed['pinned_bytes_per_engine'])}; unused: old "
+                f"{format_bytes(old['unused_bytes'])}, fixed {format_bytes(fixed['unused_bytes'])}")
+    return Group(t, memo)
+
+
+def verdict(report: dict) -> str:
+    """The comparison in words, for the selected release."""
+    off = report["offload"]
+    v = report["vllm_version"]
+    if off["startup_error"]:
+        return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
+    sel = off[off["selected"]]
+    old, fixed = off["old"], off["fixed"]
+    lines = []
+    if sel["num_blocks_scheduler"] == 0:
+        lines.append(f"Verdict: vLLM {v} gets 0 CPU blocks: offloading is configured but stores nothing.")
+    elif sel["out_of_bounds"]:
+        ids = sel["out_of_bounds_ids"]
+        lines.append(
+            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel['num_blocks_scheduler']:,} CPU blocks but PP stage "
+            f"{ids['pp_rank']}'s workers allocated {sel['num_blocks_workers'][ids['pp_rank']]:,}: once more than that "
+            "many blocks are offloaded, stores land out of bounds (crashes or corrupted KV)."
+        )
+    else:
+        lines.append(f"Verdict: safe on vLLM {v}: {sel['num_blocks_scheduler']:,} CPU blocks "
+                     f"({sel['cpu_tokens_scheduler']:,} tokens), {_b(sel['unused_bytes'])} of the budget unused.")
+    if old["num_blocks_workers"] != fixed["num_blocks_workers"] or old["num_blocks_scheduler"] != \
+            fixed["num_blocks_scheduler"]:
+        if off["selected"] == "old":
+            lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed['num_blocks_scheduler']:,} CPU blocks on every rank.")
+        else:
+            lines.append(f"On 0.14.0–0.19.1 the same layout would get {old['num_blocks_scheduler']:,} scheduler / "
+                         f"{min(old['num_blocks_workers']):,} worker CPU blocks"
+                         + (" (out of bounds)." if old["out_of_bounds"] else "."))
+    else:
+        lines.append("Old and fixed formulas agree for this layout.")
+    return " ".join(lines)

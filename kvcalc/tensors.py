@@ -1,0 +1,190 @@
+"""Groups + KV memory -> per-worker num_blocks and KV cache tensors, the min across workers, the
+scheduler's view, and the numbers vLLM logs (spec sections 6 and 7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import StartupRefusal
+from .grouping import Grouping, KVCacheGroup
+from .layers import LayerPlan
+from .specs import KVCacheSpec, UniformTypeKVCacheSpecs, UsageContext
+from .units import cdiv
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVCacheTensor:
+    page_bytes: int  # bytes of this tensor per GPU block
+    num_blocks: int
+    shared_by: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return self.page_bytes * self.num_blocks
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """One worker's KVCacheConfig (TP ranks of a stage are identical, so one per PP stage)."""
+
+    pp_rank: int
+    num_blocks: int
+    num_blocks_before_min: int
+    groups: tuple[KVCacheGroup, ...]
+    tensors: tuple[KVCacheTensor, ...]
+
+    @property
+    def bytes_per_block(self) -> int:
+        # b_w: sum of tensor sizes / num_blocks, kept exact even when num_blocks is 0.
+        return sum(t.page_bytes for t in self.tensors)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(t.size for t in self.tensors)
+
+    @property
+    def num_layers(self) -> int:
+        return sum(len(g.layer_names) for g in self.groups)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPlan:
+    workers: tuple[WorkerConfig, ...]  # one per PP stage, after the min
+    scheduler_groups: tuple[KVCacheGroup, ...]  # rank 0's groups, UniformType flattened to the first layer
+    num_blocks: int
+    hash_block_size: int  # the engine's global block size = min group block size
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogNumbers:
+    family: str
+    kv_cache_size_tokens: int
+    max_concurrency: float  # vLLM computes it as a float and prints it with %.2f
+    blocks_per_request: int
+    lines: tuple[str, ...]
+
+
+def _project(groups: tuple[KVCacheGroup, ...], names: set[str]) -> tuple[KVCacheGroup, ...]:
+    out = []
+    for g in groups:
+        mine = tuple(n for n in g.layer_names if n in names)
+        spec = g.spec.restricted_to(list(mine)) if isinstance(g.spec, UniformTypeKVCacheSpecs) else g.spec
+        out.append(KVCacheGroup(layer_names=mine, spec=spec))
+    return tuple(out)
+
+
+def _tensor_pages(groups: tuple[KVCacheGroup, ...]) -> tuple[int, list[tuple[int, tuple[str, ...]]]]:
+    """(bytes one block costs per 'slot', [(tensor page, shared_by)]) for a worker's projected groups."""
+    if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
+        by_layer = groups[0].spec.spec_by_layer
+        return groups[0].spec.page_size_bytes, [(by_layer[n].page_size_bytes, (n,)) for n in groups[0].layer_names]
+    group_size = max(len(g.layer_names) for g in groups)
+    if group_size == 0:
+        raise StartupRefusal("a pipeline stage owns no KV cache layer of any group (vLLM asserts group_size > 0)")
+    pages = {g.spec.page_size_bytes for g in groups}
+    if len(pages) != 1:  # pragma: no cover - rule D guarantees one page
+        raise StartupRefusal(f"groups with different page sizes {sorted(pages)}")
+    page = pages.pop()
+    tensors = []
+    for i in range(group_size):
+        shared = tuple(g.layer_names[i] for g in groups if i < len(g.layer_names))
+        tensors.append((page, shared))
+    return page * group_size, tensors
+
+
+def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext) -> int:
+    """Bytes one max-length request needs on this worker (vLLM's startup memory check)."""
+    if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
+        return sum(s.max_memory_usage_bytes(usage) for _, s in groups[0].spec.specs)
+    group_size = max(len(g.layer_names) for g in groups)
+    page = groups[0].spec.page_size_bytes
+    return group_size * page * sum(cdiv(g.spec.max_memory_usage_bytes(usage), page) for g in groups)
+
+
+def build_gpu_plan(
+    grouping: Grouping,
+    layer_plan: LayerPlan,
+    *,
+    tp: int,
+    memory_for_worker,  # callable worker index -> bytes or None
+    num_gpu_blocks_override: int | None,
+) -> GpuPlan:
+    warnings: list[str] = []
+    groups = grouping.groups
+    usage = layer_plan.usage
+    per_stage: list[tuple[int, tuple[KVCacheGroup, ...], list[tuple[int, tuple[str, ...]]], int]] = []
+    for stage in layer_plan.stages:
+        names = {n for n, _ in stage.layers}
+        proj = _project(groups, names) if groups else ()
+        if groups:
+            block_cost, tensor_pages = _tensor_pages(proj)
+        else:
+            block_cost, tensor_pages = 0, []
+        stage_blocks = None
+        for tp_rank in range(tp):
+            worker = stage.pp_rank * tp + tp_rank
+            avail = memory_for_worker(worker)
+            if avail is None:
+                nb = num_gpu_blocks_override  # load.py guarantees one of the two is set
+            else:
+                if groups:
+                    if avail <= 0:
+                        raise StartupRefusal(f"worker {worker}: no available memory for the cache blocks")
+                    needed = _needed_bytes(proj, usage)
+                    if needed > avail:
+                        raise StartupRefusal(
+                            f"worker {worker}: one request of max_model_len {usage.max_model_len:,} tokens needs "
+                            f"{needed:,} B of KV cache, more than the {avail:,} B available; vLLM refuses to start"
+                        )
+                    nb = avail // block_cost if block_cost else 0
+                else:
+                    nb = 1  # attention-free: vLLM's placeholder config
+                if num_gpu_blocks_override is not None:
+                    nb = num_gpu_blocks_override
+            stage_blocks = nb if stage_blocks is None else min(stage_blocks, nb)
+        per_stage.append((stage.pp_rank, proj, tensor_pages, stage_blocks))
+
+    n_min = min(nb for *_, nb in per_stage)
+    if n_min == 0:
+        warnings.append("GPU num_blocks is 0: vLLM would have no KV cache blocks; every CPU count below is 0 too")
+    workers = tuple(
+        WorkerConfig(
+            pp_rank=rank, num_blocks=n_min, num_blocks_before_min=nb, groups=proj,
+            tensors=tuple(KVCacheTensor(page_bytes=p, num_blocks=n_min, shared_by=s) for p, s in tp_list),
+        )
+        for rank, proj, tp_list, nb in per_stage
+    )
+    sched = []
+    for g in workers[0].groups:
+        spec: KVCacheSpec = g.spec
+        if isinstance(spec, UniformTypeKVCacheSpecs):
+            # The scheduler sees one layer's spec for the whole group: the first in registration order.
+            spec = spec.first_spec()
+        sched.append(KVCacheGroup(layer_names=g.layer_names, spec=spec))
+    hash_block = min((g.spec.block_size for g in groups), default=layer_plan.block_size)
+    return GpuPlan(workers=workers, scheduler_groups=tuple(sched), num_blocks=n_min, hash_block_size=hash_block,
+                   warnings=tuple(warnings))
+
+
+def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str) -> LogNumbers | None:
+    """The two lines vLLM logs for rank 0: KV cache size in tokens and the maximum concurrency."""
+    groups = worker.groups
+    if not groups:
+        return None
+    n = max(len(g.layer_names) for g in groups)
+    per_request = n * sum(g.spec.max_memory_usage_bytes(usage) for g in groups)
+    per_block = groups[0].spec.page_size_bytes * n
+    blocks_per_request = cdiv(per_request, per_block)
+    # vLLM divides as floats here; kvcalc does the same so the printed value matches to the digit.
+    concurrency = worker.num_blocks / blocks_per_request
+    if log_family == "L1":
+        tokens = worker.num_blocks // len(groups) * min(g.spec.block_size for g in groups) * usage.cp
+    else:
+        tokens = int(concurrency * usage.max_model_len)
+    lines = (
+        f"GPU KV cache size: {tokens:,} tokens",
+        f"Maximum concurrency for {usage.max_model_len:,} tokens per request: {concurrency:.2f}x",
+    )
+    return LogNumbers(family=log_family, kv_cache_size_tokens=tokens, max_concurrency=concurrency,
+                      blocks_per_request=blocks_per_request, lines=lines)

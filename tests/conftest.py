@@ -1,0 +1,44 @@
+import copy
+import os
+
+import pytest
+
+from kvcalc.load import layout_from_dict
+from kvcalc.plan import plan
+
+GIB = 1 << 30
+# test-vectors.md "Common inputs": 40 GiB KV memory per worker, 131,072 / 8,192, C = 64 GiB.
+COMMON = {
+    "cache": {"kv_cache_memory": 40 * GIB, "max_model_len": 131072, "max_num_batched_tokens": 8192},
+    "offload": {"cpu_bytes_to_use": 64 * GIB},
+}
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def make_plan(layout: dict, version: str = "0.19.1", **sections):
+    data = deep_merge(COMMON, layout)
+    data = deep_merge(data, sections)
+    data.setdefault("vllm", {})["version"] = version
+    return plan(layout_from_dict(data, source="test.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch):
+    # Golden output is rendered without colour at a fixed width, whatever the developer's shell says.
+    for var in ("FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS", "LINES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("TERM", "dumb")
+
+
+EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
