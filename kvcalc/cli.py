@@ -7,8 +7,12 @@ import sys
 from enum import Enum
 from typing import Optional
 
-import click
 import typer
+
+try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones raised here
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click
 
 from .errors import KvcalcError
 from .units import SIZE_HELP
@@ -102,8 +106,16 @@ def plan(
         kv_offloading_size=kv_offloading_size, offload_block_size=offload_block_size, vllm_version=vllm_version,
     )
     if cpu_bytes is not None and kv_offloading_size is not None:
-        raise click.UsageError("give --cpu-bytes or --kv-offloading-size, not both")
-    p = make_plan(load_layout(layout, overrides=overrides))
+        raise KvcalcError("give --cpu-bytes or --kv-offloading-size, not both")
+    loaded = load_layout(layout, overrides=overrides)
+    try:
+        p = make_plan(loaded)
+    except KvcalcError as e:
+        if str(e).startswith(loaded.source):
+            raise
+        # Name the file for refusals raised deep in the core (startup rules, unsupported settings).
+        e.args = (f"{loaded.source}: {e}",)
+        raise
     report = build_report(p)
     if verify:
         from .verify import verify_plan
@@ -152,14 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     except KvcalcError as e:
         _err(f"kvcalc: error: {e.one_line()}")
         return e.exit_code
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.exceptions.Abort:
-        _err("kvcalc: aborted")
-        return 130
-    except click.ClickException as e:
+    except click.ClickException as e:  # usage errors: bad flag values, missing arguments
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked
+            sys.stdout.write(e.format_message() + "\n")
+            return 0
         _err(f"kvcalc: error: {' '.join(e.format_message().split())}")
         return 2
+    except (typer.Exit, typer.Abort) as e:
+        return getattr(e, "exit_code", 1)
     except BrokenPipeError:
         return 0
     except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback for users

@@ -28,7 +28,7 @@ from .layout import (
     ParallelLayout,
 )
 from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size
-from .versions import DEFAULT_VERSION
+from .versions import DEFAULT_VERSION, behaviour_for
 
 MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
 SCHEMA_VERSION = 1
@@ -49,6 +49,8 @@ CACHE_KEYS = (
 OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size")
 VLLM_KEYS = ("version",)
 
+_EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
+              "offload.kv_offloading_size": "offload.cpu_bytes_to_use"}
 _HUMAN_INT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
 
 
@@ -159,6 +161,10 @@ def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str
     top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
     for path, (value, _) in overrides.items():
         _set_path(top, path, value)
+        # A flag for one of two exclusive keys replaces the file's other one.
+        other = _EXCLUSIVE.get(path)
+        if other and isinstance(top.get("offload"), dict):
+            top["offload"].pop(other.split(".", 1)[1], None)
     if top.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise r.fail("schema_version", f"{SCHEMA_VERSION}", top.get("schema_version"))
     if "model" not in top:
@@ -175,6 +181,10 @@ def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
     version = r.str_(version, "vllm.version")
+    try:
+        behaviour_for(version)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source)
 
 

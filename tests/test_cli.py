@@ -1,0 +1,273 @@
+"""The CLI end to end: examples, JSON contract, flags, and one-line refusals."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES_DIR
+from kvcalc.cli import RENDERERS, OutputFormat, main
+
+GIB = 1 << 30
+EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.yaml")))
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *args):
+    code, out, err = run(capsys, *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def ex(name):
+    return os.path.join(EXAMPLES_DIR, name)
+
+
+def test_there_are_seven_examples():
+    assert len(EXAMPLES) >= 7
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_every_example_prints_a_table_and_json(capsys, path):
+    code, out, err = run(capsys, "plan", path)
+    assert code == 0, err
+    assert "CPU offload" in out and "Verdict" in out
+    doc, _ = run_json(capsys, "plan", path)
+    for key in ("schema_version", "vllm_version", "parallel", "gpu", "offload"):
+        assert key in doc
+    assert doc["schema_version"] == 1
+    assert set(doc["parallel"]) >= {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                                    "world_size"}
+    gpu = doc["gpu"]
+    assert set(gpu) >= {"block_size", "num_blocks", "kv_cache_size_tokens", "max_concurrency", "groups", "workers"}
+    for g in gpu["groups"]:
+        assert set(g) >= {"kind", "block_size", "page_size_bytes", "layers"}
+    for w in gpu["workers"]:
+        assert set(w) >= {"pp_rank", "num_blocks", "bytes_per_block", "tensors"}
+        assert sum(t["size"] for t in w["tensors"]) == w["num_blocks"] * w["bytes_per_block"]
+    off = doc["offload"]
+    assert set(off) >= {"cpu_bytes_to_use", "block_size_factor", "old", "fixed", "out_of_bounds",
+                        "pinned_bytes_per_engine", "unused_bytes"}
+    for f in ("old", "fixed"):
+        assert set(off[f]) >= {"kv_bytes_per_block", "kv_bytes_per_offloaded_block", "num_blocks_scheduler",
+                               "num_blocks_workers"}
+        assert all(isinstance(v, int) for v in off[f]["num_blocks_workers"])
+
+
+def test_issue_command_kimi_eagle3_is_vector_b2(capsys):
+    doc, err = run_json(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--cpu-bytes", "64G")
+    off = doc["offload"]
+    assert off["cpu_bytes_to_use"] == 68719476736
+    assert off["old"]["num_blocks_workers"] == [60] and off["old"]["num_blocks_scheduler"] == 3758
+    assert off["fixed"]["num_blocks_workers"] == [3765] and off["fixed"]["num_blocks_scheduler"] == 3765
+    assert off["out_of_bounds"] is True and off["selected"] == "old"
+    assert off["old"]["out_of_bounds_ids"] == {"pp_rank": 0, "first": 60, "last": 3757}
+    assert doc["gpu"]["num_blocks"] == 9412 and doc["gpu"]["kv_cache_size_tokens"] == 602368
+    assert doc["gpu"]["groups"][0]["layers"][-1] == "model.layers.61.self_attn.attn"
+    assert "out-of-bounds" in err and err.count("\n") == 1
+
+
+def test_issue_command_llama_tp2_is_vector_a2(capsys):
+    doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--tp", "2", "--cpu-bytes", "64G")
+    assert doc["parallel"]["world_size"] == 2
+    assert doc["gpu"]["num_blocks"] == 40960
+    for f in ("old", "fixed"):
+        assert doc["offload"][f]["num_blocks_scheduler"] == 32768
+        assert doc["offload"][f]["kv_bytes_per_block"] == 1048576 * 2
+    assert doc["offload"]["out_of_bounds"] is False and doc["offload"]["unused_bytes"] == 0
+
+
+def test_deepseek_example_is_vector_b64(capsys):
+    doc, _ = run_json(capsys, "plan", ex("deepseek-v3-tp4.yaml"))
+    assert doc["gpu"]["num_blocks"] == 9549
+    assert doc["offload"]["old"]["num_blocks_scheduler"] == doc["offload"]["fixed"]["num_blocks_scheduler"] == 3819
+    assert doc["offload"]["unused_bytes"] == 17072128
+
+
+def test_qwen3_next_example_is_vector_e1(capsys):
+    doc, err = run_json(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"))
+    assert doc["gpu"]["block_size"] == 272 and doc["gpu"]["num_blocks"] == 12850
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 5140 and doc["family"] == "fixed"
+    assert "272" in err
+
+
+def test_gpt_oss_example_on_old_release_folds(capsys):
+    # Vector d1 at TP 2: HMA forced off with the offloader before 0.22 -> 72,817 blocks, 58,254 CPU blocks.
+    doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.19.1")
+    assert doc["gpu"]["num_blocks"] == 72817 and len(doc["gpu"]["workers"][0]["tensors"]) == 36
+    assert doc["offload"]["old"]["num_blocks_scheduler"] == 58254
+    doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"))
+    assert doc["gpu"]["num_blocks"] == 145635 and doc["offload"]["fixed"]["num_blocks_scheduler"] == 116508
+
+
+def test_kv_offloading_size_is_gib_as_vllm_converts(capsys):
+    doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--kv-offloading-size", "0.1")
+    assert doc["offload"]["cpu_bytes_to_use"] == 107374182
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 107374182 // 2097152
+
+
+def test_decimal_gb_differs_from_gib(capsys):
+    # units.md: 64GB -> 30,517 blocks for vector a1; 64G -> 32,768.
+    doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "64GB")
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 30517
+
+
+def test_flags_override_file(capsys):
+    doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--pp", "2", "--block-size", "32",
+                      "--kv-cache-memory", "20GiB", "--offload-block-size", "64", "--max-model-len", "64K",
+                      "--vllm-version", "0.20.0", "--dp", "2")
+    assert doc["parallel"]["pipeline_parallel_size"] == 2 and doc["gpu"]["block_size"] == 32
+    assert doc["cache"]["max_model_len"] == 65536 and doc["vllm_version"] == "0.20.0"
+    # 16 layers x 32 tokens x 4096 B per stage: 20 GiB / (32 * 131072 ... ) exact:
+    page = 32 * 8 * 256 * 2
+    assert doc["gpu"]["num_blocks"] == 20 * GIB // page // 16
+    assert doc["offload"]["block_size_factor"] == 2
+    assert doc["offload"]["cpu_bytes_all_replicas"] == 2 * 64 * GIB
+
+
+def test_zero_budget_gives_zero_blocks_and_a_warning(capsys):
+    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0")
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 0 and doc["offload"]["old"]["num_blocks_scheduler"] == 0
+    assert "0 CPU blocks" in err
+
+
+def test_zero_gpu_blocks_never_divides_by_zero(capsys):
+    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--num-gpu-blocks-override", "0")
+    assert doc["gpu"]["num_blocks"] == 0
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 0
+    # The old formula never looked at num_blocks (trap 5): 64 GiB // (65536 * 32).
+    assert doc["offload"]["old"]["num_blocks_scheduler"] == 32768
+    assert "GPU num_blocks is 0" in err
+
+
+def test_every_format_has_a_renderer(capsys):
+    assert set(RENDERERS) == set(OutputFormat)
+    for fmt in OutputFormat:
+        code, out, _ = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--format", fmt.value)
+        assert code == 0 and out.strip()
+
+
+def test_json_is_byte_identical_across_runs(capsys):
+    a = run(capsys, "plan", ex("gpt-oss-120b.yaml"), "--format", "json")[1]
+    b = run(capsys, "plan", ex("gpt-oss-120b.yaml"), "--format", "json")[1]
+    assert a == b
+
+
+def test_python_dash_m(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "kvcalc", "plan", ex("llama-3.1-8b.yaml"), "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["offload"]["fixed"]["num_blocks_scheduler"] == 32768
+
+
+def test_verify_rebuilds_views_on_meta(capsys):
+    pytest.importorskip("torch")
+    for name in ("kimi-k2.5-eagle3-tp4.yaml", "qwen3-next-80b-tp4.yaml", "gpt-oss-120b.yaml"):
+        doc, _ = run_json(capsys, "plan", ex(name), "--verify")
+        v = doc["verify"]
+        assert v["ok"] and v["tensors_checked"] == sum(len(w["tensors"]) for w in doc["gpu"]["workers"])
+
+
+def test_verify_without_torch_says_how(capsys, monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_torch(name, *a, **k):
+        if name == "torch":
+            raise ImportError("no torch")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--verify")
+    assert code == 2 and "kvcalc[torch]" in err and out == ""
+
+
+# ------------------------------------------------------------------ refusals: one line, exit 2
+
+
+def write(tmp_path, text, name="bad.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+GOOD = """
+model: {num_layers: 32, num_kv_heads: 8, head_size: 128}
+cache: {block_size: 16, kv_cache_memory: 40GiB, max_model_len: 131072}
+offload: {cpu_bytes_to_use: 64GiB}
+"""
+
+
+def refuse(capsys, *args, must=()):
+    code, out, err = run(capsys, *args)
+    assert code == 2, (out, err)
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("kvcalc: error: ")
+    assert "Traceback" not in err
+    for m in must:
+        assert m in err, err
+    return err
+
+
+@pytest.mark.parametrize("text,must", [
+    (GOOD.replace("head_size: 128", "head_size: 128, heads: 4"), ["model.heads", "unknown key"]),
+    (GOOD.replace("num_layers: 32", "num_layers: thirty"), ["model.num_layers", "integer"]),
+    (GOOD.replace("num_layers: 32", "num_layers: 32.0"), ["model.num_layers"]),
+    (GOOD.replace("num_kv_heads: 8", "num_kv_heads: 6") + "parallel: {tensor_parallel_size: 4}\n",
+     ["model.num_kv_heads", "tensor_parallel_size"]),
+    (GOOD.replace("64GiB}", "64GiB, block_size: 24}"), ["offload.block_size", "multiple of the GPU block size 16"]),
+    (GOOD.replace("64GiB}", "64g}"), ["offload.cpu_bytes_to_use", "GiB"]),
+    (GOOD.replace("block_size: 16,", "block_size: -16,"), ["cache.block_size"]),
+    (GOOD + "vllm: {version: 0.20}\n", ["vllm.version", "quoted"]),
+    (GOOD + "vllm: {version: '0.12.0'}\n", ["num_cpu_blocks"]),
+    (GOOD + "vllm: {version: '0.28.0'}\n", ["0.22.x"]),
+    (GOOD.replace("kv_cache_memory: 40GiB, ", ""), ["cache.kv_cache_memory"]),
+    (GOOD.replace("max_model_len: 131072", "max_model_len: 131072, kv_cache_dtype: turboquant_4bit"),
+     ["unsupported KV dtype"]),
+    ("model: [1, 2]\n", ["model", "mapping"]),
+    ("- just\n- a list\n", ["(top level)", "mapping"]),
+    ("model: {num_layers: 2\n", ["valid YAML"]),
+    ("", ["model"]),
+    (GOOD.replace("max_model_len: 131072", "max_model_len: 1000000000"), ["refuses to start"]),
+])
+def test_bad_yaml_is_one_line(capsys, tmp_path, text, must):
+    path = write(tmp_path, text)
+    refuse(capsys, "plan", path, must=[path, *must])
+
+
+def test_tp_flag_named_in_error(capsys, tmp_path):
+    path = write(tmp_path, GOOD)
+    refuse(capsys, "plan", path, "--tp", "3", must=["model.num_kv_heads", "--tp"])
+
+
+def test_missing_file_and_directory(capsys, tmp_path):
+    refuse(capsys, "plan", str(tmp_path / "nope.yaml"), must=["nope.yaml", "readable"])
+    refuse(capsys, "plan", str(tmp_path), must=[str(tmp_path)])
+
+
+def test_binary_garbage(capsys, tmp_path):
+    p = tmp_path / "bin.yaml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    refuse(capsys, "plan", str(p), must=["UTF-8"])
+
+
+def test_startup_refusal_is_one_line(capsys):
+    refuse(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.19.1", must=["unified type"])
+
+
+def test_forcing_hma_on_before_021_is_refused(capsys):
+    refuse(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.20.0", "--hma", must=["0.21.0"])
+
+
+def test_usage_errors_are_one_line(capsys):
+    refuse(capsys, "plan", ex("llama-3.1-8b.yaml"), "--format", "xml")
+    refuse(capsys, "plan", ex("llama-3.1-8b.yaml"), "--tp", "two")
+    refuse(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "1G", "--kv-offloading-size", "1")
+    refuse(capsys, "plan")

@@ -1,0 +1,46 @@
+"""Golden output of the table view, rendered on a 100-column colourless console.
+
+The golden files pin layout and wording; their numbers are the ones the vector tests derive independently
+(kimi = vector b2, qwen3-next = vector e1). Regenerate after a deliberate change with KVCALC_UPDATE_GOLDEN=1.
+"""
+
+import io
+import os
+
+import pytest
+from rich.console import Console
+
+from conftest import EXAMPLES_DIR
+from kvcalc import load_layout, plan
+from kvcalc.render_table import render
+from kvcalc.report import build_report
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+
+
+def rendered(example: str) -> str:
+    report = build_report(plan(load_layout(os.path.join(EXAMPLES_DIR, example))))
+    report["source"] = example  # the absolute path differs per checkout
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, emoji=False,
+                      legacy_windows=False)
+    for item in render(report):
+        console.print(item)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("example", ["kimi-k2.5-eagle3-tp4.yaml", "qwen3-next-80b-tp4.yaml"])
+def test_table_golden(example):
+    path = os.path.join(GOLDEN, example.replace(".yaml", ".txt"))
+    text = rendered(example)
+    if os.environ.get("KVCALC_UPDATE_GOLDEN"):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    with open(path, encoding="utf-8") as fh:
+        assert text == fh.read()
+
+
+def test_golden_numbers_are_the_vectors():
+    text = rendered("kimi-k2.5-eagle3-tp4.yaml")
+    for number in ("9,412", "602,368", "4.60x", "3,758", "3,765", "YES ids 60–3,757", "1,131,610,112"):
+        assert number in text

@@ -1,0 +1,178 @@
+"""Per-rank layer specs: PP split, head replication, dtypes, Mamba states, drafter placement."""
+
+import json
+import os
+
+import pytest
+
+from conftest import make_plan
+from kvcalc.errors import LayoutError
+from kvcalc.layers import heads_per_rank, pp_split
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "models")
+
+
+def model_json(name):
+    with open(os.path.join(FIXTURES, name)) as fh:
+        return json.load(fh)
+
+
+@pytest.mark.parametrize("n,pp,parts", [
+    (61, 2, [31, 30]), (61, 3, [20, 21, 20]), (61, 4, [15, 15, 16, 15]), (62, 4, [15, 16, 16, 15]),
+    (32, 3, [11, 11, 10]), (32, 1, [32]), (32, 2, [16, 16]),
+])
+def test_pp_split_matches_vllm(n, pp, parts):
+    assert pp_split(n, pp) == parts
+
+
+def test_heads_per_rank():
+    assert heads_per_rank(8, 4, source="x", key="k") == 2
+    assert heads_per_rank(2, 4, source="x", key="k") == 1  # replicated
+    with pytest.raises(LayoutError):
+        heads_per_rank(8, 3, source="x", key="k")
+    with pytest.raises(LayoutError):
+        heads_per_rank(3, 4, source="x", key="k")
+
+
+def per_token_bytes(p):
+    """Sum of attention pages / block size at TP 1: KV bytes per token over all layers."""
+    total = 0
+    for name, spec in p.layers.stages[0].layers:
+        if spec.kind != "mamba":
+            total += spec.page_size_bytes // spec.block_size
+    return total
+
+
+@pytest.mark.parametrize("fixture,layout", [
+    ("llama-3.1-8b.json", {"num_layers": 32, "num_kv_heads": 8, "head_size": 4096 // 32}),
+    ("llama-3.1-70b.json", {"num_layers": 80, "num_kv_heads": 8, "head_size": 8192 // 64}),
+    ("qwen3-32b.json", {"num_layers": 64, "num_kv_heads": 8, "head_size": 128}),
+    ("deepseek-v3.json", {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}),
+    ("gpt-oss-120b.json", {"num_layers": 36, "layer_pattern": ["sliding_attention", "full_attention"],
+                           "num_kv_heads": 8, "head_size": 64, "sliding_window": 128}),
+    ("gemma-3-27b.json", {"num_layers": 62, "layer_pattern": ["sliding_attention"] * 5 + ["full_attention"],
+                          "num_kv_heads": 16, "head_size": 128, "sliding_window": 1024}),
+])
+def test_bytes_per_token_match_model_fixtures(fixture, layout):
+    expected = model_json(fixture)["_derived_bf16"]["kv_bytes_per_token_all_attention_layers"]
+    p = make_plan({"model": layout, "cache": {"block_size": 16}}, "0.22.1")
+    assert per_token_bytes(p) == expected
+
+
+def test_nemotron_nas_per_layer_heads_match_fixture():
+    cfg = model_json("nemotron-nas-mini-synthetic.json")
+    heads, kinds = [], []
+    for block in cfg["block_configs_attention"]:
+        if block["no_op"] or block["replace_with_linear"]:
+            heads.append(0)
+            kinds.append("none")
+        else:
+            heads.append(cfg["num_attention_heads"] // block["n_heads_in_group"])
+            kinds.append("full_attention")
+    assert heads == cfg["_derived_bf16"]["per_layer_num_kv_heads"]
+    layout = {"num_layers": 14, "layer_types": kinds, "num_kv_heads": heads,
+              "head_size": cfg["hidden_size"] // cfg["num_attention_heads"]}
+    p = make_plan({"model": layout, "cache": {"block_size": 16, "max_model_len": 2048}})
+    assert per_token_bytes(p) == cfg["_derived_bf16"]["kv_bytes_per_token_all_attention_layers"]
+    assert p.grouping.rule == "uniform_type"
+
+
+def mamba_state_bytes(p):
+    specs = [s for _, s in p.layers.stages[0].layers if s.kind == "mamba"]
+    return specs[0].real_page_size_bytes, len(specs)
+
+
+def test_jamba_mamba1_state_matches_fixture():
+    cfg = model_json("jamba-1.5-mini.json")
+    kinds = ["full_attention" if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else "mamba"
+             for i in range(cfg["num_hidden_layers"])]
+    layout = {"num_layers": 32, "layer_types": kinds, "num_kv_heads": 8, "head_size": 128,
+              "mamba": {"kind": "mamba1", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16,
+                        "mamba_d_conv": 4}}
+    p = make_plan({"model": layout, "cache": {"block_size": 16}}, "0.22.1", cache={"enable_prefix_caching": True})
+    page, n = mamba_state_bytes(p)
+    derived = cfg["_derived_bf16"]
+    assert n * page == derived["state_bytes_per_sequence"] == 8716288
+    assert page == derived["groups"][1]["state_bytes_per_seq_per_layer"]
+
+
+def test_mamba2_state_matches_fixture():
+    cfg = model_json("mamba2-2.7b.json")
+    d = cfg["_implied_by_code_defaults"]
+    inter = d["expand"] * cfg["d_model"]
+    layout = {"num_layers": 64, "layer_types": ["mamba"] * 64,
+              "mamba": {"kind": "mamba2", "mamba_num_heads": inter // d["headdim"], "mamba_head_dim": d["headdim"],
+                        "n_groups": d["ngroups"], "ssm_state_size": d["d_state"], "conv_kernel": d["d_conv"]}}
+    p = make_plan({"model": layout}, "0.22.1")
+    page, n = mamba_state_bytes(p)
+    assert n * page == cfg["_derived_bf16"]["state_bytes_per_sequence"]
+
+
+def test_qwen3_next_gdn_state_matches_fixture():
+    from test_vectors import QWEN3_NEXT
+    p = make_plan({**QWEN3_NEXT}, "0.22.1")
+    page, n = mamba_state_bytes(p)
+    assert n * page == model_json("qwen3-next-80b-a3b.json")["_derived_bf16"]["state_bytes_per_sequence"]
+
+
+def test_mamba2_groups_replicate_under_tp():
+    # n_groups = 1 at TP 4: vLLM pads to 4 groups; conv_dim = 5120 + 2*4*128 = 6144 -> 1536 per rank.
+    layout = {"num_layers": 4, "layer_types": ["mamba"] * 4,
+              "mamba": {"kind": "mamba2", "mamba_num_heads": 80, "mamba_head_dim": 64, "n_groups": 1,
+                        "ssm_state_size": 128, "conv_kernel": 4}}
+    p = make_plan({"model": layout, "parallel": {"tensor_parallel_size": 4}}, "0.22.1")
+    spec = p.layers.stages[0].layers[0][1]
+    assert spec.shapes == ((3, 1536), (20, 64, 128))
+
+
+def test_fp8_ds_mla_and_fp8_mla_pages():
+    base = {"model": {"num_layers": 2, "kv_lora_rank": 512, "qk_rope_head_dim": 64}, "cache": {"block_size": 64}}
+    assert make_plan(base, cache={"kv_cache_dtype": "fp8_ds_mla"}).grouping.groups[0].spec.page_size_bytes == 64 * 656
+    assert make_plan(base, cache={"kv_cache_dtype": "fp8"}).grouping.groups[0].spec.page_size_bytes == 64 * 576
+    assert make_plan(base).grouping.groups[0].spec.page_size_bytes == 64 * 1152
+
+
+def test_skip_layers_make_uniform_type_and_undercount():
+    # fp8 everywhere but layer 0 (bf16): pages 2*8*128*16*1 = 32768 and 65536 for layer 0.
+    layout = {"model": {"num_layers": 32, "num_kv_heads": 8, "head_size": 128},
+              "cache": {"block_size": 16, "kv_cache_dtype": "fp8", "kv_cache_dtype_skip_layers": [0]}}
+    p = make_plan(layout, "0.19.1")
+    assert p.grouping.rule == "uniform_type"
+    sigma = 65536 + 31 * 32768
+    assert p.grouping.groups[0].spec.page_size_bytes == sigma
+    n_gpu = 40 * 2**30 // sigma
+    assert p.gpu.num_blocks == n_gpu
+    r = p.offload.results["old"]
+    assert r.stages[0].count.num_blocks == 64 * 2**30 // (sigma * 32)
+    assert r.scheduler.num_blocks == 64 * 2**30 // (65536 * 32)
+    assert r.out_of_bounds
+    assert p.offload.results["fixed"].scheduler.num_blocks == 64 * 2**30 // sigma
+
+
+def test_skip_layers_refused_before_019():
+    layout = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128},
+              "cache": {"kv_cache_dtype": "fp8", "kv_cache_dtype_skip_layers": [0]}}
+    with pytest.raises(LayoutError, match="0.19.0"):
+        make_plan(layout, "0.18.0")
+
+
+def test_drafter_goes_to_last_pp_stage():
+    layout = {"model": {"num_layers": 4, "num_kv_heads": 8, "head_size": 128,
+                        "draft": {"method": "eagle", "num_layers": 1, "num_kv_heads": 8, "head_size": 128}},
+              "parallel": {"pipeline_parallel_size": 2}}
+    p = make_plan(layout)
+    assert [n for n, _ in p.layers.stages[1].layers][-1] == "model.layers.4.self_attn.attn"
+    assert len(p.layers.stages[0].layers) == 2 and len(p.layers.stages[1].layers) == 3
+    # Stage 1 has 3 layers for stage 0's 2: its workers need more bytes per block -> OOB on every formula.
+    assert p.offload.results["fixed"].out_of_bounds and p.offload.results["old"].out_of_bounds
+
+
+def test_mtp_layer_copies_mla_and_merges():
+    layout = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                        "draft": {"method": "mtp", "num_layers": 1}}, "parallel": {"tensor_parallel_size": 4}}
+    p = make_plan(layout)
+    assert p.grouping.rule == "uniform" and len(p.grouping.groups[0].layer_names) == 62
+    assert p.grouping.groups[0].layer_names[-1] == "model.layers.61.mtp_block.self_attn.attn"
+    # deepseek-v3.json: with_mtp_layer_bytes_per_token = 71424 = 62 * 1152.
+    assert 62 * p.grouping.groups[0].spec.page_size_bytes // 64 == model_json("deepseek-v3.json")[
+        "_derived_bf16"]["with_mtp_layer_bytes_per_token"]
