@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
+from .errors import KvcalcError
 from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .layout import Layout
@@ -26,6 +27,9 @@ class Plan:
     offload: OffloadPlan
     notes: tuple[str, ...]  # informational, for stderr
     warnings: tuple[str, ...]  # things the user should act on, for stderr
+    # Per formula id: how that formula's own releases would lay this model out, when it differs from the
+    # selected release's layout (the old column is computed on the selected release's tensors).
+    formula_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def selected(self) -> str:
@@ -42,8 +46,37 @@ def merged_specs(layer_plan: LayerPlan) -> dict[str, KVCacheSpec]:
     return out
 
 
-def plan(layout: Layout) -> Plan:
-    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas."""
+# The release that stands for each formula's family when the other family's layout is checked.
+REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1"}
+
+
+def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
+    other = "fixed" if selected.selected == "old" else "old"
+    version = REPRESENTATIVE[other]
+    try:
+        alt = plan(replace(layout, vllm_version=version), compare=False)
+    except KvcalcError as e:
+        return {other: f"vLLM {version} would refuse this layout at startup: {e.one_line()}"}
+    same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \
+        [(g.layer_names, g.spec) for g in selected.grouping.groups] and alt.gpu.num_blocks == selected.gpu.num_blocks
+    if same:
+        return {}
+    r = alt.offload.results.get(other)
+    if r is None:
+        return {other: f"vLLM {version} lays this model out differently and fails to start the offloader: "
+                       f"{alt.offload.startup_error}"}
+    hma = "on" if alt.hma_enabled else "off"
+    return {other: f"vLLM {version} lays this model out differently (hybrid manager {hma}, "
+                   f"{len(alt.grouping.groups)} group(s), {alt.gpu.num_blocks:,} GPU blocks): there the {other} "
+                   f"formula gives {r.scheduler.num_blocks:,} scheduler / "
+                   f"{', '.join(f'{s.count.num_blocks:,}' for s in r.stages)} worker CPU blocks"
+                   + (", out of bounds" if r.out_of_bounds else "")}
+
+
+def plan(layout: Layout, *, compare: bool = True) -> Plan:
+    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas.
+
+    With `compare`, also check how the other formula's releases would lay the model out (HMA differs)."""
     behaviour = behaviour_for(layout.vllm_version)
     model = layout.model
     wants_off = None
@@ -85,5 +118,8 @@ def plan(layout: Layout) -> Plan:
             f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} "
             f"that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores"
         )
-    return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
-                grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))
+    result = Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
+                  grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))
+    if compare:
+        result = replace(result, formula_notes=_other_family_note(layout, result))
+    return result

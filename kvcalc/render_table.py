@@ -148,7 +148,11 @@ def _offload_table(report: dict) -> RenderableType:
     memo = Text(f"pinned per engine: old {format_bytes(old['pinned_bytes_per_engine'])}, "
                 f"fixed {format_bytes(fixed['pinned_bytes_per_engine'])}; unused: old "
                 f"{format_bytes(old['unused_bytes'])}, fixed {format_bytes(fixed['unused_bytes'])}")
-    return Group(t, memo)
+    parts: list[RenderableType] = [t, memo]
+    for name in ("old", "fixed"):
+        if off[name].get("note"):
+            parts.append(Text(f"{name}: {off[name]['note']}"))
+    return Group(*parts)
 
 
 def verdict(report: dict) -> str:

@@ -60,6 +60,7 @@ def _formula(plan: Plan, name: str) -> dict | None:
         "pinned_bytes_all_replicas": r.pinned_bytes_per_engine * dp,
         "unused_bytes": r.unused_bytes,
         "wasted_bytes_per_worker": [s.wasted_bytes_per_worker for s in r.stages],
+        "note": plan.formula_notes.get(name),
     }
 
 

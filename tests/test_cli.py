@@ -271,3 +271,13 @@ def test_usage_errors_are_one_line(capsys):
     refuse(capsys, "plan", ex("llama-3.1-8b.yaml"), "--tp", "two")
     refuse(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "1G", "--kv-offloading-size", "1")
     refuse(capsys, "plan")
+
+
+def test_other_family_layout_noted(capsys):
+    # Vector e1: 0.14-0.21 refuse Qwen3-Next with the offloader (rule A); vector d2: 0.22 keeps HMA on for gpt-oss.
+    doc, _ = run_json(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"))
+    assert "refuse" in doc["offload"]["old"]["note"] and doc["offload"]["fixed"]["note"] is None
+    doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.19.1")
+    assert "116,508" in doc["offload"]["fixed"]["note"]
+    doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"))
+    assert doc["offload"]["old"]["note"] is None
