@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import lcm
 
 from .errors import LayoutError, UnsupportedError
-from .layout import Layout, ModelLayout
+from .layout import KV_CACHE_DTYPE_TABLE, KV_CACHE_DTYPES, Layout, ModelLayout
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -29,26 +29,6 @@ DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models
 HYBRID_KERNEL_BLOCK = {False: 16, True: 64}
 DEFAULT_MAMBA_CHUNK = 2048
 
-# KV cache dtype strings: (storage dtype or None for "the model's", extra quantisation, needs 0.20+).
-_PLAIN_KV_DTYPES = {
-    "auto": (None, None, False),
-    "bfloat16": ("bfloat16", None, False),
-    "float16": ("float16", None, False),
-    "half": ("float16", None, False),
-    "float32": ("float32", None, False),
-    "float": ("float32", None, False),
-    "fp8": ("uint8", None, False),
-    "fp8_e4m3": ("uint8", None, False),
-    "fp8_e5m2": ("uint8", None, False),
-    "fp8_inc": ("uint8", None, False),
-    "int8": ("uint8", None, False),
-    "fp8_ds_mla": ("uint8", None, False),
-    "int8_per_token_head": ("uint8", "per_token_head", True),
-    "fp8_per_token_head": ("uint8", "per_token_head", True),
-    "nvfp4": ("uint8", "nvfp4", True),
-}
-KV_CACHE_DTYPES = tuple(_PLAIN_KV_DTYPES)
-
 # vLLM's module names for each Mamba kind, from the reference model of that kind.
 _MAMBA_MODULE = {
     "mamba1": "mamba",  # Jamba
@@ -60,23 +40,6 @@ _MAMBA_MODULE = {
 # Kinds whose models support Mamba prefix caching in mode "all" (0.19.1 list: Jamba, Mamba, Mamba2,
 # NemotronH, Bamba, Zamba2, GraniteMoeHybrid, FalconH1); the others use "align".
 _MAMBA_MODE_ALL = {"mamba1", "mamba2"}
-
-# Per kind, the Hugging Face fields the state shapes need.
-MAMBA_FIELDS = {
-    "mamba1": ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"),
-    "mamba2": ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
-    "gated_delta_net": (
-        "linear_num_key_heads",
-        "linear_num_value_heads",
-        "linear_key_head_dim",
-        "linear_value_head_dim",
-        "linear_conv_kernel_dim",
-    ),
-    "short_conv": ("hidden_size", "conv_L_cache"),
-    "linear_attention": ("num_attention_heads", "head_dim"),
-}
-MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size",), "mamba1": ("chunk_size",)}
-
 
 @dataclass(frozen=True, kw_only=True)
 class StageLayers:
@@ -127,11 +90,11 @@ class _KVDtype:
 
 def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bool = False) -> _KVDtype:
     name = "auto" if for_layer_auto else layout.cache.kv_cache_dtype
-    if name not in _PLAIN_KV_DTYPES:
+    if name not in KV_CACHE_DTYPE_TABLE:
         raise UnsupportedError(
             f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
-    storage, quant, needs_020 = _PLAIN_KV_DTYPES[name]
+    storage, quant, needs_020 = KV_CACHE_DTYPE_TABLE[name]
     if needs_020 and not behaviour.supports_scaled_kv_dtypes:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
                           detail="added in 0.20.0")

@@ -13,6 +13,43 @@ LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "mla"
 MAMBA_KINDS = ("mamba1", "mamba2", "gated_delta_net", "short_conv", "linear_attention")
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
+
+# KV cache dtype strings: (storage dtype or None for "the model's", extra quantisation, needs 0.20+).
+KV_CACHE_DTYPE_TABLE = {
+    "auto": (None, None, False),
+    "bfloat16": ("bfloat16", None, False),
+    "float16": ("float16", None, False),
+    "half": ("float16", None, False),
+    "float32": ("float32", None, False),
+    "float": ("float32", None, False),
+    "fp8": ("uint8", None, False),
+    "fp8_e4m3": ("uint8", None, False),
+    "fp8_e5m2": ("uint8", None, False),
+    "fp8_inc": ("uint8", None, False),
+    "int8": ("uint8", None, False),
+    "fp8_ds_mla": ("uint8", None, False),
+    "int8_per_token_head": ("uint8", "per_token_head", True),
+    "fp8_per_token_head": ("uint8", "per_token_head", True),
+    "nvfp4": ("uint8", "nvfp4", True),
+}
+KV_CACHE_DTYPES = tuple(KV_CACHE_DTYPE_TABLE)
+
+# Per kind, the Hugging Face fields the state shapes need.
+MAMBA_FIELDS = {
+    "mamba1": ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"),
+    "mamba2": ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
+    "gated_delta_net": (
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel_dim",
+    ),
+    "short_conv": ("hidden_size", "conv_L_cache"),
+    "linear_attention": ("num_attention_heads", "head_dim"),
+}
+MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size",), "mamba1": ("chunk_size",)}
+
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
 
 

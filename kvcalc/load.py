@@ -12,9 +12,11 @@ import re
 from typing import Any
 
 from .errors import LayoutError, UnsupportedError
-from .layers import KV_CACHE_DTYPES, MAMBA_FIELDS, MAMBA_OPTIONAL_FIELDS, pp_split
 from .layout import (
     DRAFT_METHODS,
+    KV_CACHE_DTYPES,
+    MAMBA_FIELDS,
+    MAMBA_OPTIONAL_FIELDS,
     HMA_CHOICES,
     LAYER_KINDS,
     MAMBA_CACHE_MODES,
@@ -329,7 +331,6 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
             _check_heads(r, model.num_kv_heads[i], tp, "model.num_kv_heads", "parallel.tensor_parallel_size")
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
-    pp_split(model.num_layers, pp, part)  # cannot fail once the checks above pass
     return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
                           pp_layer_partition=part)
 

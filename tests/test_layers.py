@@ -176,3 +176,32 @@ def test_mtp_layer_copies_mla_and_merges():
     # deepseek-v3.json: with_mtp_layer_bytes_per_token = 71424 = 62 * 1152.
     assert 62 * p.grouping.groups[0].spec.page_size_bytes // 64 == model_json("deepseek-v3.json")[
         "_derived_bf16"]["with_mtp_layer_bytes_per_token"]
+
+
+def test_jamba_prefix_caching_mode_all_aligns_to_chunk():
+    # a1 = 2*8*128*2 = 4096 B/token, mp = 311,296: chunk = lcm(2048, 16) = 2048;
+    # blk = 2048 * cdiv(cdiv(311296, 4096), 2048) = 2048; attention page 2048 * 4096 = 8 MiB pads the Mamba page.
+    kinds = ["full_attention" if i % 8 == 4 else "mamba" for i in range(32)]
+    layout = {"num_layers": 32, "layer_types": kinds, "num_kv_heads": 8, "head_size": 128,
+              "mamba": {"kind": "mamba1", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16,
+                        "mamba_d_conv": 4}}
+    p = make_plan({"model": layout}, "0.22.1", cache={"enable_prefix_caching": True})
+    assert p.layers.mamba_cache_mode == "all"
+    assert p.layers.block_size == 2048 and p.layers.mamba_block_size == 2048
+    assert {g.spec.page_size_bytes for g in p.grouping.groups} == {2048 * 4096}
+    # 28 Mamba + 4 attention layers: 28 >= 1.5 * 4 -> group_size 4 -> 7 Mamba groups + 1 attention group.
+    assert [len(g.layer_names) for g in p.grouping.groups] == [4] * 8
+
+
+def test_short_conv_and_linear_attention_states():
+    # LFM2-like short conv at TP 2: (conv_L_cache - 1) x (hidden / TP) = 2 x 1024 bf16 elements per rank.
+    sc = {"num_layers": 2, "layer_types": ["mamba", "full_attention"], "num_kv_heads": 8, "head_size": 64,
+          "mamba": {"kind": "short_conv", "hidden_size": 2048, "conv_L_cache": 3}}
+    p = make_plan({"model": sc, "parallel": {"tensor_parallel_size": 2}}, "0.22.1")
+    spec = p.layers.stages[0].layers[0][1]
+    assert spec.shapes == ((2, 1024),) and spec.real_page_size_bytes == 2 * 1024 * 2
+    la = {"num_layers": 2, "layer_types": ["mamba", "full_attention"], "num_kv_heads": 8, "head_size": 128,
+          "mamba": {"kind": "linear_attention", "num_attention_heads": 64, "head_dim": 128}}
+    p = make_plan({"model": la, "parallel": {"tensor_parallel_size": 8}}, "0.22.1")
+    spec = p.layers.stages[0].layers[0][1]
+    assert spec.real_page_size_bytes == 8 * 128 * 128 * 2

@@ -1,0 +1,49 @@
+"""The design rules, checked: a pure core, stages importing only earlier stages, torch only for --verify."""
+
+import ast
+import os
+import subprocess
+import sys
+
+PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kvcalc")
+# Stage order: a module may import only modules to its left (data modules errors/units/layout/versions first).
+ORDER = ["errors", "units", "layout", "versions", "load", "specs", "layers", "grouping", "tensors", "offload",
+         "plan", "report", "render_table", "render_json", "verify", "cli"]
+CORE = ["specs", "layers", "grouping", "tensors", "offload", "plan", "versions", "units", "layout", "errors"]
+
+
+def imports_of(module: str) -> set[str]:
+    with open(os.path.join(PKG, module + ".py")) as fh:
+        tree = ast.parse(fh.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and node.module:
+                found.add(node.module.split(".")[0])
+            elif node.level == 0 and node.module:
+                found.add("ext:" + node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add("ext:" + alias.name.split(".")[0])
+    return found
+
+
+def test_core_is_pure():
+    for mod in CORE:
+        ext = {i for i in imports_of(mod) if i.startswith("ext:")}
+        assert not ext & {"ext:typer", "ext:rich", "ext:yaml", "ext:torch", "ext:click", "ext:os", "ext:io"}, mod
+
+
+def test_stages_import_only_earlier_stages():
+    for i, mod in enumerate(ORDER):
+        internal = {x for x in imports_of(mod) if not x.startswith("ext:")}
+        later = internal & set(ORDER[i + 1:])
+        assert not later, f"{mod} imports later stage(s) {later}"
+
+
+def test_plan_does_not_import_torch():
+    code = ("import sys, kvcalc.cli as c; c.main(['plan', 'examples/deepseek-v3-tp4.yaml', '--format', 'json']); "
+            "sys.stderr.write(str('torch' in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=os.path.dirname(PKG), timeout=60)
+    assert r.stderr.strip().endswith("False")
