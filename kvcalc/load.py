@@ -373,9 +373,6 @@ def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: 
         else:
             memory = (r.size(raw, "cache.kv_cache_memory"),)
     override = r.opt_int(c, "num_gpu_blocks_override", "cache", minimum=0)
-    if memory is None and override is None:
-        raise r.fail("cache.kv_cache_memory", "a size such as 40GiB (KV cache memory per GPU, as "
-                     "--kv-cache-memory-bytes), or cache.num_gpu_blocks_override")
     if c.get("max_model_len") is not None:
         mml = r.human_int(c["max_model_len"], "cache.max_model_len", minimum=1)
     elif mpe is not None:

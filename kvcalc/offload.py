@@ -66,6 +66,9 @@ def _old_per_block(groups: tuple[KVCacheGroup, ...], worker: WorkerConfig, world
 
 def _fixed_per_block(groups: tuple[KVCacheGroup, ...], worker: WorkerConfig, world: int) -> int:
     """0.20.0-0.22.x: sum(tensor sizes) // num_blocks x world_size (0 without blocks)."""
+    if worker.num_blocks is None:
+        # Unknown GPU block count: every size is page x N, so sum(sizes) // N is exactly the sum of pages.
+        return worker.bytes_per_block * world
     if worker.num_blocks <= 0:
         return 0
     return worker.total_bytes // worker.num_blocks * world

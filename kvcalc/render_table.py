@@ -32,15 +32,18 @@ def _table(title: str, *columns: str, header: bool = True) -> Table:
     return t
 
 
-def _runs(tensors: list[dict]) -> list[tuple[int, int, list[str]]]:
-    """Consecutive tensors of one size -> (count, size, all layers sharing them)."""
-    runs: list[tuple[int, int, list[str]]] = []
+def _runs(tensors: list[dict]) -> list[tuple[int, int | None, list[str]]]:
+    """Consecutive tensors of one size (page, when sizes are unknown) -> (count, size, layers sharing them)."""
+    runs: list[tuple[int, int | None, list[str]]] = []
+    last = None
     for t in tensors:
-        if runs and runs[-1][1] == t["size"]:
+        key = (t["size"], t["page_bytes"])
+        if runs and key == last:
             count, size, names = runs[-1]
             runs[-1] = (count + 1, size, names + t["shared_by"])
         else:
             runs.append((1, t["size"], list(t["shared_by"])))
+        last = key
     return runs
 
 
@@ -61,8 +64,13 @@ def render(report: dict) -> list[RenderableType]:
     lay.add_row("dtype / KV dtype", f"{m['dtype']} / {cache['kv_cache_dtype']}")
     lay.add_row("block size", f"{gpu['block_size']} tokens" + (
         f" (Mamba {cache['mamba_block_size']}, mode {cache['mamba_cache_mode']})" if cache["mamba_cache_mode"] else ""))
-    lay.add_row("KV memory per GPU", "override" if cache["kv_cache_memory"] is None else
-                ", ".join(_b(x) for x in cache["kv_cache_memory"]))
+    if cache["kv_cache_memory"] is not None:
+        memory = ", ".join(_b(x) for x in cache["kv_cache_memory"])
+    elif cache["num_gpu_blocks_override"] is not None:
+        memory = f"not given (num_gpu_blocks_override {cache['num_gpu_blocks_override']:,})"
+    else:
+        memory = "not given: GPU block count unknown (--kv-cache-memory)"
+    lay.add_row("KV memory per GPU", memory)
     lay.add_row("max_model_len", f"{cache['max_model_len']:,} tokens")
     lay.add_row("prefix caching", "on" if cache["enable_prefix_caching"] else "off")
     lay.add_row("hybrid KV cache manager", cache["hybrid_kv_cache_manager_reason"])

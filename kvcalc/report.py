@@ -121,7 +121,8 @@ def build_report(plan: Plan) -> dict:
                     "num_blocks_before_min": w.num_blocks_before_min,
                     "bytes_per_block": w.bytes_per_block,
                     "total_bytes": w.total_bytes,
-                    "tensors": [{"size": t.size, "shared_by": list(t.shared_by)} for t in w.tensors],
+                    "tensors": [{"size": t.size, "page_bytes": t.page_bytes, "shared_by": list(t.shared_by)}
+                                for t in w.tensors],
                 }
                 for w in gpu.workers
             ],

@@ -15,12 +15,12 @@ from .units import cdiv
 @dataclass(frozen=True, kw_only=True)
 class KVCacheTensor:
     page_bytes: int  # bytes of this tensor per GPU block
-    num_blocks: int
+    num_blocks: int | None  # None: no KV memory was given, the GPU block count is unknown
     shared_by: tuple[str, ...]
 
     @property
-    def size(self) -> int:
-        return self.page_bytes * self.num_blocks
+    def size(self) -> int | None:
+        return None if self.num_blocks is None else self.page_bytes * self.num_blocks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,8 +28,8 @@ class WorkerConfig:
     """One worker's KVCacheConfig (TP ranks of a stage are identical, so one per PP stage)."""
 
     pp_rank: int
-    num_blocks: int
-    num_blocks_before_min: int
+    num_blocks: int | None
+    num_blocks_before_min: int | None
     groups: tuple[KVCacheGroup, ...]
     tensors: tuple[KVCacheTensor, ...]
 
@@ -39,7 +39,9 @@ class WorkerConfig:
         return sum(t.page_bytes for t in self.tensors)
 
     @property
-    def total_bytes(self) -> int:
+    def total_bytes(self) -> int | None:
+        if self.num_blocks is None:
+            return None
         return sum(t.size for t in self.tensors)
 
     @property
@@ -51,7 +53,7 @@ class WorkerConfig:
 class GpuPlan:
     workers: tuple[WorkerConfig, ...]  # one per PP stage, after the min
     scheduler_groups: tuple[KVCacheGroup, ...]  # rank 0's groups, UniformType flattened to the first layer
-    num_blocks: int
+    num_blocks: int | None
     hash_block_size: int  # the engine's global block size = min group block size
     warnings: tuple[str, ...]
 
@@ -142,12 +144,16 @@ def build_gpu_plan(
                     nb = 1  # attention-free: vLLM's placeholder config
                 if num_gpu_blocks_override is not None:
                     nb = num_gpu_blocks_override
-            stage_blocks = nb if stage_blocks is None else min(stage_blocks, nb)
+            stage_blocks = nb if stage_blocks is None or nb is None else min(stage_blocks, nb)
         per_stage.append((stage.pp_rank, proj, tensor_pages, stage_blocks))
 
-    n_min = min(nb for *_, nb in per_stage)
-    if n_min == 0:
-        warnings.append("GPU num_blocks is 0: vLLM would have no KV cache blocks; every CPU count below is 0 too")
+    known = [nb for *_, nb in per_stage if nb is not None]
+    n_min = min(known) if known else None
+    if n_min is None:
+        warnings.append("no KV cache memory given (--kv-cache-memory): the GPU block count, tensor sizes and log "
+                        "lines are not computed; the CPU counts do not depend on them")
+    elif n_min == 0:
+        warnings.append("GPU num_blocks is 0: vLLM would have no KV cache blocks; the fixed formula's CPU count is 0")
     workers = tuple(
         WorkerConfig(
             pp_rank=rank, num_blocks=n_min, num_blocks_before_min=nb, groups=proj,
@@ -170,7 +176,7 @@ def build_gpu_plan(
 def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str) -> LogNumbers | None:
     """The two lines vLLM logs for rank 0: KV cache size in tokens and the maximum concurrency."""
     groups = worker.groups
-    if not groups:
+    if not groups or worker.num_blocks is None:
         return None
     n = max(len(g.layer_names) for g in groups)
     per_request = n * sum(g.spec.max_memory_usage_bytes(usage) for g in groups)

@@ -67,28 +67,30 @@ def verify_plan(plan) -> dict:
                 by_layer.update(g.spec.spec_by_layer)
             else:
                 by_layer.update({name: g.spec for name in g.layer_names})
+        n = 1 if w.num_blocks is None else w.num_blocks  # unknown GPU block count: check one block's layout
         for t in w.tensors:
-            raw = torch.empty(t.size, dtype=torch.int8, device="meta")
+            size = t.page_bytes * n
+            raw = torch.empty(size, dtype=torch.int8, device="meta")
             tensors += 1
             for name in t.shared_by:
                 spec = by_layer[name]
                 if not isinstance(spec, (FullAttentionSpec, MambaSpec)) and spec.kv_quant is None \
                         and spec.page_size_padded is not None:  # pragma: no cover - no such layout today
                     raise VerifyError(f"{name}: padded attention pages are not modelled by --verify")
-                if w.num_blocks == 0:
+                if n == 0:
                     continue
-                layer_views, padding = _layer_views(torch, raw, spec, w.num_blocks)
+                layer_views, padding = _layer_views(torch, raw, spec, n)
                 covered = 0
                 for v, _ in layer_views:
                     es = v.element_size()
                     last = v.storage_offset() + sum((s - 1) * st for s, st in zip(v.shape, v.stride()))
-                    if (last + 1) * es > t.size:
-                        raise VerifyError(f"PP stage {w.pp_rank}: {name}: a view reaches past its {t.size}-byte tensor")
+                    if (last + 1) * es > size:
+                        raise VerifyError(f"PP stage {w.pp_rank}: {name}: a view reaches past its {size}-byte tensor")
                     covered += v.numel() * es
                     views += 1
-                if covered + padding != t.size:
+                if covered + padding != size:
                     raise VerifyError(f"PP stage {w.pp_rank}: {name}: views cover {covered} + {padding} padding bytes "
-                                      f"of a {t.size}-byte tensor")
+                                      f"of a {size}-byte tensor")
     return {
         "ok": True,
         "torch_version": torch.__version__,

@@ -53,6 +53,7 @@ def test_every_example_prints_a_table_and_json(capsys, path):
     for w in gpu["workers"]:
         assert set(w) >= {"pp_rank", "num_blocks", "bytes_per_block", "tensors"}
         assert sum(t["size"] for t in w["tensors"]) == w["num_blocks"] * w["bytes_per_block"]
+        assert sum(t["page_bytes"] for t in w["tensors"]) == w["bytes_per_block"]
     off = doc["offload"]
     assert set(off) >= {"cpu_bytes_to_use", "block_size_factor", "old", "fixed", "out_of_bounds",
                         "pinned_bytes_per_engine", "unused_bytes"}
@@ -228,7 +229,7 @@ def refuse(capsys, *args, must=()):
     (GOOD + "vllm: {version: 0.20}\n", ["vllm.version", "quoted"]),
     (GOOD + "vllm: {version: '0.12.0'}\n", ["num_cpu_blocks"]),
     (GOOD + "vllm: {version: '0.28.0'}\n", ["0.22.x"]),
-    (GOOD.replace("kv_cache_memory: 40GiB, ", ""), ["cache.kv_cache_memory"]),
+    (GOOD.replace("kv_cache_memory: 40GiB,", "kv_cache_memory: [40GiB, 40GiB],"), ["cache.kv_cache_memory"]),
     (GOOD.replace("max_model_len: 131072", "max_model_len: 131072, kv_cache_dtype: turboquant_4bit"),
      ["unsupported KV dtype"]),
     ("model: [1, 2]\n", ["model", "mapping"]),
@@ -281,3 +282,20 @@ def test_other_family_layout_noted(capsys):
     assert "116,508" in doc["offload"]["fixed"]["note"]
     doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"))
     assert doc["offload"]["old"]["note"] is None
+
+
+def test_without_kv_memory_cpu_counts_still_exact(capsys, tmp_path):
+    # The CPU counts never depend on the GPU block count (old: page x tensors; fixed: sum(page x N) // N):
+    # vector (b2)'s 60 / 3,758 / 3,765 without any KV memory, and no GPU numbers invented.
+    path = ex("kimi-k2.5-eagle3-tp4.yaml")
+    text = open(path).read().replace("  kv_cache_memory: 40GiB\n", "")
+    p = tmp_path / "kimi-no-memory.yaml"
+    p.write_text(text)
+    doc, err = run_json(capsys, "plan", str(p))
+    assert doc["gpu"]["num_blocks"] is None and doc["gpu"]["kv_cache_size_tokens"] is None
+    assert all(t["size"] is None for t in doc["gpu"]["workers"][0]["tensors"])
+    assert doc["offload"]["old"]["num_blocks_workers"] == [60] and doc["offload"]["old"]["num_blocks_scheduler"] == 3758
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 3765
+    assert "--kv-cache-memory" in err
+    code, out, _ = run(capsys, "plan", str(p))
+    assert code == 0 and "GPU block count unknown" in out

@@ -1,0 +1,37 @@
+"""The README's usage commands run as written (pipes to jq dropped), so they never rot."""
+
+import os
+import re
+import shlex
+
+import pytest
+
+from kvcalc.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def usage_commands():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    block = text.split("## Use", 1)[1].split("```", 2)[1]
+    cmds = []
+    for line in block.splitlines():
+        line = line.split("|")[0].strip()
+        line = re.sub(r"^python -m kvcalc ", "kvcalc ", line)
+        if line.startswith("kvcalc "):
+            cmds.append(shlex.split(line)[1:])
+    return cmds
+
+
+def test_readme_has_usage_commands():
+    assert len(usage_commands()) >= 3
+
+
+@pytest.mark.parametrize("args", usage_commands(), ids=lambda a: " ".join(a[:2]))
+def test_readme_command_runs(args, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    if "--verify" in args:
+        pytest.importorskip("torch")
+    assert main(args) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out
