@@ -55,6 +55,8 @@ def _overrides(**flags) -> dict:
         "kv_offloading_size": ("offload.kv_offloading_size", "--kv-offloading-size"),
         "offload_block_size": ("offload.block_size", "--offload-block-size"),
         "vllm_version": ("vllm.version", "--vllm-version"),
+        "draft_config": ("model.draft.hf_config", "--draft-config"),
+        "speculative": ("model.draft.method", "--speculative"),
     }
     out = {}
     for name, value in flags.items():
@@ -63,13 +65,15 @@ def _overrides(**flags) -> dict:
         path, flag = table[name]
         if name == "hma":
             value = "on" if value else "off"
+        if name == "draft_config":
+            value = os.path.abspath(value)
         out[path] = (value, flag)
     return out
 
 
 @app.command()
 def plan(
-    layout: str = typer.Argument(..., help="layout YAML (schema v1; see the README)"),
+    layout: str = typer.Argument(..., help="layout YAML (schema v1), a Hugging Face config.json, or its directory"),
     tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="tensor parallel size"),
     pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size", help="pipeline parallel size"),
     dp: Optional[int] = typer.Option(None, "--dp", "--data-parallel-size", help="data parallel size (engines)"),
@@ -93,6 +97,8 @@ def plan(
     hma: Optional[bool] = typer.Option(None, "--hma/--no-hma", help="force the hybrid KV cache manager on/off"),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table for people, json for pipelines"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device"),
+    draft_config: Optional[str] = typer.Option(None, "--draft-config", help="an EAGLE/EAGLE3 drafter's config.json"),
+    speculative: Optional[str] = typer.Option(None, "--speculative", help="eagle | eagle3 | mtp"),
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from .load import load_layout
@@ -104,6 +110,7 @@ def plan(
         num_gpu_blocks_override=num_gpu_blocks_override, max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens, prefix=prefix, hma=hma, cpu_bytes=cpu_bytes,
         kv_offloading_size=kv_offloading_size, offload_block_size=offload_block_size, vllm_version=vllm_version,
+        draft_config=draft_config, speculative=speculative,
     )
     if cpu_bytes is not None and kv_offloading_size is not None:
         raise KvcalcError("give --cpu-bytes or --kv-offloading-size, not both")
@@ -126,6 +133,45 @@ def plan(
     for line in p.warnings:
         _err(f"warning: {line}")
     RENDERERS[fmt](report)
+
+
+@app.command()
+def init(
+    config: str = typer.Argument(..., help="a Hugging Face config.json, or its directory"),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
+    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
+    dp: Optional[int] = typer.Option(None, "--dp", "--data-parallel-size"),
+    block_size: Optional[int] = typer.Option(None, "--block-size"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
+    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"SIZE: {SIZE_HELP}"),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len"),
+    prefix: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching"),
+    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"SIZE: {SIZE_HELP}"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
+    draft_config: Optional[str] = typer.Option(None, "--draft-config", help="an EAGLE/EAGLE3 drafter's config.json"),
+    speculative: Optional[str] = typer.Option(None, "--speculative", help="eagle | eagle3 | mtp"),
+) -> None:
+    """Write the layout YAML a config.json maps to, with where each value came from."""
+    from .load import read_input, validate
+    from .render_yaml import render
+
+    if not (os.path.isdir(config) or config.endswith(".json")):
+        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json or a directory holding one")
+    overrides = _overrides(tp=tp, pp=pp, dp=dp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+                           kv_cache_memory=kv_cache_memory, max_model_len=max_model_len, prefix=prefix,
+                           cpu_bytes=cpu_bytes, vllm_version=vllm_version, draft_config=draft_config,
+                           speculative=speculative)
+    top, origin, source = read_input(config, overrides=overrides)
+    # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
+    check = dict(top)
+    if not isinstance(check.get("offload"), dict) or not check["offload"]:
+        check["offload"] = {"cpu_bytes_to_use": 0}
+    validate(check, source=source, overrides=overrides)
+    text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
+                                      "Each comment names the config key a value came from.")
+    if "offload" not in top:
+        text += "# offload:\n#   cpu_bytes_to_use: 64GiB  # required by `kvcalc plan`: the CPU budget of one engine\n"
+    sys.stdout.write(text)
 
 
 def _print_table(report: dict) -> None:

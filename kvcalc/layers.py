@@ -121,9 +121,10 @@ def _mamba_shapes(model: ModelLayout, tp: int, ns: int, source: str) -> list[tup
         return [(g("mamba_d_conv") - 1, per), (per, g("mamba_d_state"))]
     if m.kind == "mamba2":
         nh, hd, groups, d_state = g("mamba_num_heads"), g("mamba_head_dim"), g("n_groups"), g("ssm_state_size")
+        inter = g("intermediate_size") if m.has("intermediate_size") else nh * hd
         # vLLM replicates the groups up to TP when they do not shard evenly (n_groups=1, TP=4 -> 4).
         groups = groups if groups % tp == 0 else tp
-        conv_dim = nh * hd + 2 * groups * d_state
+        conv_dim = inter + 2 * groups * d_state
         return [(g("conv_kernel") - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
     if m.kind == "gated_delta_net":
         nk, nv = g("linear_num_key_heads"), g("linear_num_value_heads")
@@ -280,6 +281,9 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
             return out
         if kind == "mamba":
             return [(f"{prefix}.{_MAMBA_MODULE[model.mamba.kind]}", mamba_spec())]
+        if kind == "full_attention+mamba":
+            # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
+            return decoder_layer(i, "full_attention", prefix, idx) + [(f"{prefix}.mamba", mamba_spec())]
         heads = heads_per_rank(model.num_kv_heads[i], tp, source=src, key="model.num_kv_heads")
         return [(f"{prefix}.self_attn.attn",
                  attn_spec(kind, idx, heads, model.head_size[i], model.head_size_v[i], block_size))]

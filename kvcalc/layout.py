@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "mla", "mamba", "none")
+LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "mla", "mamba", "none",
+               "full_attention+mamba")
+# Kinds that own a standard (non-MLA) attention module, and kinds that own a Mamba/linear state.
+ATTENTION_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "full_attention+mamba")
+MAMBA_LAYER_KINDS = ("mamba", "full_attention+mamba")
 MAMBA_KINDS = ("mamba1", "mamba2", "gated_delta_net", "short_conv", "linear_attention")
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
@@ -48,7 +52,7 @@ MAMBA_FIELDS = {
     "short_conv": ("hidden_size", "conv_L_cache"),
     "linear_attention": ("num_attention_heads", "head_dim"),
 }
-MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size",), "mamba1": ("chunk_size",)}
+MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size", "intermediate_size"), "mamba1": ("chunk_size",)}
 
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
 
@@ -92,6 +96,8 @@ class ModelLayout:
     index_head_dim: int | None = None
     mamba: MambaLayout | None = None
     draft: DraftLayout | None = None
+    # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
+    kv_head_replication: bool = True
 
     @property
     def is_mla(self) -> bool:
@@ -99,7 +105,7 @@ class ModelLayout:
 
     @property
     def has_mamba(self) -> bool:
-        return "mamba" in self.layer_types
+        return any(k in MAMBA_LAYER_KINDS for k in self.layer_types)
 
 
 @dataclass(frozen=True, kw_only=True)

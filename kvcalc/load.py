@@ -13,7 +13,9 @@ from typing import Any
 
 from .errors import LayoutError, UnsupportedError
 from .layout import (
+    ATTENTION_KINDS,
     DRAFT_METHODS,
+    MAMBA_LAYER_KINDS,
     KV_CACHE_DTYPES,
     MAMBA_FIELDS,
     MAMBA_OPTIONAL_FIELDS,
@@ -39,9 +41,10 @@ TOP_KEYS = ("schema_version", "model", "parallel", "cache", "offload", "vllm")
 MODEL_KEYS = (
     "name", "num_layers", "dtype", "layer_types", "layer_pattern", "num_kv_heads", "head_size", "head_size_v",
     "sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim", "mamba",
-    "draft", "max_position_embeddings",
+    "draft", "max_position_embeddings", "hf_config", "kv_head_replication",
 )
-DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens")
+DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens",
+              "hf_config")
 PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition")
 CACHE_KEYS = (
     "block_size", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "kv_cache_memory", "num_gpu_blocks_override",
@@ -152,21 +155,114 @@ def _set_path(data: dict, path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None
-                     ) -> Layout:
-    """Validate a parsed layout. `overrides` maps a key path to (value, flag that set it)."""
+def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
+           base_dir: str = ".") -> tuple[dict, dict]:
+    """Apply CLI overrides and pull in `model.hf_config` / `model.draft.hf_config`.
+
+    Returns (the raw layout dict, {key path: where its value came from}) before validation."""
     overrides = overrides or {}
     if data is None:
         data = {}
     r = _Reader(source, {path: flag for path, (_, flag) in overrides.items()})
     top = r.mapping(data, "", TOP_KEYS)
     top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
-    for path, (value, _) in overrides.items():
+    origin: dict[str, str] = {}
+    for path, (value, flag) in overrides.items():
         _set_path(top, path, value)
+        origin[path] = flag
         # A flag for one of two exclusive keys replaces the file's other one.
         other = _EXCLUSIVE.get(path)
         if other and isinstance(top.get("offload"), dict):
             top["offload"].pop(other.split(".", 1)[1], None)
+    model = top.get("model")
+    nextn = 0
+    if isinstance(model, dict) and model.get("hf_config") is not None:
+        from .hf_config import map_config
+
+        model = dict(model)
+        path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
+        mapped = map_config(read_json(path), source=path)
+        for key in model:  # the layout's own keys win over the config's
+            origin[f"model.{key}"] = "layout file"
+        if "layer_pattern" in model or "layer_types" in model:
+            mapped.model.pop("layer_types", None)
+        model = {**mapped.model, **model}
+        origin = {**mapped.origin, **origin}
+        cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
+        for key, (value, why) in mapped.cache.items():
+            if key not in cache:
+                cache[key] = value
+                origin[f"cache.{key}"] = why
+        top["cache"] = cache
+        nextn = mapped.num_nextn_predict_layers
+        top["model"] = model
+    draft = model.get("draft") if isinstance(model, dict) else None
+    if isinstance(draft, dict):
+        draft = dict(draft)
+        if draft.get("hf_config") is not None:
+            from .hf_config import map_draft
+
+            path = _config_path(r, draft.pop("hf_config"), "model.draft.hf_config", base_dir)
+            method = draft.get("method")
+            mapped_draft, draft_origin = map_draft(read_json(path), source=path,
+                                                   method=method if isinstance(method, str) else None)
+            draft = {**mapped_draft, **draft}
+            origin.update({k: f"drafter config {path}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
+                           or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
+        if draft.get("method") == "mtp" and draft.get("num_layers") is None:
+            if not nextn:
+                raise r.fail("model.draft.num_layers", "the number of MTP layers (the model config's "
+                             "num_nextn_predict_layers is 0 or absent)")
+            draft["num_layers"] = nextn
+            origin["model.draft.num_layers"] = "num_nextn_predict_layers"
+        model["draft"] = draft
+    return top, origin
+
+
+def _config_path(r: _Reader, value: Any, key: str, base_dir: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail(key, "a path to a Hugging Face config.json (or its directory)", value)
+    path = value if os.path.isabs(value) else os.path.join(base_dir, value)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    return path
+
+
+def read_json(path: str) -> Any:
+    import json
+
+    raw = _read_bytes(path, "a readable config.json")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LayoutError(path, "", "UTF-8 JSON") from None
+    except json.JSONDecodeError as e:
+        raise LayoutError(path, f"line {e.lineno}", "valid JSON", detail=e.msg) from None
+    except RecursionError:
+        raise LayoutError(path, "", "JSON nested less deeply") from None
+
+
+def _read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
+    return raw
+
+
+def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
+                     base_dir: str = ".") -> Layout:
+    """Validate a parsed layout. `overrides` maps a key path to (value, flag that set it)."""
+    top, _ = expand(data, source=source, overrides=overrides, base_dir=base_dir)
+    return validate(top, source=source, overrides=overrides)
+
+
+def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    """An expanded layout dict -> Layout, or a LayoutError naming the key (and the flag that set it)."""
+    r = _Reader(source, {path: flag for path, (_, flag) in (overrides or {}).items()})
     if top.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise r.fail("schema_version", f"{SCHEMA_VERSION}", top.get("schema_version"))
     if "model" not in top:
@@ -220,7 +316,7 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
     else:
         kinds = (default_kind,) * n
     present = set(kinds)
-    std_attn = present & {"full_attention", "sliding_attention", "chunked_attention"}
+    std_attn = present & set(ATTENTION_KINDS)
 
     def needed(key: str, why: str) -> int:
         if m.get(key) is None:
@@ -256,12 +352,15 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
         raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
                      index_dim)
     mamba = None
-    if "mamba" in present:
+    if present & set(MAMBA_LAYER_KINDS):
         mamba = _mamba(r, m.get("mamba"))
     elif m.get("mamba") is not None:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), kinds) if m.get("draft") is not None else None
-    return ModelLayout(name=name, num_layers=n, dtype=dtype, layer_types=kinds, num_kv_heads=heads,
+    replication = m.get("kv_head_replication", True)
+    if not isinstance(replication, bool):
+        raise r.fail("model.kv_head_replication", "true or false", replication)
+    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds, num_kv_heads=heads,
                        head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
@@ -327,7 +426,11 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
             raise r.fail("parallel.pp_layer_partition", f"counts summing to model.num_layers ({model.num_layers})",
                           list(part))
     for i, kind in enumerate(model.layer_types):
-        if kind in ("full_attention", "sliding_attention", "chunked_attention"):
+        if kind in ATTENTION_KINDS:
+            if not model.kv_head_replication and model.num_kv_heads[i] < tp:
+                raise r.fail("model.num_kv_heads", f"at least tensor_parallel_size {tp} KV heads: this model's "
+                             "attention does not replicate heads (gpt-oss)", model.num_kv_heads[i],
+                             detail=f"set by {r.where('parallel.tensor_parallel_size')}")
             _check_heads(r, model.num_kv_heads[i], tp, "model.num_kv_heads", "parallel.tensor_parallel_size")
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
@@ -378,7 +481,8 @@ def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: 
     elif mpe is not None:
         mml = mpe  # vLLM's default max_model_len is the model's max_position_embeddings
     else:
-        raise r.fail("cache.max_model_len", "a positive integer (the longest request, in tokens)")
+        raise r.fail("cache.max_model_len", "a positive integer (the longest request in tokens; "
+                     "--max-model-len): the model states no max_position_embeddings")
     mnbt = r.human_int(c.get("max_num_batched_tokens", 8192), "cache.max_num_batched_tokens", minimum=1)
     prefix = c.get("enable_prefix_caching")
     if prefix is not None and not isinstance(prefix, bool):
@@ -422,7 +526,12 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
     return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block)
 
 
-def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,
+              base_dir: str = ".") -> Layout:
+    return layout_from_dict(parse_yaml(text, source=source), source=source, overrides=overrides, base_dir=base_dir)
+
+
+def parse_yaml(text: str, *, source: str) -> Any:
     import yaml
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
@@ -436,23 +545,28 @@ def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] |
         raise LayoutError(source, where, "valid YAML", detail=str(problem)) from None
     except RecursionError:
         raise LayoutError(source, "", "YAML nested less deeply") from None
-    return layout_from_dict(data, source=source, overrides=overrides)
+    return data
 
 
-def load_layout(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
-    """Read and validate a layout YAML file."""
+def read_input(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> tuple[dict, dict, str]:
+    """A layout YAML, a config.json, or a model directory -> (raw layout, provenance, source)."""
     if os.path.isdir(path) or path.endswith(".json"):
-        raise UnsupportedError(f"{path}: kvcalc reads a layout YAML here; Hugging Face config.json input is not "
-                               "built yet (write the layout YAML, see the README)")
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
-    except OSError as e:
-        raise LayoutError(path, "", "a readable layout file", detail=e.strerror or str(e)) from None
-    if len(raw) > MAX_INPUT_BYTES:
-        raise LayoutError(path, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+        config = os.path.join(path, "config.json") if os.path.isdir(path) else path
+        data = {"model": {"hf_config": os.path.abspath(config)}}
+        top, origin = expand(data, source=config, overrides=overrides)
+        return top, origin, config
+    raw = _read_bytes(path, "a readable layout file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise LayoutError(path, "", "UTF-8 text") from None
-    return load_text(text, source=path, overrides=overrides)
+    data = parse_yaml(text, source=path)
+    base = os.path.dirname(os.path.abspath(path))
+    top, origin = expand(data, source=path, overrides=overrides, base_dir=base)
+    return top, origin, path
+
+
+def load_layout(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    """Read and validate a layout YAML file, a Hugging Face config.json, or a directory holding one."""
+    top, _, source = read_input(path, overrides=overrides)
+    return validate(top, source=source, overrides=overrides)

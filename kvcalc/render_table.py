@@ -62,7 +62,7 @@ def render(report: dict) -> list[RenderableType]:
     lay = _table("Layout", "", "", header=False)
     lay.add_row("layers", f"{m['num_layers']}: {kinds}{draft}")
     lay.add_row("dtype / KV dtype", f"{m['dtype']} / {cache['kv_cache_dtype']}")
-    lay.add_row("block size", f"{gpu['block_size']} tokens" + (
+    lay.add_row("block size", f"{gpu['attention_block_size']} tokens" + (
         f" (Mamba {cache['mamba_block_size']}, mode {cache['mamba_cache_mode']})" if cache["mamba_cache_mode"] else ""))
     if cache["kv_cache_memory"] is not None:
         memory = ", ".join(_b(x) for x in cache["kv_cache_memory"])

@@ -103,8 +103,8 @@ def build_report(plan: Plan) -> dict:
             "hybrid_kv_cache_manager_reason": plan.hma_reason,
         },
         "gpu": {
-            "block_size": plan.layers.block_size,
-            "hash_block_size": gpu.hash_block_size,
+            "block_size": gpu.hash_block_size,  # the engine's block size: the smallest group block size
+            "attention_block_size": plan.layers.block_size,
             "num_blocks": gpu.num_blocks,
             "kv_cache_size_tokens": None if plan.logs is None else plan.logs.kv_cache_size_tokens,
             "max_concurrency": None if plan.logs is None else plan.logs.max_concurrency,
