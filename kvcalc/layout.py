@@ -160,3 +160,5 @@ class Layout:
     offload: OffloadLayout
     vllm_version: str
     source: str = "<layout>"  # where it came from, for error messages
+    # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
+    provenance: tuple[tuple[str, str], ...] = ()

@@ -256,11 +256,12 @@ def _read_bytes(path: str, what: str) -> bytes:
 def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
                      base_dir: str = ".") -> Layout:
     """Validate a parsed layout. `overrides` maps a key path to (value, flag that set it)."""
-    top, _ = expand(data, source=source, overrides=overrides, base_dir=base_dir)
-    return validate(top, source=source, overrides=overrides)
+    top, origin = expand(data, source=source, overrides=overrides, base_dir=base_dir)
+    return validate(top, source=source, overrides=overrides, origin=origin)
 
 
-def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,
+             origin: dict[str, str] | None = None) -> Layout:
     """An expanded layout dict -> Layout, or a LayoutError naming the key (and the flag that set it)."""
     r = _Reader(source, {path: flag for path, (_, flag) in (overrides or {}).items()})
     if top.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
@@ -283,7 +284,8 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         behaviour_for(version)
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
-    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source)
+    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source,
+                  provenance=tuple(sorted((origin or {}).items())))
 
 
 def _model(r: _Reader, data: Any) -> ModelLayout:
@@ -568,5 +570,5 @@ def read_input(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None
 
 def load_layout(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
     """Read and validate a layout YAML file, a Hugging Face config.json, or a directory holding one."""
-    top, _, source = read_input(path, overrides=overrides)
-    return validate(top, source=source, overrides=overrides)
+    top, origin, source = read_input(path, overrides=overrides)
+    return validate(top, source=source, overrides=overrides, origin=origin)

@@ -76,6 +76,16 @@ def render(report: dict) -> list[RenderableType]:
     lay.add_row("hybrid KV cache manager", cache["hybrid_kv_cache_manager_reason"])
     out.append(lay)
 
+    fields = _table("Model fields (what each number rests on)", "field", "value", "from")
+    fields.add_row("layer kinds", kinds, m["layer_kinds_from"])
+    for f in m["fields"]:
+        value = f["value"]
+        text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        if f["field"] == "num_kv_heads":
+            text += f" (model total; TP {par['tensor_parallel_size']})"
+        fields.add_row(f["field"], text, f["from"])
+    out.append(fields)
+
     groups = _table(f"KV cache groups ({gpu['grouping']})", "#", "kind", "block", "page", "layers")
     for i, g in enumerate(gpu["groups"]):
         kind = g["kind"]

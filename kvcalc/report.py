@@ -64,6 +64,42 @@ def _formula(plan: Plan, name: str) -> dict | None:
     }
 
 
+def _one(values: tuple) -> object:
+    """A per-layer tuple shown as one value when every layer agrees."""
+    return values[0] if len(set(values)) == 1 else list(values)
+
+
+def model_fields(plan: Plan) -> list[dict]:
+    """The model fields the numbers rest on, with where each came from, for checking against a config."""
+    m = plan.layout.model
+    prov = dict(plan.layout.provenance)
+    kinds = m.layer_types
+    rows: list[tuple[str, object]] = [("dtype", m.dtype)]
+    attn = [i for i, k in enumerate(kinds) if k in ("full_attention", "sliding_attention", "chunked_attention",
+                                                     "full_attention+mamba")]
+    if attn:
+        rows += [("num_kv_heads", _one(tuple(m.num_kv_heads[i] for i in attn))),
+                 ("head_size", _one(tuple(m.head_size[i] for i in attn)))]
+        if any(m.head_size_v[i] != m.head_size[i] for i in attn):
+            rows.append(("head_size_v", _one(tuple(m.head_size_v[i] for i in attn))))
+    for key in ("sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim"):
+        if getattr(m, key) is not None:
+            rows.append((key, getattr(m, key)))
+    if m.mamba is not None:
+        rows.append(("mamba.kind", m.mamba.kind))
+        rows += [(f"mamba.{k}", v) for k, v in m.mamba.params]
+    if m.draft is not None:
+        rows += [(f"draft.{k}", getattr(m.draft, k)) for k in ("method", "num_layers", "num_kv_heads", "head_size")
+                 if getattr(m.draft, k) is not None]
+    out = [{"field": k, "value": v, "from": prov.get(f"model.{k}", "layout file")} for k, v in rows]
+    if m.mamba is not None:
+        for key in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+            value = getattr(plan.layout.cache, key)
+            out.append({"field": f"cache.{key}", "value": value,
+                        "from": prov.get(f"cache.{key}", "layout file" if value != "auto" else "default")})
+    return out
+
+
 def build_report(plan: Plan) -> dict:
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
     gpu, off = plan.gpu, plan.offload
@@ -81,6 +117,8 @@ def build_report(plan: Plan) -> dict:
             "num_layers": lay.model.num_layers,
             "dtype": lay.model.dtype,
             "layer_kinds": dict(sorted(kinds.items())),
+            "layer_kinds_from": dict(plan.layout.provenance).get("model.layer_types", "layout file"),
+            "fields": model_fields(plan),
             "draft": None if lay.model.draft is None else {
                 "method": lay.model.draft.method, "num_layers": lay.model.draft.num_layers},
         },
