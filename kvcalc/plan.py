@@ -66,8 +66,9 @@ def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
         return {other: f"vLLM {version} lays this model out differently and fails to start the offloader: "
                        f"{alt.offload.startup_error}"}
     hma = "on" if alt.hma_enabled else "off"
+    blocks = "" if alt.gpu.num_blocks is None else f", {alt.gpu.num_blocks:,} GPU blocks"
     return {other: f"vLLM {version} lays this model out differently (hybrid manager {hma}, "
-                   f"{len(alt.grouping.groups)} group(s), {alt.gpu.num_blocks:,} GPU blocks): there the {other} "
+                   f"{len(alt.grouping.groups)} group(s){blocks}): there the {other} "
                    f"formula gives {r.scheduler.num_blocks:,} scheduler / "
                    f"{', '.join(f'{s.count.num_blocks:,}' for s in r.stages)} worker CPU blocks"
                    + (", out of bounds" if r.out_of_bounds else "")}
