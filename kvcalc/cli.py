@@ -56,6 +56,10 @@ def _overrides(**flags) -> dict:
         "offload_block_size": ("offload.block_size", "--offload-block-size"),
         "vllm_version": ("vllm.version", "--vllm-version"),
         "draft_config": ("model.draft.hf_config", "--draft-config"),
+        "blocks_per_chunk": ("offload.blocks_per_chunk", "--blocks-per-chunk"),
+        "backend": ("parallel.distributed_executor_backend", "--distributed-executor-backend"),
+        "nnodes": ("parallel.nnodes", "--nnodes"),
+        "platform": ("vllm.platform", "--platform"),
         "speculative": ("model.draft.method", "--speculative"),
     }
     out = {}
@@ -99,6 +103,13 @@ def plan(
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device"),
     draft_config: Optional[str] = typer.Option(None, "--draft-config", help="an EAGLE/EAGLE3 drafter's config.json"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="eagle | eagle3 | mtp"),
+    blocks_per_chunk: Optional[int] = typer.Option(None, "--blocks-per-chunk", help="0.26+: GPU blocks per CPU chunk"),
+    backend: Optional[str] = typer.Option(None, "--distributed-executor-backend",
+                                          help="mp | ray | uni | external_launcher"),
+    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="nodes one engine spans"),
+    platform: Optional[str] = typer.Option(None, "--platform", help="cuda | rocm | xpu"),
+    compare_versions: Optional[str] = typer.Option(
+        None, "--compare-versions", help="comma-separated releases: one column per release"),
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from .load import load_layout
@@ -110,7 +121,8 @@ def plan(
         num_gpu_blocks_override=num_gpu_blocks_override, max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens, prefix=prefix, hma=hma, cpu_bytes=cpu_bytes,
         kv_offloading_size=kv_offloading_size, offload_block_size=offload_block_size, vllm_version=vllm_version,
-        draft_config=draft_config, speculative=speculative,
+        draft_config=draft_config, speculative=speculative, blocks_per_chunk=blocks_per_chunk, backend=backend,
+        nnodes=nnodes, platform=platform,
     )
     if cpu_bytes is not None and kv_offloading_size is not None:
         raise KvcalcError("give --cpu-bytes or --kv-offloading-size, not both")
@@ -124,6 +136,14 @@ def plan(
         e.args = (f"{loaded.source}: {e}",)
         raise
     report = build_report(p)
+    if compare_versions is not None:
+        from .plan import compare
+        from .report import add_comparison
+
+        versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
+        if not versions:
+            raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
+        add_comparison(report, compare(loaded, versions))
     if verify:
         from .verify import verify_plan
 
@@ -174,6 +194,29 @@ def init(
     sys.stdout.write(text)
 
 
+@app.command()
+def versions(fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
+    """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
+    from .versions import DEFAULT_VERSION, releases_table
+
+    rows = releases_table()
+    if fmt is OutputFormat.json:
+        import json
+
+        sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows}, indent=2) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"vLLM families (default --vllm-version {DEFAULT_VERSION})", title_justify="left")
+    for col in ("family", "releases", "CPU count", "what to do", "read"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    Console(width=width, highlight=False).print(t)
+
+
 def _print_table(report: dict) -> None:
     from rich.console import Console
 
@@ -184,6 +227,10 @@ def _print_table(report: dict) -> None:
     console = Console(soft_wrap=False, highlight=False, emoji=False, width=width)
     for item in render(report):
         console.print(item)
+    if "releases" in report:
+        from .render_table import render_comparison
+
+        console.print(render_comparison(report))
     if "verify" in report:
         console.print(report["verify"]["summary"])
 

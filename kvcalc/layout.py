@@ -17,6 +17,8 @@ MAMBA_LAYER_KINDS = ("mamba", "full_attention+mamba")
 MAMBA_KINDS = ("mamba1", "mamba2", "gated_delta_net", "short_conv", "linear_attention")
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
+EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
+PLATFORMS = ("cuda", "rocm", "xpu")
 
 # KV cache dtype strings: (storage dtype or None for "the model's", extra quantisation, needs 0.20+).
 KV_CACHE_DTYPE_TABLE = {
@@ -114,6 +116,8 @@ class ParallelLayout:
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
     pp_layer_partition: tuple[int, ...] | None = None  # as VLLM_PP_LAYER_PARTITION
+    distributed_executor_backend: str = "mp"  # mp | ray | uni | external_launcher
+    nnodes: int = 1  # nodes one engine (DP replica) spans
 
     @property
     def world_size(self) -> int:
@@ -150,6 +154,7 @@ class OffloadLayout:
     cpu_bytes_to_use: int
     cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
     block_size: int | None = None  # offloaded block size in tokens
+    blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +164,7 @@ class Layout:
     cache: CacheLayout = field(default_factory=CacheLayout)
     offload: OffloadLayout
     vllm_version: str
+    platform: str = "cuda"  # cuda | rocm | xpu: decides whether 0.28+ has the shared host region
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()

@@ -15,7 +15,9 @@ from .errors import LayoutError, UnsupportedError
 from .layout import (
     ATTENTION_KINDS,
     DRAFT_METHODS,
+    EXECUTOR_BACKENDS,
     MAMBA_LAYER_KINDS,
+    PLATFORMS,
     KV_CACHE_DTYPES,
     MAMBA_FIELDS,
     MAMBA_OPTIONAL_FIELDS,
@@ -45,14 +47,15 @@ MODEL_KEYS = (
 )
 DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens",
               "hf_config")
-PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition")
+PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition",
+                 "distributed_executor_backend", "nnodes")
 CACHE_KEYS = (
     "block_size", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "kv_cache_memory", "num_gpu_blocks_override",
     "max_model_len", "max_num_batched_tokens", "enable_prefix_caching", "hybrid_kv_cache_manager",
     "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size", "mamba_cache_mode",
 )
-OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size")
-VLLM_KEYS = ("version",)
+OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
+VLLM_KEYS = ("version", "platform")
 
 _EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
               "offload.kv_offloading_size": "offload.cpu_bytes_to_use"}
@@ -284,7 +287,9 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         behaviour_for(version)
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
+    platform = r.choice(vllm.get("platform", "cuda"), "vllm.platform", PLATFORMS)
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source,
+                  platform=platform,
                   provenance=tuple(sorted((origin or {}).items())))
 
 
@@ -436,8 +441,11 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
             _check_heads(r, model.num_kv_heads[i], tp, "model.num_kv_heads", "parallel.tensor_parallel_size")
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
+    backend = r.choice(p.get("distributed_executor_backend", "mp"), "parallel.distributed_executor_backend",
+                       EXECUTOR_BACKENDS)
+    nnodes = r.int_(p.get("nnodes", 1), "parallel.nnodes", minimum=1, maximum=65536)
     return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
-                          pp_layer_partition=part)
+                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes)
 
 
 def _check_heads(r: _Reader, heads: int, tp: int, key: str, tp_key: str) -> None:
@@ -522,10 +530,11 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
     else:
         raise r.fail("offload.cpu_bytes_to_use", "a size such as 64GiB (the CPU budget of one engine), or --cpu-bytes")
     block = r.opt_int(o, "block_size", "offload")
+    bpc = r.opt_int(o, "blocks_per_chunk", "offload")
     gpu_block = cache.block_size or (64 if model.is_mla else 16)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
-    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block)
+    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)
 
 
 def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,

@@ -1,22 +1,58 @@
-"""GPU plan + CPU budget -> CPU block counts by the OLD and FIXED formulas, on the scheduler and every
-worker; out-of-bounds verdict, pinned host bytes, unused budget (spec section 8)."""
+"""GPU plan + CPU budget -> CPU block (chunk) counts per vLLM family, on the scheduler and every worker;
+out-of-bounds verdict, pinned host bytes, unused budget (spec sections 8 and 9).
+
+One function does the arithmetic for every family; a family's `OffloadRule` (versions.py) says which
+bytes-per-block it reads, whether counts are chunks, the alignment and the replication test.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 
 from .grouping import KVCacheGroup
-from .specs import ChunkedLocalAttentionSpec
+from .specs import ChunkedLocalAttentionSpec, MLAAttentionSpec, UniformTypeKVCacheSpecs
 from .tensors import GpuPlan, WorkerConfig
+from .units import round_up
+from .versions import FAMILIES, Behaviour, OffloadRule
+
+HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every chunk up to it
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffloadSettings:
+    cpu_bytes: int
+    block_size: int | None  # offloaded block size in tokens
+    blocks_per_chunk: int | None  # 0.26+
+    tp: int
+    pp: int
+    dp: int
+    backend: str  # distributed executor backend: mp | ray | uni | external_launcher
+    nnodes: int
+    platform: str
+    is_mla_model: bool
+
+    @property
+    def world_size(self) -> int:
+        # external_launcher runs every DP rank in one world: W is multiplied by DP (trap 9).
+        w = self.tp * self.pp
+        return w * self.dp if self.backend == "external_launcher" else w
 
 
 @dataclass(frozen=True, kw_only=True)
 class SideCount:
-    """One side's (scheduler or one PP stage's workers) use of a formula."""
+    """One side's (scheduler, or one PP stage's workers) use of a family's formula."""
 
-    kv_bytes_per_block: int
-    kv_bytes_per_offloaded_block: int
+    unit_bytes: int  # bytes per GPU block the formula reads (page x tensors, or sum(sizes) // num_blocks)
+    copies: int  # world size, or 1 for a replicated (single-copy) MLA layout
+    kv_bytes_per_block: int  # unit x copies
+    kv_bytes_per_offloaded_block: int  # x block_size_factor (or blocks_per_chunk): one CPU block / chunk
+    aligned_bytes: int  # rounded up to the family's alignment
     num_blocks: int
+
+    @property
+    def padding_bytes(self) -> int:
+        return self.aligned_bytes - self.kv_bytes_per_offloaded_block
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,13 +68,18 @@ class StageOffload:
 
 @dataclass(frozen=True, kw_only=True)
 class FormulaResult:
-    formula: str
+    family: str
     scheduler: SideCount
     stages: tuple[StageOffload, ...]
+    factor: int  # block_size_factor (<= 0.24) or blocks_per_chunk (0.26+)
+    chunks: bool
+    replicated: bool
+    shared_region: bool
     pinned_bytes_per_engine: int
     unused_bytes: int
     tokens_scheduler: int  # CPU tokens the scheduler believes it holds
     tokens_safe: int  # CPU tokens every worker actually has room for
+    startup_error: str | None = None
 
     @property
     def out_of_bounds(self) -> bool:
@@ -48,105 +89,164 @@ class FormulaResult:
 @dataclass(frozen=True, kw_only=True)
 class OffloadPlan:
     cpu_bytes_to_use: int
-    block_size: int  # offloaded block size in tokens
+    block_size: int  # offloaded block size in tokens (selected family)
     block_size_factor: int
     world_size: int
-    startup_error: str | None
-    results: dict[str, FormulaResult]  # keyed by formula id: "old", "fixed"
+    startup_error: str | None  # the selected release's
+    results: dict[str, FormulaResult]  # keyed by family id
+    errors: dict[str, str]  # family id -> why that family's connector fails at init
     warnings: tuple[str, ...]
 
 
-def _old_per_block(groups: tuple[KVCacheGroup, ...], worker: WorkerConfig, world: int) -> int:
-    """0.14.0-0.19.1: page_size x len(kv_cache_tensors) x world_size (one page over all groups)."""
-    pages = {g.spec.page_size_bytes for g in groups}
-    if len(pages) != 1:  # pragma: no cover - rule D leaves one page; vLLM asserts otherwise
-        raise AssertionError("one page size")
-    return pages.pop() * len(worker.tensors) * world
-
-
-def _fixed_per_block(groups: tuple[KVCacheGroup, ...], worker: WorkerConfig, world: int) -> int:
-    """0.20.0-0.22.x: sum(tensor sizes) // num_blocks x world_size (0 without blocks)."""
+def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: WorkerConfig) -> int:
+    if rule.unit == "page_x_tensors":
+        # 0.14.0-0.19.1: one page for all groups, times the number of tensors (a UniformType page is a sum).
+        pages = {g.spec.page_size_bytes for g in groups}
+        if len(pages) != 1:  # pragma: no cover - rule D leaves one page; vLLM asserts otherwise
+            raise AssertionError("one page size")
+        return pages.pop() * len(worker.tensors)
     if worker.num_blocks is None:
         # Unknown GPU block count: every size is page x N, so sum(sizes) // N is exactly the sum of pages.
-        return worker.bytes_per_block * world
+        return worker.bytes_per_block
     if worker.num_blocks <= 0:
         return 0
-    return worker.total_bytes // worker.num_blocks * world
+    # sum(sizes) // N (0.20+), size[0] // N for packed tensors (0.24+) or the one backing allocation (0.30+):
+    # all equal the worker's bytes per block for the classic shapes kvcalc models.
+    return worker.total_bytes // worker.num_blocks
 
 
-# Each family's formula, keyed by the id versions.Family.formula names.
-FORMULAS = {"old": _old_per_block, "fixed": _fixed_per_block}
+def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
+    """0.32+: gcd over layers of TP // max_tp_shards; MLA and the V3.2 indexer declare 1 shard (-> TP)."""
+    result = tp
+    for g in groups:
+        specs = [s for _, s in g.spec.specs] if isinstance(g.spec, UniformTypeKVCacheSpecs) else [g.spec]
+        for s in specs:
+            result = gcd(result, tp if isinstance(s, MLAAttentionSpec) else 1)
+    return result
 
 
-def _side(per_block: int, f: int, budget: int) -> SideCount:
-    per_offloaded = per_block * f
-    n = budget // per_offloaded if per_offloaded > 0 else 0
-    return SideCount(kv_bytes_per_block=per_block, kv_bytes_per_offloaded_block=per_offloaded, num_blocks=n)
+def _replicated(rule: OffloadRule, behaviour: Behaviour, s: OffloadSettings, groups: tuple[KVCacheGroup, ...],
+                unit: int) -> bool:
+    if not rule.replication or not s.is_mla_model or unit <= 0:
+        return False
+    topology = (s.tp > 1 and s.pp == 1 and s.world_size == s.tp and s.backend == "mp" and s.nnodes == 1
+                and s.platform in behaviour.replication_platforms)
+    if not topology:
+        return False
+    if behaviour.replication_test == "narrow":
+        # 0.28-0.30: exactly one group whose spec is exactly MLA, and the bytes are page x its layers.
+        return (len(groups) == 1 and type(groups[0].spec) is MLAAttentionSpec
+                and unit == groups[0].spec.page_size_bytes * len(groups[0].layer_names))
+    return _kv_tp_replicas(groups, s.tp) == s.tp
 
 
-def _startup_check(gpu: GpuPlan, offload_block_size: int | None, *, hma_enabled: bool,
-                   refuses_chunked_local: bool) -> tuple[str | None, int]:
-    """The OffloadingSpec's own checks at init (section 8.2). Returns (error, f)."""
+def _startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple[str | None, int]:
+    """The connector's own checks at init. Returns (error, factor: block_size_factor or blocks_per_chunk)."""
     groups = gpu.scheduler_groups
     hb = gpu.hash_block_size
+    if not groups:
+        return "the model has no KV cache layers: nothing to offload", 1
     for g in groups:
         if g.spec.block_size % hb:
+            hint = "--enable-prefix-caching" if rule.chunks else "a Mamba group needs --enable-prefix-caching"
             return (f"group block size {g.spec.block_size} is not a multiple of the engine block size {hb}: the "
-                    "offloading connector fails at init (a Mamba group needs --enable-prefix-caching)"), 1
-    if refuses_chunked_local and hma_enabled and any(isinstance(g.spec, ChunkedLocalAttentionSpec) for g in groups):
-        return ("the offloading scheduler accepts only full-attention and sliding-window groups with the hybrid "
-                "manager on; it asserts on this chunked-local group at startup"), 1
-    if offload_block_size is None:
-        return None, 1
+                    f"offloading connector fails at init ({hint})"), 1
     sizes = {g.spec.block_size for g in groups}
+    if rule.chunks:
+        if s.block_size is not None and s.blocks_per_chunk is not None:
+            return "blocks_per_chunk and block_size are mutually exclusive (ValueError at init)", 1
+        if s.blocks_per_chunk is not None:
+            return None, s.blocks_per_chunk
+    if s.block_size is None:
+        return None, 1
     if len(sizes) > 1:
         return (f"offload.block_size needs one GPU block size, but the groups have {sorted(sizes)}: the "
                 "offloading connector asserts at init"), 1
-    b = sizes.pop() if sizes else hb
-    if offload_block_size % b:
-        return f"offload.block_size {offload_block_size} is not a multiple of the GPU block size {b}", 1
-    return None, offload_block_size // b
+    b = sizes.pop()
+    if s.block_size % b:
+        return f"offload.block_size {s.block_size} is not a multiple of the GPU block size {b}", 1
+    return None, s.block_size // b
 
 
-def plan_offload(gpu: GpuPlan, *, cpu_bytes: int, offload_block_size: int | None, world_size: int, tp: int,
-                 hma_enabled: bool, refuses_chunked_local: bool) -> OffloadPlan:
+def _side(rule: OffloadRule, s: OffloadSettings, groups: tuple[KVCacheGroup, ...], worker: WorkerConfig,
+          factor: int, replicated: bool) -> SideCount:
+    unit = _unit_bytes(rule, groups, worker)
+    copies = 1 if replicated else s.world_size
+    per_block = unit * copies
+    per_offloaded = per_block * factor
+    aligned = round_up(per_offloaded, rule.alignment) if per_offloaded > 0 else 0
+    n = s.cpu_bytes // aligned if aligned > 0 else 0
+    return SideCount(unit_bytes=unit, copies=copies, kv_bytes_per_block=per_block,
+                     kv_bytes_per_offloaded_block=per_offloaded, aligned_bytes=aligned, num_blocks=n)
+
+
+def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour) -> FormulaResult | str:
+    """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init."""
+    rule = FAMILIES[family_id].rule
+    error, factor = _startup_check(rule, gpu, s)
+    if error:
+        return error
+    rank0 = gpu.workers[0]
+    # Decided once, on rank 0's real (unflattened) layers: both sides build the same connector config.
+    replicated = _replicated(rule, behaviour, s, rank0.groups, _unit_bytes(rule, rank0.groups, rank0))
+    sched = _side(rule, s, gpu.scheduler_groups, rank0, factor, replicated)
+    stages = []
+    for w in gpu.workers:
+        mine = _side(rule, s, w.groups, w, factor, replicated)
+        oob = sched.num_blocks > mine.num_blocks
+        if rule.shared_region:
+            # One region per engine: every worker owns its slice (chunk // copies) of each of the N rows.
+            pinned = sched.num_blocks * (sched.kv_bytes_per_offloaded_block // sched.copies)
+        else:
+            pinned = mine.num_blocks * factor * w.bytes_per_block
+        stages.append(StageOffload(
+            pp_rank=w.pp_rank, count=mine, bytes_per_block=w.bytes_per_block, pinned_bytes_per_worker=pinned,
+            out_of_bounds=oob, bad_ids=(mine.num_blocks, sched.num_blocks - 1) if oob else None,
+            wasted_bytes_per_worker=max(mine.num_blocks - sched.num_blocks, 0) * factor * w.bytes_per_block,
+        ))
+    if rule.shared_region:
+        engine = sched.num_blocks * sched.aligned_bytes
+    else:
+        engine = sum(st.pinned_bytes_per_worker for st in stages) * s.tp
+    tokens_per_block = factor * min(g.spec.block_size for g in gpu.scheduler_groups)
+    return FormulaResult(
+        family=family_id, scheduler=sched, stages=tuple(stages), factor=factor, chunks=rule.chunks,
+        replicated=replicated, shared_region=rule.shared_region, pinned_bytes_per_engine=engine,
+        unused_bytes=s.cpu_bytes - engine, tokens_scheduler=sched.num_blocks * tokens_per_block,
+        tokens_safe=min(min(st.count.num_blocks for st in stages), sched.num_blocks) * tokens_per_block,
+    )
+
+
+def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_enabled: bool,
+                 families: tuple[str, ...]) -> OffloadPlan:
     warnings: list[str] = []
-    error, f = _startup_check(gpu, offload_block_size, hma_enabled=hma_enabled,
-                              refuses_chunked_local=refuses_chunked_local)
-    gpu_block = min((g.spec.block_size for g in gpu.scheduler_groups), default=gpu.hash_block_size)
     results: dict[str, FormulaResult] = {}
-    if error is None and not gpu.scheduler_groups:
-        error = "the model has no KV cache layers: nothing to offload"
-    if error is None:
-        if cpu_bytes == 0:
+    errors: dict[str, str] = {}
+    selected_error = None
+    if behaviour.offload_refuses_chunked_local and hma_enabled and any(
+            isinstance(g.spec, ChunkedLocalAttentionSpec) for g in gpu.scheduler_groups):
+        selected_error = ("the offloading scheduler accepts only full-attention and sliding-window groups with the "
+                          "hybrid manager on; it asserts on this chunked-local group at startup")
+    for fam in dict.fromkeys(families):
+        out = evaluate(fam, gpu, s, behaviour)
+        if isinstance(out, str):
+            errors[fam] = out
+        else:
+            results[fam] = out
+    selected_error = selected_error or errors.get(behaviour.formula)
+    if selected_error is None:
+        if s.cpu_bytes == 0:
             warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a falsy "
                             "cpu_bytes_to_use at startup)")
-        rank0 = gpu.workers[0]
-        for name, per_block in FORMULAS.items():
-            sched = _side(per_block(gpu.scheduler_groups, rank0, world_size), f, cpu_bytes)
-            stages = []
-            for w in gpu.workers:
-                mine = _side(per_block(w.groups, w, world_size), f, cpu_bytes)
-                oob = sched.num_blocks > mine.num_blocks
-                stages.append(StageOffload(
-                    pp_rank=w.pp_rank, count=mine, bytes_per_block=w.bytes_per_block,
-                    pinned_bytes_per_worker=mine.num_blocks * f * w.bytes_per_block,
-                    out_of_bounds=oob,
-                    bad_ids=(mine.num_blocks, sched.num_blocks - 1) if oob else None,
-                    wasted_bytes_per_worker=max(mine.num_blocks - sched.num_blocks, 0) * f * w.bytes_per_block,
-                ))
-            pinned = sum(s.pinned_bytes_per_worker for s in stages) * tp
-            tokens_per_block = f * gpu_block
-            results[name] = FormulaResult(
-                formula=name, scheduler=sched, stages=tuple(stages), pinned_bytes_per_engine=pinned,
-                unused_bytes=cpu_bytes - pinned, tokens_scheduler=sched.num_blocks * tokens_per_block,
-                tokens_safe=min(min(s.count.num_blocks for s in stages), sched.num_blocks) * tokens_per_block,
-            )
         for name, r in results.items():
-            if cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
+            if s.cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
                 warnings.append(f"{name} formula: 0 CPU blocks because the GPU has 0 blocks")
-            elif cpu_bytes and r.scheduler.num_blocks == 0:
+            elif s.cpu_bytes and r.scheduler.num_blocks == 0:
                 warnings.append(f"{name} formula: the budget is smaller than one CPU block "
-                                f"({r.scheduler.kv_bytes_per_offloaded_block:,} B): 0 CPU blocks, offloading is inert")
-    return OffloadPlan(cpu_bytes_to_use=cpu_bytes, block_size=f * gpu_block, block_size_factor=f,
-                       world_size=world_size, startup_error=error, results=results, warnings=tuple(warnings))
+                                f"({r.scheduler.aligned_bytes:,} B): 0 CPU blocks, offloading is inert")
+    sel = results.get(behaviour.formula)
+    factor = sel.factor if sel else 1
+    gpu_block = min((g.spec.block_size for g in gpu.scheduler_groups), default=gpu.hash_block_size)
+    return OffloadPlan(cpu_bytes_to_use=s.cpu_bytes, block_size=factor * gpu_block, block_size_factor=factor,
+                       world_size=s.world_size, startup_error=selected_error, results=results, errors=errors,
+                       warnings=tuple(warnings))

@@ -8,7 +8,7 @@ from .errors import KvcalcError
 from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .layout import Layout
-from .offload import OffloadPlan, plan_offload
+from .offload import OffloadPlan, OffloadSettings, plan_offload
 from .specs import KVCacheSpec
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
 from .versions import Behaviour, behaviour_for, decide_hma
@@ -92,13 +92,20 @@ def plan(layout: Layout, *, compare: bool = True) -> Plan:
         memory_for_worker=layout.cache.memory_for,
         num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
     )
-    logs = log_numbers(gpu.workers[0], layer_plan.usage, behaviour.log_family)
-    off = plan_offload(
-        gpu, cpu_bytes=layout.offload.cpu_bytes_to_use, offload_block_size=layout.offload.block_size,
-        world_size=layout.parallel.world_size, tp=layout.parallel.tensor_parallel_size, hma_enabled=hma,
-        refuses_chunked_local=behaviour.offload_refuses_chunked_local,
+    device = ("XPU" if layout.platform == "xpu" else "GPU") if behaviour.log_device_prefix else "GPU"
+    logs = log_numbers(gpu.workers[0], layer_plan.usage, behaviour.log_family, device)
+    par = layout.parallel
+    settings = OffloadSettings(
+        cpu_bytes=layout.offload.cpu_bytes_to_use, block_size=layout.offload.block_size,
+        blocks_per_chunk=layout.offload.blocks_per_chunk, tp=par.tensor_parallel_size,
+        pp=par.pipeline_parallel_size, dp=par.data_parallel_size, backend=par.distributed_executor_backend,
+        nnodes=par.nnodes, platform=layout.platform, is_mla_model=model.is_mla,
     )
+    off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=("old", "fixed", behaviour.formula))
     notes = list(layer_plan.notes)
+    if behaviour.hybrid_block_size_approximate and model.has_mamba:
+        notes.append(f"approximate: vLLM {behaviour.version} adds hybrid block-size alignment terms kvcalc does not "
+                     "model (0.33 backends' kernel block sizes)")
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
     if grouping.folded:
@@ -124,3 +131,14 @@ def plan(layout: Layout, *, compare: bool = True) -> Plan:
     if compare:
         result = replace(result, formula_notes=_other_family_note(layout, result))
     return result
+
+
+def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:
+    """The same layout planned as each release would: a Plan, or the refusal that release gives."""
+    out: list[tuple[str, Plan | KvcalcError]] = []
+    for v in versions:
+        try:
+            out.append((v, plan(replace(layout, vllm_version=v), compare=False)))
+        except KvcalcError as e:
+            out.append((v, e))
+    return out

@@ -118,59 +118,72 @@ def render(report: dict) -> list[RenderableType]:
     return out
 
 
+def _columns(report: dict) -> list[tuple[str, dict | None, str]]:
+    """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
+    off = report["offload"]
+    cols = [("old 0.14.0–0.19.1", off["old"], "old"), ("fixed 0.20.0–0.22", off["fixed"], "fixed")]
+    if report["family"] not in ("old", "fixed"):
+        cols.append((f"{report['family']} {report['vllm_version']}", off["selected"], report["family"]))
+    return cols
+
+
 def _offload_table(report: dict) -> RenderableType:
     off = report["offload"]
     title = (f"CPU offload: cpu_bytes_to_use = {_b(off['cpu_bytes_to_use'])}, from {off['cpu_bytes_source']!r}; "
              f"offloaded block {off['block_size']} tokens (×{off['block_size_factor']})")
     if off["startup_error"]:
         return Group(Text(title, style="bold"), Text(f"startup failure: {off['startup_error']}", style="bold red"))
-    old, fixed = off["old"], off["fixed"]
-    t = _table(title, "", "old 0.14.0–0.19.1", "fixed 0.20.0+", "old/fixed")
+    cols = _columns(report)
+    t = _table(title, "", *(c[0] for c in cols))
+    live = [c for c in cols if c[1] is not None]
 
-    def ratio(a: int, b: int) -> str:
-        if b == 0:
-            return "—"
-        return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
+    def row(label: str, get) -> None:
+        t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
 
-    def row(label: str, a: int, b: int, with_ratio: bool = True) -> None:
-        t.add_row(label, _n(a), _n(b), ratio(a, b) if with_ratio else "")
-
-    f = off["block_size_factor"]
-    row("bytes per CPU block, scheduler", old["kv_bytes_per_offloaded_block"], fixed["kv_bytes_per_offloaded_block"])
-    stages = range(len(old["num_blocks_workers"]))
+    stages = range(len(live[0][1]["num_blocks_workers"])) if live else range(0)
+    row("bytes per CPU block/chunk, scheduler", lambda e: e["aligned_bytes"])
     for i in stages:
-        row(f"bytes per CPU block, stage {i} worker", old["kv_bytes_per_block_workers"][i] * f,
-            fixed["kv_bytes_per_block_workers"][i] * f)
-    row("CPU blocks, scheduler", old["num_blocks_scheduler"], fixed["num_blocks_scheduler"])
+        row(f"bytes per CPU block/chunk, stage {i}", lambda e, i=i: e["kv_bytes_per_block_workers"][i]
+            * e["block_size_factor"])
+    t.add_row("copies of each block (world or 1)", *(str(e["copies"]) if e else "—" for _, e, _ in cols))
+    row("CPU blocks/chunks, scheduler", lambda e: e["num_blocks_scheduler"])
     for i in stages:
-        row(f"CPU blocks, stage {i} workers", old["num_blocks_workers"][i], fixed["num_blocks_workers"][i])
-    row("CPU tokens, scheduler's count", old["cpu_tokens_scheduler"], fixed["cpu_tokens_scheduler"])
-    row("CPU tokens every worker holds", old["cpu_tokens_safe"], fixed["cpu_tokens_safe"])
+        row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e["num_blocks_workers"][i])
+    row("CPU tokens, scheduler's count", lambda e: e["cpu_tokens_scheduler"])
+    row("CPU tokens every worker holds", lambda e: e["cpu_tokens_safe"])
     for i in stages:
-        row(f"host bytes pinned, stage {i} worker", old["pinned_bytes_per_worker"][i],
-            fixed["pinned_bytes_per_worker"][i], False)
-    row("host bytes pinned, engine", old["pinned_bytes_per_engine"], fixed["pinned_bytes_per_engine"])
-    row("budget unused (bytes)", old["unused_bytes"], fixed["unused_bytes"], False)
+        row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e["pinned_bytes_per_worker"][i])
+    row("host bytes pinned, engine", lambda e: e["pinned_bytes_per_engine"])
+    row("budget unused (bytes)", lambda e: e["unused_bytes"])
     dp = report["parallel"]["data_parallel_size"]
     if dp > 1:
-        row(f"host bytes pinned, {dp} DP replicas", old["pinned_bytes_all_replicas"],
-            fixed["pinned_bytes_all_replicas"], False)
+        row(f"host bytes pinned, {dp} DP replicas", lambda e: e["pinned_bytes_all_replicas"])
+    if live and len(live) >= 2:
+        base = off["fixed"] or live[-1][1]
+        t.add_row("CPU blocks, worst worker ÷ fixed", *(
+            _ratio(min(e["num_blocks_workers"]), min(base["num_blocks_workers"])) if e else "—" for _, e, _ in cols))
 
-    def oob(fm: dict) -> str:
-        ids = fm["out_of_bounds_ids"]
-        if not ids:
-            return "no"
-        return f"YES ids {ids['first']:,}–{ids['last']:,}"
+    def oob(e: dict | None, fam: str) -> str:
+        if e is None:
+            return f"fails at init: {off['errors'].get(fam, '')}"
+        ids = e["out_of_bounds_ids"]
+        return f"YES ids {ids['first']:,}–{ids['last']:,}" if ids else "no"
 
-    t.add_row("out-of-bounds CPU stores", oob(old), oob(fixed), "")
-    memo = Text(f"pinned per engine: old {format_bytes(old['pinned_bytes_per_engine'])}, "
-                f"fixed {format_bytes(fixed['pinned_bytes_per_engine'])}; unused: old "
-                f"{format_bytes(old['unused_bytes'])}, fixed {format_bytes(fixed['unused_bytes'])}")
-    parts: list[RenderableType] = [t, memo]
-    for name in ("old", "fixed"):
-        if off[name].get("note"):
-            parts.append(Text(f"{name}: {off[name]['note']}"))
+    t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
+    parts: list[RenderableType] = [t]
+    memo = "; ".join(f"{fam}: pins {format_bytes(e['pinned_bytes_per_engine'])}, "
+                     f"{format_bytes(e['unused_bytes'])} unused" for _, e, fam in cols if e)
+    parts.append(Text(memo))
+    for _, e, fam in cols:
+        if e and e.get("note"):
+            parts.append(Text(f"{fam}: {e['note']}"))
     return Group(*parts)
+
+
+def _ratio(a: int, b: int) -> str:
+    if b == 0:
+        return "—"
+    return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
 
 
 def verdict(report: dict) -> str:
@@ -179,29 +192,61 @@ def verdict(report: dict) -> str:
     v = report["vllm_version"]
     if off["startup_error"]:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
-    sel = off[off["selected"]]
+    sel = off["selected"]
     old, fixed = off["old"], off["fixed"]
+    unit = "CPU chunks" if sel["unit"] == "chunks" else "CPU blocks"
     lines = []
     if sel["num_blocks_scheduler"] == 0:
-        lines.append(f"Verdict: vLLM {v} gets 0 CPU blocks: offloading is configured but stores nothing.")
+        lines.append(f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing.")
     elif sel["out_of_bounds"]:
         ids = sel["out_of_bounds_ids"]
         lines.append(
-            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel['num_blocks_scheduler']:,} CPU blocks but PP stage "
+            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel['num_blocks_scheduler']:,} {unit} but PP stage "
             f"{ids['pp_rank']}'s workers allocated {sel['num_blocks_workers'][ids['pp_rank']]:,}: once more than that "
-            "many blocks are offloaded, stores land out of bounds (crashes or corrupted KV)."
+            "many are offloaded, stores land out of bounds (crashes or corrupted KV)."
         )
     else:
-        lines.append(f"Verdict: safe on vLLM {v}: {sel['num_blocks_scheduler']:,} CPU blocks "
+        lines.append(f"Verdict: safe on vLLM {v}: {sel['num_blocks_scheduler']:,} {unit} "
                      f"({sel['cpu_tokens_scheduler']:,} tokens), {_b(sel['unused_bytes'])} of the budget unused.")
-    if old["num_blocks_workers"] != fixed["num_blocks_workers"] or old["num_blocks_scheduler"] != \
-            fixed["num_blocks_scheduler"]:
-        if off["selected"] == "old":
+    if old and fixed and (old["num_blocks_workers"] != fixed["num_blocks_workers"]
+                          or old["num_blocks_scheduler"] != fixed["num_blocks_scheduler"]):
+        if report["family"] == "old":
             lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed['num_blocks_scheduler']:,} CPU blocks on every rank.")
         else:
             lines.append(f"On 0.14.0–0.19.1 the same layout would get {old['num_blocks_scheduler']:,} scheduler / "
                          f"{min(old['num_blocks_workers']):,} worker CPU blocks"
                          + (" (out of bounds)." if old["out_of_bounds"] else "."))
-    else:
+    elif old and fixed:
         lines.append("Old and fixed formulas agree for this layout.")
     return " ".join(lines)
+
+
+def render_comparison(report: dict) -> RenderableType:
+    """--compare-versions: one column per release."""
+    rels = report["releases"]
+    t = _table("The same layout, release by release", "", *(r["vllm_version"] for r in rels))
+
+    def row(label: str, get) -> None:
+        t.add_row(label, *(get(r) for r in rels))
+
+    def off(key: str, fmt=_n):
+        return lambda r: fmt(r["offload"][key]) if r.get("offload") else "—"
+
+    row("family", lambda r: r["family"] or "refused")
+    row("hybrid KV cache manager", lambda r: "—" if r["family"] is None else ("on" if r["hybrid_kv_cache_manager"]
+                                                                              else "off"))
+    row("groups", lambda r: "—" if r["family"] is None else f"{r['num_groups']} ({r['grouping']})")
+    row("GPU blocks", lambda r: "—" if r["family"] is None else _n(r["gpu_num_blocks"]))
+    row("logged KV cache tokens", lambda r: "—" if r["family"] is None else _n(r["kv_cache_size_tokens"]))
+    row("CPU blocks/chunks, scheduler", off("num_blocks_scheduler"))
+    row("CPU blocks/chunks, worst worker", lambda r: _n(min(r["offload"]["num_blocks_workers"]))
+        if r.get("offload") else "—")
+    row("copies", off("copies"))
+    row("bytes per block/chunk (aligned)", off("aligned_bytes"))
+    row("CPU tokens every worker holds", off("cpu_tokens_safe"))
+    row("budget unused (bytes)", off("unused_bytes"))
+    row("out of bounds", lambda r: ("YES" if r["offload"]["out_of_bounds"] else "no") if r.get("offload") else
+        "fails at startup")
+    notes = [Text(f"{r['vllm_version']}: {r['startup_error']}") for r in rels if r["startup_error"]]
+    notes += [Text(f"{r['vllm_version']}: {r['warning']}") for r in rels if r.get("warning")]
+    return Group(t, *notes)

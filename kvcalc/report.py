@@ -35,7 +35,8 @@ def spec_summary(spec: KVCacheSpec) -> dict:
     return out
 
 
-def _formula(plan: Plan, name: str) -> dict | None:
+def formula_entry(plan: Plan, name: str) -> dict | None:
+    """One family's CPU count on this plan: the keys of `old`/`fixed` plus copies, alignment, padding."""
     r = plan.offload.results.get(name)
     if r is None:
         return None
@@ -61,6 +62,14 @@ def _formula(plan: Plan, name: str) -> dict | None:
         "unused_bytes": r.unused_bytes,
         "wasted_bytes_per_worker": [s.wasted_bytes_per_worker for s in r.stages],
         "note": plan.formula_notes.get(name),
+        "unit": "chunks" if r.chunks else "blocks",
+        "block_size_factor": r.factor,
+        "copies": r.scheduler.copies,
+        "replicated": r.replicated,
+        "alignment": FAMILIES[name].rule.alignment,
+        "aligned_bytes": r.scheduler.aligned_bytes,
+        "padding_bytes": r.scheduler.padding_bytes,
+        "shared_region": r.shared_region,
     }
 
 
@@ -104,8 +113,8 @@ def build_report(plan: Plan) -> dict:
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
     gpu, off = plan.gpu, plan.offload
     kinds = Counter(lay.model.layer_types)
-    selected = _formula(plan, plan.selected)
-    old, fixed = _formula(plan, "old"), _formula(plan, "fixed")
+    selected = formula_entry(plan, plan.selected)
+    old, fixed = formula_entry(plan, "old"), formula_entry(plan, "fixed")
     return {
         "schema_version": SCHEMA_VERSION,
         "kvcalc_version": __version__,
@@ -161,6 +170,10 @@ def build_report(plan: Plan) -> dict:
                     "total_bytes": w.total_bytes,
                     "tensors": [{"size": t.size, "page_bytes": t.page_bytes, "shared_by": list(t.shared_by)}
                                 for t in w.tensors],
+                    # 0.30+: the tensors above are per-layer views inside one backing allocation, and vLLM's
+                    # KVCacheTensor entries each carry that allocation's total size.
+                    "backing_allocation": {"bytes_per_block": w.bytes_per_block, "size": w.total_bytes}
+                    if plan.behaviour.rule.single_allocation else None,
                 }
                 for w in gpu.workers
             ],
@@ -171,7 +184,8 @@ def build_report(plan: Plan) -> dict:
             "block_size": off.block_size,
             "block_size_factor": off.block_size_factor,
             "startup_error": off.startup_error,
-            "selected": plan.selected,
+            "selected": selected,
+            "errors": dict(plan.offload.errors),
             "old": old,
             "fixed": fixed,
             "out_of_bounds": bool(selected and selected["out_of_bounds"]),
@@ -227,3 +241,34 @@ def _ranges(idx: list[int]) -> str:
             out.append(str(idx[i]))
             i += 1
     return ", ".join(out)
+
+
+def release_entry(version: str, result) -> dict:
+    """One column of --compare-versions: what that release builds and how many CPU blocks it gets."""
+    if not isinstance(result, Plan):
+        return {"vllm_version": version, "family": None, "startup_error": result.one_line(), "offload": None}
+    entry = formula_entry(result, result.selected)
+    return {
+        "vllm_version": version,
+        "family": result.behaviour.family.id,
+        "warning": result.behaviour.warning,
+        "hybrid_kv_cache_manager": result.hma_enabled,
+        "grouping": result.grouping.rule,
+        "num_groups": len(result.grouping.groups),
+        "gpu_num_blocks": result.gpu.num_blocks,
+        "kv_cache_size_tokens": None if result.logs is None else result.logs.kv_cache_size_tokens,
+        "max_concurrency": None if result.logs is None else result.logs.max_concurrency,
+        "startup_error": result.offload.startup_error,
+        "offload": entry,
+    }
+
+
+def add_comparison(report: dict, releases: list[tuple[str, object]]) -> dict:
+    entries = [release_entry(v, r) for v, r in releases]
+    report["releases"] = entries
+    families: dict[str, dict] = {}
+    for e in entries:
+        if e["family"] and e["offload"] is not None:
+            families[e["family"]] = dict(e["offload"], vllm_version=e["vllm_version"])
+    report["offload"]["families"] = families
+    return report

@@ -173,24 +173,30 @@ def build_gpu_plan(
                    warnings=tuple(warnings))
 
 
-def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str) -> LogNumbers | None:
-    """The two lines vLLM logs for rank 0: KV cache size in tokens and the maximum concurrency."""
+def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, device: str | None = None
+                ) -> LogNumbers | None:
+    """What vLLM logs for rank 0: KV cache size in tokens and the maximum concurrency (section 7).
+
+    L1 (<= 0.20) and L2 (0.21-0.26) share the concurrency N / cdiv(n * sum M_g, P_0 * n); L3 (0.28+) uses
+    N / sum_g cdiv(M_g, P_g). L1 counts tokens as N // G * min block size, L2/L3 as int(concurrency * mml).
+    """
     groups = worker.groups
     if not groups or worker.num_blocks is None:
         return None
-    n = max(len(g.layer_names) for g in groups)
-    per_request = n * sum(g.spec.max_memory_usage_bytes(usage) for g in groups)
-    per_block = groups[0].spec.page_size_bytes * n
-    blocks_per_request = cdiv(per_request, per_block)
+    if log_family == "L3":
+        blocks_per_request = sum(cdiv(g.spec.max_memory_usage_bytes(usage), g.spec.page_size_bytes) for g in groups)
+    else:
+        n = max(len(g.layer_names) for g in groups)
+        per_request = n * sum(g.spec.max_memory_usage_bytes(usage) for g in groups)
+        blocks_per_request = cdiv(per_request, groups[0].spec.page_size_bytes * n)
     # vLLM divides as floats here; kvcalc does the same so the printed value matches to the digit.
     concurrency = worker.num_blocks / blocks_per_request
     if log_family == "L1":
         tokens = worker.num_blocks // len(groups) * min(g.spec.block_size for g in groups) * usage.cp
     else:
         tokens = int(concurrency * usage.max_model_len)
-    lines = (
-        f"GPU KV cache size: {tokens:,} tokens",
-        f"Maximum concurrency for {usage.max_model_len:,} tokens per request: {concurrency:.2f}x",
-    )
+    size = f"{device or 'GPU'} KV cache size: {tokens:,} tokens"
+    conc = f"Maximum concurrency for {usage.max_model_len:,} tokens per request: {concurrency:.2f}x"
+    lines = (f"{size}, {conc}",) if log_family == "L3" else (size, conc)
     return LogNumbers(family=log_family, kv_cache_size_tokens=tokens, max_concurrency=concurrency,
                       blocks_per_request=blocks_per_request, lines=lines)

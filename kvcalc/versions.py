@@ -1,8 +1,8 @@
 """vLLM release -> behaviour family. Every version difference kvcalc knows lives here, as data.
 
-Later stages never compare version strings: they read a `Behaviour` chosen once per run.
-Families in this module: `old` (0.14.0-0.19.1, the double-counting CPU formula) and `fixed`
-(0.20.0-0.22.x). Source: ../shared/spec/vllm-kv-model.md sections 0.3, 0.4, 1, 3.8, 4.3, 5, 7, 8.
+Later stages never compare version strings: they read a `Behaviour` chosen once per run, and the offload
+stage looks up its family's `OffloadRule`. Source: ../shared/spec/vllm-kv-model.md sections 0.2-0.4, 1, 3.8,
+4.3, 5, 7, 8 and 9.
 """
 
 from __future__ import annotations
@@ -11,40 +11,78 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import UnsupportedError
+from .errors import StartupRefusal, UnsupportedError
 
-DEFAULT_VERSION = "0.22.1"
-
-# Minor series whose wheels the spec read (section 0.2). A release in another series is mapped to
-# the nearest older read series with a warning; patch releases inside a read series are taken as read.
-READ_SERIES = ((0, 14), (0, 15), (0, 16), (0, 17), (0, 18), (0, 19), (0, 20), (0, 21), (0, 22))
+# Releases whose wheels the spec read (section 0.2), and the minor series they stand for. A release in a
+# series that was not read (0.23, 0.25, 0.27, 0.29, 0.31) takes the nearest older read series, with a warning.
+READ_RELEASES = ("0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.19.1", "0.20.0", "0.20.2",
+                 "0.21.0", "0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.32.0", "0.33.0")
+READ_SERIES = tuple(sorted({tuple(int(x) for x in r.split(".")[:2]) for r in READ_RELEASES}))
 SUPPORTED_MIN = (0, 14, 0)
-SUPPORTED_MAX_SERIES = (0, 22)
+NEWEST_SERIES = READ_SERIES[-1]
+DEFAULT_VERSION = "0.33.0"
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffloadRule:
+    """How a family turns a worker's KV layout and the CPU budget into a CPU block (chunk) count."""
+
+    unit: str  # "page_x_tensors" (0.14-0.19.1: page x len(tensors)) | "bytes_per_block" (sum(sizes) // num_blocks)
+    chunks: bool  # 0.26+: counts are chunks of blocks_per_chunk GPU blocks (block_size sets it)
+    alignment: int  # 0.28+: chunks rounded up to the 4096-byte host page
+    replication: bool  # 0.28+: pure MLA under TP-only mp may be stored once (the test is the release's)
+    shared_region: bool  # 0.28+: one /dev/shm region per engine instead of private pinned tensors per worker
+    packed_tensors: bool  # 0.24-0.26: optional packed tensors (every size the total)
+    single_allocation: bool  # 0.30+: one backing GPU allocation; every KVCacheTensor.size is the total
 
 
 @dataclass(frozen=True, kw_only=True)
 class Family:
     id: str
     versions: str
-    formula: str  # which CPU-offload formula the family uses (a key into offload.FORMULAS)
+    rule: OffloadRule | None  # None: manual (no formula)
     summary: str
+    action: str  # what a user should do about it
 
+
+_OLD = OffloadRule(unit="page_x_tensors", chunks=False, alignment=1, replication=False, shared_region=False,
+                   packed_tensors=False, single_allocation=False)
+_FIXED = OffloadRule(unit="bytes_per_block", chunks=False, alignment=1, replication=False, shared_region=False,
+                     packed_tensors=False, single_allocation=False)
 
 FAMILIES = {
-    "old": Family(
-        id="old",
-        versions="0.14.0 - 0.19.1",
-        formula="old",
-        summary="page_size x len(tensors) x world_size: counts a UniformType group's layers twice",
-    ),
-    "fixed": Family(
-        id="fixed",
-        versions="0.20.0 - 0.22.x",
-        formula="fixed",
-        summary="sum(tensor sizes) // num_blocks x world_size: the worker's true bytes per block",
-    ),
+    "manual": Family(id="manual", versions="<= 0.13.x", rule=None,
+                     summary="no formula: num_cpu_blocks is set by hand in kv_connector_extra_config",
+                     action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes"),
+    "old": Family(id="old", versions="0.14.0 - 0.19.1", rule=_OLD,
+                  summary="C // (page x len(tensors) x world_size x f): counts a UniformType group's layers twice",
+                  action="upgrade to >= 0.20.0 if your layout is UniformType (MLA + EAGLE, V3.2, per-layer heads, "
+                         "skipped fp8 layers): stores go out of bounds"),
+    "fixed": Family(id="fixed", versions="0.20.0 - 0.22.x", rule=_FIXED,
+                    summary="C // ((sum(tensor sizes) // num_blocks) x world_size x f): the worker's true bytes",
+                    action="safe for UniformType; uneven PP stages still go out of bounds"),
+    "packed": Family(id="packed", versions="0.24.x", rule=OffloadRule(
+        unit="bytes_per_block", chunks=False, alignment=1, replication=False, shared_region=False, packed_tensors=True,
+        single_allocation=False),
+        summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
+        action="same counts as fixed for every classic layout"),
+    "config": Family(id="config", versions="0.26.x", rule=OffloadRule(
+        unit="bytes_per_block", chunks=True, alignment=1, replication=False, shared_region=False, packed_tensors=True,
+        single_allocation=False),
+        summary="build_offloading_config: chunks of blocks_per_chunk GPU blocks (block_size x DCP)",
+        action="counts are chunks; blocks_per_chunk and block_size are exclusive"),
+    "replicated": Family(id="replicated", versions="0.28.x", rule=OffloadRule(
+        unit="bytes_per_block", chunks=True, alignment=4096, replication=True, shared_region=True,
+        packed_tensors=False, single_allocation=False),
+        summary="4096-byte aligned chunks in one shared host region; pure MLA under TP-only mp stored once",
+        action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget"),
+    "single-alloc": Family(id="single-alloc", versions="0.30.x - 0.33.x", rule=OffloadRule(
+        unit="bytes_per_block", chunks=True, alignment=4096, replication=True, shared_region=True,
+        packed_tensors=False, single_allocation=True),
+        summary="one backing GPU allocation: bytes per block from size[0] // num_blocks; 0.32+ replicas test",
+        action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like"),
 }
 
 
@@ -54,30 +92,31 @@ class Behaviour:
 
     version: str
     release: tuple[int, int, int]
+    modelled_as: tuple[int, int, int]  # the read release whose behaviour applies
     family: Family
     warning: str | None  # set when the release was not read and the mapping is unverified
-    # Rule E bucket threshold (section 5): 1.25 before 0.18.0, 1.5 from 0.18.0.
-    group_threshold: Fraction
-    # GPU log formulas (section 7): L1 up to 0.20.x, L2 from 0.21.
-    log_family: str
-    # Sliding-window page uses head_size_v from 0.20.0 (2*D before); equal whenever Dv == D.
-    sliding_page_uses_head_size_v: bool
-    # kv_cache_dtype_skip_layers exists from 0.19.0 (absent in 0.18.0).
-    supports_skip_layers: bool
-    # per-token-head scale dtypes and nvfp4 exist from 0.20.0.
-    supports_scaled_kv_dtypes: bool
-    # Hybrid Mamba alignment (section 4.3): 0.19.1 uses a fixed kernel block; 0.20+ the larger of the
-    # backend's smallest kernel block and the current block size.
-    hybrid_kernel_uses_block_size: bool
-    # Section 0.4: what happens to the hybrid KV cache manager when the offloading connector is set.
-    hma_default_with_connector: bool  # True: stays on (0.22+); False: switched off (<= 0.21)
-    hma_forced_on_allowed: bool  # False: OffloadingConnector is not SupportsHMA (<= 0.20)
-    # Trap 14: the offloading scheduler asserts on a chunked-local group with HMA on (0.21-0.22).
-    offload_refuses_chunked_local: bool
+    group_threshold: Fraction  # rule E: 1.25 before 0.18.0, 1.5 from 0.18.0
+    log_family: str  # L1 (<= 0.20), L2 (0.21-0.26), L3 (0.28+)
+    log_device_prefix: bool  # 0.30+: the log line starts with the device name
+    sliding_page_uses_head_size_v: bool  # 0.20.0+
+    supports_skip_layers: bool  # kv_cache_dtype_skip_layers: 0.19.0+
+    supports_scaled_kv_dtypes: bool  # per-token-head scales, nvfp4: 0.20.0+
+    hybrid_kernel_uses_block_size: bool  # section 4.3: 0.20.0+
+    hybrid_block_size_approximate: bool  # 0.33 adds alignment terms kvcalc does not model
+    hma_default_with_connector: bool  # 0.22.0+: HMA stays on with the OffloadingConnector
+    hma_forced_on_allowed: bool  # 0.21.0+: OffloadingConnector is SupportsHMA
+    offload_refuses_chunked_local: bool  # trap 14: 0.21-0.22 with HMA on
+    replication_platforms: tuple[str, ...]  # where the shared host region exists
+    # 0.28-0.30: one group whose spec is exactly MLA ("narrow"); 0.32+: kv_tp_replicas == TP.
+    replication_test: str
 
     @property
     def formula(self) -> str:
-        return self.family.formula
+        return self.family.id
+
+    @property
+    def rule(self) -> OffloadRule:
+        return self.family.rule
 
 
 def parse_release(text: str) -> tuple[tuple[int, int, int], str]:
@@ -89,37 +128,61 @@ def parse_release(text: str) -> tuple[tuple[int, int, int], str]:
     return (major, minor, patch), m.group(4) or ""
 
 
+def family_of(release: tuple[int, int, int]) -> Family:
+    if release < (0, 14, 0):
+        return FAMILIES["manual"]
+    if release < (0, 20, 0):
+        return FAMILIES["old"]
+    if release < (0, 24, 0):
+        return FAMILIES["fixed"]
+    if release < (0, 26, 0):
+        return FAMILIES["packed"]
+    if release < (0, 28, 0):
+        return FAMILIES["config"]
+    if release < (0, 30, 0):
+        return FAMILIES["replicated"]
+    return FAMILIES["single-alloc"]
+
+
 def behaviour_for(version: str) -> Behaviour:
     release, suffix = parse_release(version)
     if release < SUPPORTED_MIN:
         raise UnsupportedError(
-            f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config; "
-            "kvcalc models 0.14.0 to 0.22.x"
+            f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config "
+            "(no formula to check: that number is the pool); kvcalc models 0.14.0 to 0.33.x"
         )
     series = release[:2]
-    if series > SUPPORTED_MAX_SERIES:
-        raise UnsupportedError(f"vLLM {version}: kvcalc models 0.14.0 to 0.22.x for now")
+    if series > NEWEST_SERIES:
+        raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to "
+                               f"{NEWEST_SERIES[0]}.{NEWEST_SERIES[1]}.x); its behaviour is not modelled")
     warnings = []
-    if series not in READ_SERIES:  # pragma: no cover - every series 0.14-0.22 was read
+    modelled = release
+    if series not in READ_SERIES:
         older = max(s for s in READ_SERIES if s < series)
-        warnings.append(f"vLLM {version} was not read; using the behaviour of {older[0]}.{older[1]}")
+        modelled = (older[0], older[1], 99)
+        warnings.append(f"vLLM {version} was not read; modelled as {older[0]}.{older[1]}.x (unverified)")
     if suffix:
         warnings.append(f"vLLM {version}: suffix {suffix!r} ignored, modelled as {'.'.join(map(str, release))}")
-    family = FAMILIES["old" if release < (0, 20, 0) else "fixed"]
+    r = modelled
     return Behaviour(
         version=version,
         release=release,
-        family=family,
+        modelled_as=modelled,
+        family=family_of(r),
         warning="; ".join(warnings) or None,
-        group_threshold=Fraction(5, 4) if release < (0, 18, 0) else Fraction(3, 2),
-        log_family="L1" if release < (0, 21, 0) else "L2",
-        sliding_page_uses_head_size_v=release >= (0, 20, 0),
-        supports_skip_layers=release >= (0, 19, 0),
-        supports_scaled_kv_dtypes=release >= (0, 20, 0),
-        hybrid_kernel_uses_block_size=release >= (0, 20, 0),
-        hma_default_with_connector=release >= (0, 22, 0),
-        hma_forced_on_allowed=release >= (0, 21, 0),
-        offload_refuses_chunked_local=(0, 21, 0) <= release < (0, 23, 0),
+        group_threshold=Fraction(5, 4) if r < (0, 18, 0) else Fraction(3, 2),
+        log_family="L1" if r < (0, 21, 0) else ("L2" if r < (0, 28, 0) else "L3"),
+        log_device_prefix=r >= (0, 30, 0),
+        sliding_page_uses_head_size_v=r >= (0, 20, 0),
+        supports_skip_layers=r >= (0, 19, 0),
+        supports_scaled_kv_dtypes=r >= (0, 20, 0),
+        hybrid_kernel_uses_block_size=r >= (0, 20, 0),
+        hybrid_block_size_approximate=r >= (0, 33, 0),
+        hma_default_with_connector=r >= (0, 22, 0),
+        hma_forced_on_allowed=r >= (0, 21, 0),
+        offload_refuses_chunked_local=(0, 21, 0) <= r < (0, 24, 0),
+        replication_platforms=("cuda", "xpu") if r >= (0, 33, 0) else ("cuda", "rocm"),
+        replication_test="kv_tp_replicas" if r >= (0, 32, 0) else "narrow",
     )
 
 
@@ -130,8 +193,6 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
     names a model rule that turns HMA off (e.g. chunked-local attention with an EAGLE drafter).
     Returns (enabled, why) or raises StartupRefusal when the user forces it on and vLLM refuses.
     """
-    from .errors import StartupRefusal
-
     if preference == "off":
         return False, "disabled by the user (--disable-hybrid-kv-cache-manager)"
     if preference == "on":
@@ -148,3 +209,15 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
     if behaviour.hma_default_with_connector:
         return True, "on: the OffloadingConnector supports the hybrid manager (0.22.0+)"
     return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
+
+
+def releases_table() -> list[dict]:
+    """For `kvcalc versions`: each family, its releases, what changed, and which releases were read."""
+    rows = []
+    for fam in FAMILIES.values():
+        read = [r for r in READ_RELEASES if family_of(parse_release(r)[0]).id == fam.id]
+        if fam.id == "manual":
+            read = ["0.12.0", "0.13.0"]
+        rows.append({"family": fam.id, "versions": fam.versions, "formula": fam.summary, "action": fam.action,
+                     "releases_read": read})
+    return rows

@@ -69,7 +69,7 @@ def test_issue_command_kimi_eagle3_is_vector_b2(capsys):
     assert off["cpu_bytes_to_use"] == 68719476736
     assert off["old"]["num_blocks_workers"] == [60] and off["old"]["num_blocks_scheduler"] == 3758
     assert off["fixed"]["num_blocks_workers"] == [3765] and off["fixed"]["num_blocks_scheduler"] == 3765
-    assert off["out_of_bounds"] is True and off["selected"] == "old"
+    assert off["out_of_bounds"] is True and off["selected"]["family"] == "old" and doc["family"] == "old"
     assert off["old"]["out_of_bounds_ids"] == {"pp_rank": 0, "first": 60, "last": 3757}
     assert doc["gpu"]["num_blocks"] == 9412 and doc["gpu"]["kv_cache_size_tokens"] == 602368
     assert doc["gpu"]["groups"][0]["layers"][-1] == "model.layers.61.self_attn.attn"
@@ -228,7 +228,7 @@ def refuse(capsys, *args, must=()):
     (GOOD.replace("block_size: 16,", "block_size: -16,"), ["cache.block_size"]),
     (GOOD + "vllm: {version: 0.20}\n", ["vllm.version", "quoted"]),
     (GOOD + "vllm: {version: '0.12.0'}\n", ["num_cpu_blocks"]),
-    (GOOD + "vllm: {version: '0.28.0'}\n", ["0.22.x"]),
+    (GOOD + "vllm: {version: '0.34.0'}\n", ["newer than every release"]),
     (GOOD.replace("kv_cache_memory: 40GiB,", "kv_cache_memory: [40GiB, 40GiB],"), ["cache.kv_cache_memory"]),
     (GOOD.replace("max_model_len: 131072", "max_model_len: 131072, kv_cache_dtype: turboquant_4bit"),
      ["unsupported KV dtype"]),
@@ -299,3 +299,42 @@ def test_without_kv_memory_cpu_counts_still_exact(capsys, tmp_path):
     assert "--kv-cache-memory" in err
     code, out, _ = run(capsys, "plan", str(p))
     assert code == 0 and "GPU block count unknown" in out
+
+
+def test_compare_versions(capsys):
+    doc, _ = run_json(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--compare-versions",
+                      "0.19.1,0.20.0,0.28.0,0.33.0,0.12.0")
+    fams = doc["offload"]["families"]
+    assert set(fams) == {"old", "fixed", "replicated", "single-alloc"}
+    # Vector b2: OLD-w 60 / OLD-s 3,758; FIXED = 0.28 = 0.33 = 3,765.
+    assert fams["old"]["num_blocks_workers"] == [60] and fams["old"]["num_blocks_scheduler"] == 3758
+    assert {fams[f]["num_blocks_scheduler"] for f in ("fixed", "replicated", "single-alloc")} == {3765}
+    assert fams["old"]["out_of_bounds"] and not fams["single-alloc"]["out_of_bounds"]
+    refused = doc["releases"][-1]
+    assert refused["family"] is None and "num_cpu_blocks" in refused["startup_error"]
+    code, out, _ = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--compare-versions", "0.19.1,0.33.0")
+    assert code == 0 and "release by release" in out
+
+
+def test_selected_entry_has_family_keys(capsys):
+    doc, _ = run_json(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.28.0")
+    sel = doc["offload"]["selected"]
+    assert doc["family"] == "replicated" and sel["family"] == "replicated"
+    assert sel["copies"] == 1 and sel["alignment"] == 4096 and sel["padding_bytes"] == 0
+    assert sel["num_blocks_scheduler"] == 15279 and doc["offload"]["out_of_bounds"] is False
+    assert doc["gpu"]["log_lines"] == ["GPU KV cache size: 611,136 tokens, Maximum concurrency for 131,072 tokens "
+                                       "per request: 4.66x"]
+
+
+def test_versions_command(capsys):
+    assert main(["versions", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["family"] for f in doc["families"]] == ["manual", "old", "fixed", "packed", "config", "replicated",
+                                                      "single-alloc"]
+    assert doc["default_version"] == "0.33.0"
+    assert main(["versions"]) == 0 and "single-alloc" in capsys.readouterr().out
+
+
+def test_unread_release_warns(capsys):
+    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.1")
+    assert doc["family"] == "replicated" and "not read" in err
