@@ -14,7 +14,7 @@ try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones r
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
-from .errors import KvcalcError
+from .errors import KvcalcError, StartupRefusal
 from .units import SIZE_HELP
 
 
@@ -110,6 +110,13 @@ def plan(
     platform: Optional[str] = typer.Option(None, "--platform", help="cuda | rocm | xpu"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release"),
+    check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)"),
+    host_memory: Optional[str] = typer.Option(None, "--host-memory",
+                                              help=f"--check: host memory of one node. SIZE: {SIZE_HELP}"),
+    min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
+                                                 help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)"),
+    dp_local: Optional[int] = typer.Option(None, "--data-parallel-size-local",
+                                           help="--check: DP replicas on one node (default: all)"),
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from .load import load_layout
@@ -126,16 +133,30 @@ def plan(
     )
     if cpu_bytes is not None and kv_offloading_size is not None:
         raise KvcalcError("give --cpu-bytes or --kv-offloading-size, not both")
+    thresholds = _thresholds(host_memory, min_cpu_tokens, dp_local)
     loaded = load_layout(layout, overrides=overrides)
     try:
         p = make_plan(loaded)
-    except KvcalcError as e:
-        if str(e).startswith(loaded.source):
+    except StartupRefusal as e:
+        if not check:
+            _name_source(e, loaded.source)
             raise
-        # Name the file for refusals raised deep in the core (startup rules, unsupported settings).
-        e.args = (f"{loaded.source}: {e}",)
+        from .gates import refused
+
+        checks = refused(loaded.vllm_version, e.one_line())
+        if fmt is OutputFormat.json:
+            _print_json({"schema_version": 1, "vllm_version": loaded.vllm_version, "source": loaded.source,
+                         "checks": checks})
+        _report_checks(checks)
+        raise typer.Exit(1)
+    except KvcalcError as e:
+        _name_source(e, loaded.source)
         raise
     report = build_report(p)
+    if check:
+        from .gates import evaluate
+
+        report["checks"] = evaluate(report, **thresholds)
     if compare_versions is not None:
         from .plan import compare
         from .report import add_comparison
@@ -153,6 +174,37 @@ def plan(
     for line in p.warnings:
         _err(f"warning: {line}")
     RENDERERS[fmt](report)
+    if check:
+        _report_checks(report["checks"])
+        if not all(c["passed"] for c in report["checks"]):
+            raise typer.Exit(1)
+
+
+def _name_source(e: KvcalcError, source: str) -> None:
+    """Name the file for refusals raised deep in the core (startup rules, unsupported settings)."""
+    if not str(e).startswith(source):
+        e.args = (f"{source}: {e}",)
+
+
+def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, dp_local: int | None) -> dict:
+    from .load import _Reader
+    from .units import SizeError, parse_size
+
+    out: dict = {"dp_local": dp_local}
+    if host_memory is not None:
+        try:
+            out["host_memory"] = parse_size(host_memory)
+        except SizeError as e:
+            raise KvcalcError(f"--host-memory: expected {e}, got {host_memory!r}") from None
+    if min_cpu_tokens is not None:
+        out["min_cpu_tokens"] = _Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
+    return out
+
+
+def _report_checks(checks: list[dict]) -> None:
+    for c in checks:
+        if not c["passed"]:
+            _err(f"check failed: {c['name']}: {c['reason']}")
 
 
 @app.command()
@@ -217,6 +269,101 @@ def versions(fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -
     Console(width=width, highlight=False).print(t)
 
 
+@app.command("vllm-args")
+def vllm_args(
+    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
+    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
+    block_size: Optional[int] = typer.Option(None, "--block-size"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
+    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"SIZE: {SIZE_HELP}"),
+    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"SIZE: {SIZE_HELP}"),
+    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
+    import shlex
+
+    from .load import load_layout
+    from .vllm_args import build, startable_plan
+
+    overrides = _overrides(tp=tp, pp=pp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+                           kv_cache_memory=kv_cache_memory, cpu_bytes=cpu_bytes,
+                           offload_block_size=offload_block_size, vllm_version=vllm_version)
+    loaded = load_layout(layout, overrides=overrides)
+    try:
+        doc = build(*startable_plan(loaded))
+    except KvcalcError as e:
+        _name_source(e, loaded.source)
+        raise
+    if fmt is OutputFormat.json:
+        _print_json(doc)
+    else:
+        for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
+            if doc[key]:
+                sys.stdout.write("vllm serve MODEL " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
+    for n in doc["notes"]:
+        _err(f"note: {n}")
+    if not doc["starts"]:
+        raise typer.Exit(1)
+
+
+@app.command("size")
+def size_cmd(
+    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    cpu_tokens: Optional[str] = typer.Option(None, "--cpu-tokens", help="tokens to hold (2M = 2,097,152)"),
+    cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold"),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
+    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
+    block_size: Optional[int] = typer.Option(None, "--block-size"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
+    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), for every vLLM family."""
+    from .load import _Reader, load_layout
+    from .sizing import size
+
+    if (cpu_tokens is None) == (cpu_blocks is None):
+        raise KvcalcError("give exactly one of --cpu-tokens or --cpu-blocks")
+    tokens = None if cpu_tokens is None else _Reader("--cpu-tokens", {}).human_int(cpu_tokens, "value", minimum=1)
+    if cpu_blocks is not None and cpu_blocks < 1:
+        raise KvcalcError("--cpu-blocks: expected a positive integer")
+    overrides = _overrides(tp=tp, pp=pp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+                           offload_block_size=offload_block_size, vllm_version=vllm_version)
+    overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
+    loaded = load_layout(layout, overrides=overrides)
+    rows = size(loaded, tokens=tokens, blocks=cpu_blocks)
+    if fmt is OutputFormat.json:
+        _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
+                     "target_blocks": cpu_blocks, "families": rows})
+        return
+    from rich.console import Console
+
+    from .render_table import render_sizing
+
+    console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 100, highlight=False)
+    console.print(render_sizing(rows, tokens, cpu_blocks))
+
+
+class SchemaKind(str, Enum):
+    layout = "layout"
+    output = "output"
+
+
+@app.command()
+def schema(kind: SchemaKind = typer.Argument(..., help="layout (the YAML input) or output (the JSON output)")) -> None:
+    """Print the JSON Schema of the layout YAML or of the JSON output."""
+    import json
+
+    from .schema import layout_schema, output_schema
+
+    doc = layout_schema() if kind is SchemaKind.layout else output_schema()
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
 def _print_table(report: dict) -> None:
     from rich.console import Console
 
@@ -253,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code instead of raising, so errors stay one line."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        app(args=args, prog_name="kvcalc", standalone_mode=False)
+        rc = app(args=args, prog_name="kvcalc", standalone_mode=False)
+        if isinstance(rc, int) and not isinstance(rc, bool):
+            return rc  # typer.Exit(code) inside a command comes back as the return value
     except KvcalcError as e:
         _err(f"kvcalc: error: {e.one_line()}")
         return e.exit_code

@@ -250,3 +250,23 @@ def render_comparison(report: dict) -> RenderableType:
     notes = [Text(f"{r['vllm_version']}: {r['startup_error']}") for r in rels if r["startup_error"]]
     notes += [Text(f"{r['vllm_version']}: {r['warning']}") for r in rels if r.get("warning")]
     return Group(t, *notes)
+
+
+def render_sizing(rows: list[dict], tokens: int | None, blocks: int | None) -> RenderableType:
+    target = f"{tokens:,} CPU tokens" if tokens is not None else f"{blocks:,} CPU blocks"
+    t = _table(f"Smallest cpu_bytes_to_use holding {target}", "family", "release", "cpu_bytes_to_use",
+               "GiB flag", "blocks", "tokens", "safe?")
+    for col in t.columns[2:6]:
+        col.no_wrap = True
+    notes = []
+    for r in rows:
+        if r.get("startup_error"):
+            t.add_row(r["family"], r["vllm_version"], "—", "—", "—", "—", "refused at startup")
+            notes.append(Text(f"{r['family']} ({r['vllm_version']}): {r['startup_error']}"))
+            continue
+        t.add_row(r["family"], r["vllm_version"], f"{r['cpu_bytes_to_use']:,}", f"{r['kv_offloading_size_gib']:g}",
+                  f"{r['num_blocks']:,} {r['unit']}", f"{r['tokens']:,}",
+                  "NO: out of bounds at any budget" if r["out_of_bounds_at_any_budget"] else "yes")
+        if r.get("note"):
+            notes.append(Text(f"{r['family']}: {r['note']}"))
+    return Group(t, *notes)

@@ -1,0 +1,140 @@
+"""JSON Schemas of the layout YAML (schema v1) and of the JSON output, for editors and pipelines.
+
+`kvcalc schema layout` lets an editor validate a layout through a `# yaml-language-server: $schema=` line;
+`kvcalc schema output` documents what `--format json` prints. Tests validate every example and every output.
+"""
+
+from __future__ import annotations
+
+from .layout import (
+    DRAFT_METHODS,
+    EXECUTOR_BACKENDS,
+    HMA_CHOICES,
+    KV_CACHE_DTYPES,
+    LAYER_KINDS,
+    MAMBA_CACHE_MODES,
+    MAMBA_FIELDS,
+    MAMBA_KINDS,
+    MAMBA_OPTIONAL_FIELDS,
+    PLATFORMS,
+)
+from .units import MODEL_DTYPES
+
+_INT = {"type": "integer", "minimum": 0}
+_POS = {"type": "integer", "minimum": 1}
+_SIZE = {"description": "bytes: an integer, or a string such as 64GiB (64G = 64Gi = 64GiB = 64 x 2^30; "
+                        "64GB = 64 x 10^9)",
+         "anyOf": [{"type": "integer", "minimum": 0},
+                   {"type": "string", "pattern": r"^\s*[0-9][0-9_]*(\.[0-9_]*)?\s*([KMGTP](i|iB|ib|B|b)?|"
+                                                 r"[kmgtp](iB|ib|B|b)|[Bb])?\s*$"}]}
+_HUMAN = {"anyOf": [_POS, {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kmgtKMGT]?\s*$"}]}
+_PER_LAYER = {"anyOf": [_INT, {"type": "array", "items": _INT}]}
+_NULL_POS = {"anyOf": [_POS, {"type": "null"}]}
+
+
+def _obj(props: dict, required: tuple = ()) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": props, "required": list(required)}
+
+
+def layout_schema() -> dict:
+    mamba_props = {"kind": {"enum": list(MAMBA_KINDS)}}
+    for fields in list(MAMBA_FIELDS.values()) + list(MAMBA_OPTIONAL_FIELDS.values()):
+        for f in fields:
+            mamba_props[f] = _POS
+    draft = _obj({"method": {"enum": list(DRAFT_METHODS)}, "num_layers": _POS, "num_kv_heads": _POS,
+                  "head_size": _POS, "head_size_v": _NULL_POS, "num_speculative_tokens": _POS,
+                  "hf_config": {"type": "string"}})
+    model = _obj({
+        "name": {"type": "string"}, "num_layers": _POS, "dtype": {"enum": list(MODEL_DTYPES)},
+        "layer_types": {"type": "array", "items": {"enum": list(LAYER_KINDS)}},
+        "layer_pattern": {"type": "array", "minItems": 1, "items": {"enum": list(LAYER_KINDS)}},
+        "num_kv_heads": _PER_LAYER, "head_size": _PER_LAYER, "head_size_v": {"anyOf": [_PER_LAYER, {"type": "null"}]},
+        "sliding_window": _NULL_POS, "attention_chunk_size": _NULL_POS, "kv_lora_rank": _NULL_POS,
+        "qk_rope_head_dim": {"anyOf": [_INT, {"type": "null"}]}, "index_head_dim": _NULL_POS,
+        "max_position_embeddings": _NULL_POS, "hf_config": {"type": "string"},
+        "kv_head_replication": {"type": "boolean"},
+        "mamba": {"type": "object", "additionalProperties": False, "properties": mamba_props, "required": ["kind"]},
+        "draft": draft,
+    })
+    parallel = _obj({"tensor_parallel_size": _POS, "pipeline_parallel_size": _POS, "data_parallel_size": _POS,
+                     "pp_layer_partition": {"type": "array", "items": _POS},
+                     "distributed_executor_backend": {"enum": list(EXECUTOR_BACKENDS)}, "nnodes": _POS})
+    cache = _obj({
+        "block_size": _NULL_POS, "kv_cache_dtype": {"enum": list(KV_CACHE_DTYPES)},
+        "kv_cache_dtype_skip_layers": {"type": "array", "items": {"anyOf": [_INT, {"const": "sliding_window"}]}},
+        "kv_cache_memory": {"anyOf": [_SIZE, {"type": "array", "items": _SIZE}, {"type": "null"}]},
+        "num_gpu_blocks_override": {"anyOf": [_INT, {"type": "null"}]}, "max_model_len": _HUMAN,
+        "max_num_batched_tokens": _HUMAN, "enable_prefix_caching": {"type": ["boolean", "null"]},
+        "hybrid_kv_cache_manager": {"anyOf": [{"enum": list(HMA_CHOICES)}, {"type": "boolean"}]},
+        "mamba_cache_dtype": {"enum": ["auto", *MODEL_DTYPES]},
+        "mamba_ssm_cache_dtype": {"enum": ["auto", *MODEL_DTYPES]},
+        "mamba_block_size": _NULL_POS, "mamba_cache_mode": {"enum": list(MAMBA_CACHE_MODES)},
+    })
+    offload = _obj({"cpu_bytes_to_use": _SIZE, "kv_offloading_size": {"type": "number", "minimum": 0},
+                    "block_size": _NULL_POS, "blocks_per_chunk": _NULL_POS})
+    vllm = _obj({"version": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?"}, "platform": {"enum": list(PLATFORMS)}})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "kvcalc-layout-v1",
+        "title": "kvcalc layout, schema version 1",
+        **_obj({"schema_version": {"const": 1}, "model": model, "parallel": parallel, "cache": cache,
+                "offload": offload, "vllm": vllm}, ("model",)),
+    }
+
+
+def output_schema() -> dict:
+    ints = {"type": "array", "items": _INT}
+    maybe_int = {"type": ["integer", "null"]}
+    entry = {
+        "type": ["object", "null"],
+        "required": ["family", "kv_bytes_per_block", "kv_bytes_per_offloaded_block", "num_blocks_scheduler",
+                     "num_blocks_workers", "out_of_bounds", "pinned_bytes_per_engine", "unused_bytes", "copies",
+                     "alignment", "padding_bytes", "unit"],
+        "properties": {
+            "family": {"type": "string"}, "kv_bytes_per_block": _INT, "kv_bytes_per_offloaded_block": _INT,
+            "num_blocks_scheduler": _INT, "num_blocks_workers": ints, "kv_bytes_per_block_workers": ints,
+            "cpu_tokens_scheduler": _INT, "cpu_tokens_safe": _INT, "out_of_bounds": {"type": "boolean"},
+            "pinned_bytes_per_worker": ints, "pinned_bytes_per_engine": _INT, "unused_bytes": {"type": "integer"},
+            "copies": _POS, "alignment": _POS, "padding_bytes": _INT, "unit": {"enum": ["blocks", "chunks"]},
+        },
+    }
+    worker = {"type": "object", "required": ["pp_rank", "num_blocks", "bytes_per_block", "tensors"],
+              "properties": {"pp_rank": _INT, "num_blocks": maybe_int, "bytes_per_block": _INT,
+                             "tensors": {"type": "array", "items": {
+                                 "type": "object", "required": ["size", "shared_by"],
+                                 "properties": {"size": maybe_int, "page_bytes": _INT,
+                                                "shared_by": {"type": "array", "items": {"type": "string"}}}}}}}
+    group = {"type": "object", "required": ["kind", "block_size", "page_size_bytes", "layers"],
+             "properties": {"kind": {"type": "string"}, "block_size": _POS, "page_size_bytes": _INT,
+                            "layers": {"type": "array", "items": {"type": "string"}}}}
+    check = {"type": "object", "required": ["name", "passed", "reason"],
+             "properties": {"name": {"type": "string"}, "passed": {"type": "boolean"}, "reason": {"type": "string"}}}
+    full = {
+        "type": "object",
+        "required": ["schema_version", "vllm_version", "family", "parallel", "gpu", "offload", "warnings"],
+        "properties": {
+            "schema_version": {"const": 1}, "vllm_version": {"type": "string"}, "family": {"type": "string"},
+            "parallel": {"type": "object", "required": ["tensor_parallel_size", "pipeline_parallel_size",
+                                                        "data_parallel_size", "world_size"]},
+            "gpu": {"type": "object",
+                    "required": ["block_size", "num_blocks", "kv_cache_size_tokens", "max_concurrency", "groups",
+                                 "workers"],
+                    "properties": {"block_size": _POS, "num_blocks": maybe_int,
+                                   "kv_cache_size_tokens": maybe_int, "max_concurrency": {"type": ["number", "null"]},
+                                   "groups": {"type": "array", "items": group},
+                                   "workers": {"type": "array", "items": worker}}},
+            "offload": {"type": "object",
+                        "required": ["cpu_bytes_to_use", "block_size_factor", "old", "fixed", "selected",
+                                     "out_of_bounds", "pinned_bytes_per_engine", "unused_bytes", "startup_error"],
+                        "properties": {"cpu_bytes_to_use": _INT, "block_size_factor": _POS, "old": entry,
+                                       "fixed": entry, "selected": entry, "out_of_bounds": {"type": "boolean"},
+                                       "families": {"type": "object", "additionalProperties": entry},
+                                       "startup_error": {"type": ["string", "null"]}}},
+            "checks": {"type": "array", "items": check},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    refused = {"type": "object", "required": ["schema_version", "vllm_version", "checks"],
+               "properties": {"schema_version": {"const": 1}, "checks": {"type": "array", "items": check}}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "kvcalc-output-v1",
+            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused]}

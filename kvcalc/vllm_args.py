@@ -1,0 +1,121 @@
+"""Plan -> the vLLM flags that reproduce it, in both spellings of the CPU budget. Pure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from .errors import KvcalcError
+from .layout import Layout
+from .plan import Plan, plan
+from .units import format_bytes
+
+
+def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
+    """Plan the layout; if the release refuses it, try the hybrid-manager and prefix-caching switches a user
+    would add (HMA on where 0.21 allows it, prefix caching for Mamba hybrids). Returns the plan and what changed."""
+    cache = layout.cache
+    tries: list[tuple[Layout, list[str]]] = [(layout, [])]
+    if cache.enable_prefix_caching is None and layout.model.has_mamba:
+        tries.append((replace(layout, cache=replace(cache, enable_prefix_caching=True)),
+                      ["--enable-prefix-caching: Mamba groups need it for the offloader's block-size check"]))
+    if cache.hybrid_kv_cache_manager == "auto":
+        on = replace(cache, hybrid_kv_cache_manager="on")
+        tries.append((replace(layout, cache=on), ["--no-disable-hybrid-kv-cache-manager: the hybrid manager is off "
+                                                  "by default with a KV connector on this release"]))
+        if layout.model.has_mamba and cache.enable_prefix_caching is None:
+            tries.append((replace(layout, cache=replace(on, enable_prefix_caching=True)),
+                          tries[-1][1] + ["--enable-prefix-caching: Mamba groups need it for the offloader"]))
+    first_error: KvcalcError | None = None
+    first_plan = None
+    for candidate, why in tries:
+        try:
+            p = plan(candidate, compare=False)
+        except KvcalcError as e:
+            first_error = first_error or e
+            continue
+        if p.offload.startup_error is None:
+            return p, why
+        first_plan = first_plan or p
+    if first_plan is not None:
+        return first_plan, []
+    raise first_error
+
+
+def gib_spelling(cpu_bytes: int) -> float | None:
+    """The --kv-offloading-size value X with int(X * 2**30) == cpu_bytes, as vLLM converts it; None if no
+    float does it (then only the kv_connector_extra_config spelling is exact)."""
+    x = cpu_bytes / (1 << 30)
+    for candidate in (float(repr(x)), x):
+        if int(candidate * (1 << 30)) == cpu_bytes:
+            return candidate
+    return None
+
+
+def build(plan: Plan, changed: list[str] | None = None) -> dict:
+    lay, cache, par = plan.layout, plan.layout.cache, plan.layout.parallel
+    b = plan.behaviour
+    common: list[str] = ["--tensor-parallel-size", str(par.tensor_parallel_size)]
+    notes: list[str] = []
+    if par.pipeline_parallel_size > 1:
+        common += ["--pipeline-parallel-size", str(par.pipeline_parallel_size)]
+    if par.data_parallel_size > 1:
+        common += ["--data-parallel-size", str(par.data_parallel_size)]
+    if par.distributed_executor_backend != "mp":
+        common += ["--distributed-executor-backend", par.distributed_executor_backend]
+    # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's
+    # own default cannot differ from kvcalc's.
+    base_block = cache.block_size or (64 if lay.model.is_mla else 16)
+    common += ["--block-size", str(base_block)]
+    if cache.kv_cache_dtype != "auto":
+        common += ["--kv-cache-dtype", cache.kv_cache_dtype]
+    if cache.kv_cache_memory is not None:
+        if len(set(cache.kv_cache_memory)) == 1:
+            common += ["--kv-cache-memory-bytes", str(cache.kv_cache_memory[0])]
+        else:
+            notes.append("kv_cache_memory differs per worker: vLLM's --kv-cache-memory-bytes takes one value")
+    if cache.num_gpu_blocks_override is not None:
+        common += ["--num-gpu-blocks-override", str(cache.num_gpu_blocks_override)]
+    common += ["--max-model-len", str(cache.max_model_len), "--max-num-batched-tokens",
+               str(cache.max_num_batched_tokens)]
+    if cache.enable_prefix_caching is not None or lay.model.has_mamba:
+        common.append("--enable-prefix-caching" if plan.layers.enable_prefix_caching else "--no-enable-prefix-caching")
+    if lay.model.has_mamba and plan.layers.mamba_cache_mode != "none" and cache.mamba_cache_mode != "auto":
+        common += ["--mamba-cache-mode", plan.layers.mamba_cache_mode]
+    default_hma = b.hma_default_with_connector
+    if plan.hma_enabled and not default_hma:
+        common.append("--no-disable-hybrid-kv-cache-manager")
+    elif not plan.hma_enabled and default_hma and cache.hybrid_kv_cache_manager == "off":
+        common.append("--disable-hybrid-kv-cache-manager")
+    if cache.kv_cache_dtype_skip_layers:
+        notes.append("set kv_cache_dtype_skip_layers = "
+                     f"{list(cache.kv_cache_dtype_skip_layers)} in vLLM's cache config (no flag spelled here)")
+    if lay.model.draft is not None:
+        notes.append(f"add --speculative-config with method {lay.model.draft.method!r}, the drafter model and "
+                     f"num_speculative_tokens {lay.model.draft.num_speculative_tokens}")
+
+    notes += [f"added {c}" for c in changed or []]
+    cpu = lay.offload.cpu_bytes_to_use
+    extra: dict = {"cpu_bytes_to_use": cpu}
+    if lay.offload.block_size is not None:
+        extra["block_size"] = lay.offload.block_size
+    if lay.offload.blocks_per_chunk is not None:
+        extra["blocks_per_chunk"] = lay.offload.blocks_per_chunk
+    transfer = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
+    with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
+    gib = gib_spelling(cpu)
+    with_gib = None
+    if gib is None:
+        notes.append(f"--kv-offloading-size cannot express {cpu:,} B exactly (it is GiB through a float): use the "
+                     "--kv-transfer-config spelling")
+    elif len(extra) > 1:
+        notes.append("--kv-offloading-size cannot carry block_size / blocks_per_chunk: use the --kv-transfer-config "
+                     "spelling")
+    else:
+        with_gib = common + ["--kv-offloading-size", repr(gib)]
+        notes.append(f"--kv-offloading-size {gib!r} is GiB: vLLM computes int({gib!r} * 2**30) = {cpu:,} B "
+                     f"({format_bytes(cpu)}), the total for one engine")
+    if plan.offload.startup_error:
+        notes.append(f"vLLM {b.version} would still refuse this layout: {plan.offload.startup_error}")
+    return {"vllm_version": b.version, "args_kv_offloading_size": with_gib, "args_kv_transfer_config": with_json,
+            "notes": notes, "starts": plan.offload.startup_error is None}
