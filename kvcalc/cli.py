@@ -348,6 +348,125 @@ def size_cmd(
     console.print(render_sizing(rows, tokens, cpu_blocks))
 
 
+class SweepFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    jsonl = "jsonl"
+
+
+@app.command()
+def sweep(
+    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    tp: Optional[str] = typer.Option(None, "--tp", "--tensor-parallel-size", help="comma list, e.g. 1,2,4,8"),
+    pp: Optional[str] = typer.Option(None, "--pp", "--pipeline-parallel-size", help="comma list"),
+    block_size: Optional[str] = typer.Option(None, "--block-size", help="comma list"),
+    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"comma list. SIZE: {SIZE_HELP}"),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="comma list"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="comma list"),
+    offload_block_size: Optional[str] = typer.Option(None, "--offload-block-size", help="comma list"),
+    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"one value. SIZE: {SIZE_HELP}"),
+    fmt: SweepFormat = typer.Option(SweepFormat.table, "--format", help="table | csv | jsonl"),
+) -> None:
+    """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
+    from .load import read_input
+    from .sweep import COLUMNS, grid, run
+
+    def ints(name: str, text: str | None) -> list | None:
+        if text is None:
+            return None
+        out = []
+        for part in text.split(","):
+            part = part.strip()
+            if not part.isdigit():
+                raise KvcalcError(f"--{name}: expected a comma-separated list of integers, got {text!r}")
+            out.append(int(part))
+        return out
+
+    def strs(text: str | None) -> list | None:
+        return None if text is None else [p.strip() for p in text.split(",") if p.strip()]
+
+    axes = {"tp": ints("tp", tp), "pp": ints("pp", pp), "block_size": ints("block-size", block_size),
+            "cpu_bytes": strs(cpu_bytes), "kv_cache_dtype": strs(kv_cache_dtype), "vllm_version": strs(vllm_version),
+            "offload_block_size": ints("offload-block-size", offload_block_size)}
+    base = _overrides(kv_cache_memory=kv_cache_memory)
+    top, _, source = read_input(layout)
+    points = grid(axes)
+    rows = run(top, source, points, base)
+    if len(points) > 200 and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import track
+
+        rows = track(rows, total=len(points), description="sweep", console=Console(stderr=True), transient=True)
+    if fmt is SweepFormat.jsonl:
+        import json
+
+        for row in rows:
+            sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
+    elif fmt is SweepFormat.csv:
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        shown = [c for c in COLUMNS if c in ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker",
+                                               "out_of_bounds", "unused_bytes", "error") or axes.get(c)]
+        t = Table(box=None, title=f"sweep of {source}: {len(points)} point(s)", title_justify="left")
+        for c in shown:
+            t.add_column(c, overflow="fold")
+        for row in rows:
+            t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
+                                                    isinstance(row[c], bool) else str(row[c])) for c in shown))
+        Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140, highlight=False).print(t)
+
+
+@app.command("check")
+def check_cmd(
+    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    log: str = typer.Option(..., "--log", help="a vLLM startup log"),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="default: the log's, else the layout's"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+) -> None:
+    """Compare the numbers kvcalc predicts with the ones a real vLLM server logged; exit 1 on a mismatch."""
+    from .load import _read_bytes, load_layout
+    from .logcheck import check
+
+    overrides = _overrides(tp=tp, vllm_version=vllm_version)
+    overrides.setdefault("offload.cpu_bytes_to_use", (0, "--log"))
+    loaded = load_layout(layout, overrides=overrides)
+    text = _read_bytes(log, "a readable log file").decode("utf-8", "replace")
+    if vllm_version is not None:
+        text = "\n".join(line for line in text.splitlines() if "version" not in line)
+    try:
+        result = check(loaded, text, source=log)
+    except KvcalcError as e:
+        _name_source(e, loaded.source)
+        raise
+    if fmt is OutputFormat.json:
+        _print_json(result)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(box=None, title=f"{log} against {loaded.source} (vLLM {result['vllm_version']}; memory: "
+                                  f"{result['memory']})", title_justify="left")
+        for c in ("quantity", "predicted", "logged", "match"):
+            t.add_column(c)
+        for r in result["rows"]:
+            t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
+        Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120, highlight=False).print(t)
+    if not result["rows"]:
+        raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
+    if not result["match"]:
+        _err(f"check failed: {log} does not match the prediction for {loaded.source}")
+        raise typer.Exit(1)
+
+
 class SchemaKind(str, Enum):
     layout = "layout"
     output = "output"

@@ -1,0 +1,58 @@
+"""The cross product of list-valued settings, one plan per point; a point vLLM refuses is a row with its error."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from .errors import KvcalcError
+from .load import expand, validate
+from .plan import plan
+
+# sweep flag -> layout key path
+AXES = {
+    "tp": "parallel.tensor_parallel_size",
+    "pp": "parallel.pipeline_parallel_size",
+    "block_size": "cache.block_size",
+    "cpu_bytes": "offload.cpu_bytes_to_use",
+    "kv_cache_dtype": "cache.kv_cache_dtype",
+    "vllm_version": "vllm.version",
+    "offload_block_size": "offload.block_size",
+}
+COLUMNS = ("tp", "pp", "block_size", "cpu_bytes", "kv_cache_dtype", "vllm_version", "offload_block_size", "family",
+           "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
+           "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "error")
+
+
+def grid(axes: dict[str, list]) -> list[dict]:
+    names = [k for k in AXES if axes.get(k)]
+    return [dict(zip(names, values)) for values in itertools.product(*(axes[n] for n in names))]
+
+
+def run(top: dict, source: str, points: list[dict], base_flags: dict | None = None) -> Iterator[dict]:
+    """Yield one row per point, in order. `top` is the expanded layout dict (config already read)."""
+    for point in points:
+        row = {c: None for c in COLUMNS}
+        row.update({k: point.get(k) for k in AXES})
+        overrides = dict(base_flags or {})
+        overrides.update({AXES[k]: (v, f"--{k.replace('_', '-')}") for k, v in point.items()})
+        try:
+            data, origin = expand(top, source=source, overrides=overrides)
+            p = plan(validate(data, source=source, overrides=overrides, origin=origin), compare=False)
+        except KvcalcError as e:
+            row["error"] = e.one_line()
+            yield row
+            continue
+        row["family"] = p.behaviour.family.id
+        row["cpu_bytes_to_use"] = p.layout.offload.cpu_bytes_to_use
+        row["gpu_num_blocks"] = p.gpu.num_blocks
+        r = p.offload.results.get(p.behaviour.formula)
+        if p.offload.startup_error or r is None:
+            row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
+        else:
+            row.update(cpu_blocks_scheduler=r.scheduler.num_blocks,
+                       cpu_blocks_worst_worker=min(s.count.num_blocks for s in r.stages),
+                       unit="chunks" if r.chunks else "blocks", out_of_bounds=r.out_of_bounds,
+                       cpu_tokens_safe=r.tokens_safe, pinned_bytes_per_engine=r.pinned_bytes_per_engine,
+                       unused_bytes=r.unused_bytes)
+        yield row
