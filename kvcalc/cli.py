@@ -257,16 +257,16 @@ def versions(fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -
 
         sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows}, indent=2) + "\n")
         return
-    from rich.console import Console
+    from rich import box
     from rich.table import Table
 
-    t = Table(title=f"vLLM families (default --vllm-version {DEFAULT_VERSION})", title_justify="left")
+    t = Table(title=f"vLLM families (default --vllm-version {DEFAULT_VERSION})", title_justify="left",
+              box=None if _plain() else box.HEAVY_HEAD)
     for col in ("family", "releases", "CPU count", "what to do", "read"):
         t.add_column(col, overflow="fold")
     for r in rows:
         t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-    Console(width=width, highlight=False).print(t)
+    _console(120).print(t)
 
 
 @app.command("vllm-args")
@@ -340,12 +340,13 @@ def size_cmd(
         _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
                      "target_blocks": cpu_blocks, "families": rows})
         return
-    from rich.console import Console
 
     from .render_table import render_sizing
 
-    console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 100, highlight=False)
-    console.print(render_sizing(rows, tokens, cpu_blocks))
+    from .render_table import set_plain
+
+    set_plain(_plain())
+    _console(100).print(render_sizing(rows, tokens, cpu_blocks))
 
 
 class SweepFormat(str, Enum):
@@ -421,7 +422,7 @@ def sweep(
         for row in rows:
             t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
                                                     isinstance(row[c], bool) else str(row[c])) for c in shown))
-        Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140, highlight=False).print(t)
+        _console(140).print(t)
 
 
 @app.command("check")
@@ -450,7 +451,6 @@ def check_cmd(
     if fmt is OutputFormat.json:
         _print_json(result)
     else:
-        from rich.console import Console
         from rich.table import Table
 
         t = Table(box=None, title=f"{log} against {loaded.source} (vLLM {result['vllm_version']}; memory: "
@@ -459,7 +459,7 @@ def check_cmd(
             t.add_column(c)
         for r in result["rows"]:
             t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
-        Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120, highlight=False).print(t)
+        _console(120).print(t)
     if not result["rows"]:
         raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
     if not result["match"]:
@@ -484,14 +484,11 @@ def schema(kind: SchemaKind = typer.Argument(..., help="layout (the YAML input) 
 
 
 def _print_table(report: dict) -> None:
-    from rich.console import Console
 
     from .render_table import render
 
-    # Pipes and files get 100 columns (rich would pick 80) unless COLUMNS says otherwise.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 100
-    console = Console(soft_wrap=False, highlight=False, emoji=False, width=width)
-    for item in render(report):
+    console = _console(100)
+    for item in render(report, plain=_plain()):
         console.print(item)
     if "releases" in report:
         from .render_table import render_comparison
@@ -509,6 +506,20 @@ def _print_json(report: dict) -> None:
 
 # Every --format value maps to exactly one renderer (a test walks the enum).
 RENDERERS = {OutputFormat.table: _print_table, OutputFormat.json: _print_json}
+
+
+def _plain() -> bool:
+    """No colour and no box characters when stdout is not a terminal, or NO_COLOR is set."""
+    return not sys.stdout.isatty() or bool(os.environ.get("NO_COLOR"))
+
+
+def _console(width_when_piped: int):
+    from rich.console import Console
+
+    # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else width_when_piped
+    return Console(soft_wrap=False, highlight=False, emoji=False, width=width,
+                   no_color=_plain() or None, color_system=None if _plain() else "auto")
 
 
 def _err(text: str) -> None:

@@ -24,9 +24,17 @@ def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
+# Plain output (stdout not a terminal, or NO_COLOR): no box characters, set by the public render functions.
+_PLAIN = {"on": False}
+
+
+def set_plain(plain: bool) -> None:
+    _PLAIN["on"] = plain
+
+
 def _table(title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-              show_header=header, title_style="bold")
+    t = Table(title=title, title_justify="left", box=None if _PLAIN["on"] else box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, show_header=header, title_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
@@ -47,9 +55,10 @@ def _runs(tensors: list[dict]) -> list[tuple[int, int | None, list[str]]]:
     return runs
 
 
-def render(report: dict) -> list[RenderableType]:
+def render(report: dict, *, plain: bool = False) -> list[RenderableType]:
+    set_plain(plain)
     out: list[RenderableType] = []
-    m, par, cache, gpu, off = report["model"], report["parallel"], report["cache"], report["gpu"], report["offload"]
+    m, par, cache, gpu = report["model"], report["parallel"], report["cache"], report["gpu"]
     kinds = ", ".join(f"{n} {k}" for k, n in m["layer_kinds"].items())
     draft = f" + {m['draft']['num_layers']} {m['draft']['method']} draft layer(s)" if m["draft"] else ""
     head = Text()
@@ -114,8 +123,36 @@ def render(report: dict) -> list[RenderableType]:
     out.append(g)
 
     out.append(_offload_table(report))
+    bars = memory_bars(report)
+    if bars is not None:
+        out.append(bars)
     out.append(Text(verdict(report)))
     return out
+
+
+def memory_bars(report: dict, width: int = 40) -> RenderableType | None:
+    """A bar per memory tier of one engine: GPU KV cache, CPU pinned, CPU budget unused (selected release)."""
+    off, gpu = report["offload"], report["gpu"]
+    sel = off["selected"]
+    if sel is None:
+        return None
+    world = report["parallel"]["world_size"]
+    gpu_bytes = sum(w["total_bytes"] for w in gpu["workers"]) * report["parallel"]["tensor_parallel_size"] \
+        if gpu["num_blocks"] is not None else None
+    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU pinned", sel["pinned_bytes_per_engine"]),
+             ("CPU budget unused", max(sel["unused_bytes"], 0))]
+    top = max((b for _, b in tiers if b), default=0)
+    if top == 0:
+        return None
+    fill = "#" if _PLAIN["on"] else "█"
+    t = _table(f"Memory tiers, one engine ({world} worker(s))", "", "", "", header=False)
+    for label, b in tiers:
+        if b is None:
+            t.add_row(label, "unknown (no KV memory given)", "")
+            continue
+        n = (b * width + top - 1) // top if b else 0  # ceiling: a non-zero tier shows at least one cell
+        t.add_row(label, (fill * n).ljust(width, "." if _PLAIN["on"] else " "), format_bytes(b))
+    return t
 
 
 def _columns(report: dict) -> list[tuple[str, dict | None, str]]:
