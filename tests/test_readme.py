@@ -14,7 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def usage_commands():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         text = fh.read()
-    block = text.split("## Use", 1)[1].split("```", 2)[1]
+    block = text.split("## Use\n", 1)[1].split("```", 2)[1]
+    block += text.split("## Use in a pipeline", 1)[1].split("```", 2)[1]
     cmds = []
     for line in block.splitlines():
         line = line.split("|")[0].strip()
@@ -33,5 +34,7 @@ def test_readme_command_runs(args, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     if "--verify" in args:
         pytest.importorskip("torch")
+    if ">" in args:  # a redirect: run the command, keep its output here
+        args = args[: args.index(">")]
     assert main(args) == 0, capsys.readouterr().err
     assert capsys.readouterr().out

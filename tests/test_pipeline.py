@@ -1,0 +1,272 @@
+"""Pipeline commands: --check gates and exit codes, size, sweep, vllm-args, check --log, schemas."""
+
+import csv
+import io
+import json
+import os
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import EXAMPLES_DIR
+from kvcalc.cli import main
+from kvcalc.schema import layout_schema, output_schema
+
+GIB = 1 << 30
+LOGS = os.path.join(os.path.dirname(__file__), "fixtures", "logs")
+
+
+def ex(name):
+    return os.path.join(EXAMPLES_DIR, name)
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------------ --check: exit codes and gates
+
+
+def checks_of(doc):
+    return {c["name"]: c for c in doc["checks"]}
+
+
+def test_check_passes_with_exit_0(capsys):
+    code, out, err = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.33.0", "--check",
+                         "--format", "json")
+    assert code == 0 and err == ""
+    checks = checks_of(json.loads(out))
+    assert all(c["passed"] for c in checks.values())
+    assert set(checks) == {"startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu"}
+
+
+def test_check_fails_on_out_of_bounds_with_exit_1(capsys):
+    code, out, err = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--check", "--format", "json",
+                         "--host-memory", "512GiB", "--min-cpu-tokens", "2M")
+    assert code == 1
+    checks = checks_of(json.loads(out))
+    assert not checks["out_of_bounds"]["passed"] and "60..3,757" in checks["out_of_bounds"]["reason"]
+    # The old workers hold 60 blocks x 64 tokens = 3,840 tokens < 2M (2,097,152) and < the GPU's 602,368.
+    assert not checks["min_cpu_tokens"]["passed"] and "3,840" in checks["min_cpu_tokens"]["reason"]
+    assert not checks["cpu_smaller_than_gpu"]["passed"]
+    assert checks["host_memory"]["passed"]  # 1,095,106,560 B pinned (vector b2) <= 512 GiB
+    assert "check failed: out_of_bounds" in err
+
+
+def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
+    # Vector a1: 64 GiB pinned per engine; 4 DP replicas on one node need 256 GiB.
+    args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json"]
+    code, out, _ = run(capsys, *args, "--host-memory", "255GiB")
+    assert code == 1 and not checks_of(json.loads(out))["host_memory"]["passed"]
+    code, out, _ = run(capsys, *args, "--host-memory", "256GiB")
+    assert code == 0
+    code, out, _ = run(capsys, *args, "--host-memory", "128GiB", "--data-parallel-size-local", "2")
+    assert code == 0
+
+
+def test_zero_budget_fails_a_gate(capsys):
+    code, out, _ = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0", "--check", "--format", "json")
+    assert code == 1 and not checks_of(json.loads(out))["zero_cpu_blocks"]["passed"]
+
+
+def test_startup_refusal_is_a_failed_gate_under_check(capsys):
+    code, out, err = run(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.19.1", "--check",
+                         "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["checks"][0]["name"] == "startup" and not doc["checks"][0]["passed"]
+    jsonschema.validate(doc, output_schema())
+    # Without --check the same refusal is an error (exit 2), one line.
+    code, out, err = run(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.19.1")
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_offload_startup_error_is_a_failed_gate(capsys):
+    code, out, _ = run(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--no-enable-prefix-caching", "--check",
+                       "--format", "json")
+    assert code == 1 and not checks_of(json.loads(out))["startup"]["passed"]
+
+
+def test_bad_threshold_is_usage_error(capsys):
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--check", "--host-memory", "lots")
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ size
+
+
+def test_size_per_family(capsys):
+    code, out, _ = run(capsys, "size", ex("kimi-k2.5-eagle3-tp4.yaml"), "--cpu-tokens", "2M", "--format", "json")
+    assert code == 0
+    fams = {r["family"]: r for r in json.loads(out)["families"]}
+    # 2M = 2,097,152 tokens = 32,768 blocks of 64. fixed: 32,768 x 18,251,776 (4,562,944 x 4 workers).
+    assert fams["fixed"]["num_blocks"] == 32768 and fams["fixed"]["cpu_bytes_to_use"] == 32768 * 18251776
+    assert fams["single-alloc"]["cpu_bytes_to_use"] == 32768 * 18251776  # already 4096-aligned
+    # old: the worker needs 4,562,944 x 62 x 4 per block; the scheduler then counts more: unfixable.
+    assert fams["old"]["cpu_bytes_to_use"] == 32768 * 4562944 * 62 * 4
+    assert fams["old"]["out_of_bounds_at_any_budget"] and "no budget" in fams["old"]["note"]
+    assert not fams["fixed"]["out_of_bounds_at_any_budget"]
+    assert int(fams["fixed"]["kv_offloading_size_gib"] * GIB) >= fams["fixed"]["cpu_bytes_to_use"]
+
+
+def test_size_budget_really_holds_the_target(capsys):
+    # Feed the sized budget back into plan: the selected family holds at least the target, one byte less does not.
+    code, out, _ = run(capsys, "size", ex("deepseek-v3-tp4.yaml"), "--cpu-blocks", "1000", "--vllm-version",
+                       "0.28.0", "--format", "json")
+    row = {r["family"]: r for r in json.loads(out)["families"]}["replicated"]
+    for budget, enough in ((row["cpu_bytes_to_use"], True), (row["cpu_bytes_to_use"] - 1, False)):
+        code, out, _ = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.28.0", "--cpu-bytes",
+                           str(budget), "--format", "json")
+        sel = json.loads(out)["offload"]["selected"]
+        assert (min(sel["num_blocks_workers"]) >= 1000) is enough
+
+
+def test_size_needs_one_target(capsys):
+    code, _, err = run(capsys, "size", ex("deepseek-v3-tp4.yaml"))
+    assert code == 2 and "exactly one" in err
+
+
+# ------------------------------------------------------------------ sweep
+
+
+def test_sweep_csv_with_invalid_rows(capsys):
+    code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--tp", "1,2,3", "--cpu-bytes", "16G,64G",
+                       "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 6
+    good = [r for r in rows if not r["error"]]
+    assert {(r["tp"], r["cpu_bytes"], r["cpu_blocks_scheduler"]) for r in good} == {
+        ("1", "16G", "8192"), ("1", "64G", "32768"), ("2", "16G", "8192"), ("2", "64G", "32768")}
+    bad = [r for r in rows if r["error"]]
+    assert len(bad) == 2 and all("num_kv_heads" in r["error"] for r in bad)
+
+
+def test_sweep_jsonl_versions(capsys):
+    code, out, _ = run(capsys, "sweep", ex("kimi-k2.5-eagle3-tp4.yaml"), "--vllm-version", "0.19.1,0.20.0,0.33.0",
+                       "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["family"], r["cpu_blocks_worst_worker"], r["out_of_bounds"]) for r in rows] == [
+        ("old", 60, True), ("fixed", 3765, False), ("single-alloc", 3765, False)]
+
+
+def test_sweep_table_and_bad_list(capsys):
+    code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--block-size", "16,32")
+    assert code == 0 and "2 point(s)" in out
+    code, _, err = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--tp", "1,x")
+    assert code == 2 and "--tp" in err
+
+
+# ------------------------------------------------------------------ vllm-args
+
+
+def test_vllm_args_both_spellings(capsys):
+    code, out, err = run(capsys, "vllm-args", ex("kimi-k2.5-eagle3-tp4.yaml"), "--cpu-bytes", "64G", "--format",
+                         "json")
+    doc = json.loads(out)
+    gib = doc["args_kv_offloading_size"]
+    assert gib[gib.index("--kv-offloading-size") + 1] == "64.0"
+    js = doc["args_kv_transfer_config"]
+    cfg = json.loads(js[js.index("--kv-transfer-config") + 1])
+    assert cfg == {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                   "kv_connector_extra_config": {"cpu_bytes_to_use": 64 * GIB}}
+    for flag, value in (("--tensor-parallel-size", "4"), ("--block-size", "64"),
+                        ("--kv-cache-memory-bytes", str(40 * GIB))):
+        assert gib[gib.index(flag) + 1] == value
+
+
+def test_vllm_args_adds_what_the_release_needs(capsys):
+    code, out, err = run(capsys, "vllm-args", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.21.0")
+    assert code == 0
+    assert "--no-disable-hybrid-kv-cache-manager" in out and "--enable-prefix-caching" in out
+    assert "added --no-disable-hybrid-kv-cache-manager" in err
+
+
+def test_vllm_args_inexact_gib_and_block_size(capsys):
+    code, out, err = run(capsys, "vllm-args", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "64GB",
+                         "--offload-block-size", "256", "--format", "json")
+    doc = json.loads(out)
+    assert doc["args_kv_offloading_size"] is None  # block_size cannot ride on --kv-offloading-size
+    js = doc["args_kv_transfer_config"]
+    extra = json.loads(js[js.index("--kv-transfer-config") + 1])["kv_connector_extra_config"]
+    assert extra == {"cpu_bytes_to_use": 64 * 10**9, "block_size": 256}
+
+
+def test_gib_spelling_round_trips():
+    from kvcalc.vllm_args import gib_spelling
+    for n in (64 * GIB, 1610612736, 107374182, 64 * 10**9, 12345678901):
+        x = gib_spelling(n)
+        assert x is None or int(x * (1 << 30)) == n
+
+
+# ------------------------------------------------------------------ check --log
+
+
+@pytest.mark.parametrize("layout,log,code", [
+    ("llama-3.1-8b.yaml", "llama-3.1-8b-tp1-v0.19.1.log", 0),
+    ("gpt-oss-120b.yaml", "gpt-oss-120b-tp2-v0.22.1.log", 0),
+    ("kimi-k2.5-eagle3-tp4.yaml", "kimi-k2.5-eagle3-tp4-v0.33.0.log", 0),
+    ("kimi-k2.5-eagle3-tp4.yaml", "kimi-k2.5-eagle3-tp4-mismatch.log", 1),
+])
+def test_check_log(capsys, layout, log, code):
+    rc, out, err = run(capsys, "check", ex(layout), "--log", os.path.join(LOGS, log), "--format", "json")
+    assert rc == code, err
+    doc = json.loads(out)
+    assert doc["match"] is (code == 0)
+    assert {r["quantity"].split(" (")[0] for r in doc["rows"]} >= {"GPU KV cache size", "maximum concurrency"}
+    version = log.split("-v")[-1].removesuffix(".log") if "-v" in log else "0.33.0"
+    assert doc["vllm_version"] == version  # taken from the log's version line
+
+
+def test_check_log_without_kv_lines(capsys, tmp_path):
+    p = tmp_path / "empty.log"
+    p.write_text("INFO starting\n")
+    rc, out, err = run(capsys, "check", ex("llama-3.1-8b.yaml"), "--log", str(p))
+    assert rc == 2 and "no KV cache line" in err
+
+
+# ------------------------------------------------------------------ schemas
+
+
+@pytest.mark.parametrize("path", sorted(f for f in os.listdir(EXAMPLES_DIR) if f.endswith(".yaml")))
+def test_examples_validate_against_layout_schema(path):
+    with open(ex(path)) as fh:
+        jsonschema.validate(yaml.safe_load(fh), layout_schema())
+
+
+@pytest.mark.parametrize("args", [
+    ["deepseek-v3-tp4.yaml"], ["kimi-k2.5-eagle3-tp4.yaml", "--check", "--compare-versions", "0.19.1,0.33.0"],
+    ["qwen3-next-80b-tp4.yaml"], ["gpt-oss-120b.yaml", "--vllm-version", "0.19.1"],
+    ["llama-3.1-8b.yaml", "--num-gpu-blocks-override", "0"],
+])
+def test_outputs_validate_against_output_schema(capsys, args):
+    main(["plan", ex(args[0]), *args[1:], "--format", "json"])
+    jsonschema.validate(json.loads(capsys.readouterr().out), output_schema())
+
+
+def test_schema_command(capsys):
+    for kind in ("layout", "output"):
+        assert main(["schema", kind]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        jsonschema.Draft202012Validator.check_schema(doc)
+    assert main(["schema", "nonsense"]) == 2
+
+
+def test_layout_schema_rejects_what_kvcalc_rejects():
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"model": {"num_layers": 2, "heads": 4}}, layout_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"model": {"num_layers": 2}, "offload": {"cpu_bytes_to_use": "64g"}}, layout_schema())
+
+
+# ------------------------------------------------------------------ plain output
+
+
+def test_piped_table_has_no_box_characters_or_colour(capsys):
+    code, out, _ = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"))
+    assert code == 0 and "\x1b[" not in out
+    assert not set(out) & set("─━│┃┏┓┗┛█")
+    assert "Memory tiers" in out and "#" in out
