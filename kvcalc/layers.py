@@ -195,10 +195,19 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
             return kv_auto
         return kv
 
+    # Layers of one shape share one spec object, so its derived sizes are computed once (61 MLA layers: 1).
+    memo: dict[tuple, KVCacheSpec] = {}
+
     def attn_spec(kind: str, idx: int, heads: int, d: int, dv: int, bs: int) -> KVCacheSpec:
         k = attn_kv(idx, kind == "sliding_attention")
         if not behaviour.sliding_page_uses_head_size_v and kind in ("sliding_attention", "chunked_attention"):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
+        key = (kind, heads, d, dv, bs, k)
+        if key not in memo:
+            memo[key] = _attn_spec(kind, heads, d, dv, bs, k)
+        return memo[key]
+
+    def _attn_spec(kind: str, heads: int, d: int, dv: int, bs: int, k: _KVDtype) -> KVCacheSpec:
         common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=k.storage, kv_quant=k.quant)
         if kind == "sliding_attention":
             return SlidingWindowSpec(sliding_window=model.sliding_window, **common)
@@ -207,16 +216,21 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         return FullAttentionSpec(**common)
 
     def mla_spec(bs: int) -> MLAAttentionSpec:
-        return MLAAttentionSpec(
-            block_size=bs, num_kv_heads=1, head_size=model.kv_lora_rank + model.qk_rope_head_dim,
-            head_size_v=model.kv_lora_rank + model.qk_rope_head_dim, dtype=kv.storage, cache_dtype_str=kv.mla_str,
-        )
+        if ("mla", bs) not in memo:
+            memo[("mla", bs)] = MLAAttentionSpec(
+                block_size=bs, num_kv_heads=1, head_size=model.kv_lora_rank + model.qk_rope_head_dim,
+                head_size_v=model.kv_lora_rank + model.qk_rope_head_dim, dtype=kv.storage,
+                cache_dtype_str=kv.mla_str,
+            )
+        return memo[("mla", bs)]
 
     def indexer_spec(bs: int) -> MLAAttentionSpec:
         # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
-        d = model.index_head_dim + (model.index_head_dim // 128) * 4
-        return MLAAttentionSpec(block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8",
-                                cache_dtype_str=None)
+        if ("indexer", bs) not in memo:
+            d = model.index_head_dim + (model.index_head_dim // 128) * 4
+            memo[("indexer", bs)] = MLAAttentionSpec(block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d,
+                                                     dtype="uint8", cache_dtype_str=None)
+        return memo[("indexer", bs)]
 
     mamba_block = None
     mamba_pad = None
@@ -263,8 +277,11 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
             mamba_block = cache.mamba_block_size or cache.max_model_len
 
     def mamba_spec() -> MambaSpec:
-        return MambaSpec(block_size=mamba_block, shapes=tuple(mamba_shapes), dtypes=mamba_dtypes,
-                         page_size_padded=mamba_pad, mamba_type=model.mamba.kind, num_speculative_blocks=ns)
+        if "mamba" not in memo:
+            memo["mamba"] = MambaSpec(block_size=mamba_block, shapes=tuple(mamba_shapes), dtypes=mamba_dtypes,
+                                      page_size_padded=mamba_pad, mamba_type=model.mamba.kind,
+                                      num_speculative_blocks=ns)
+        return memo["mamba"]
 
     def decoder_layer(i: int, kind: str, prefix: str, idx: int | None = None) -> list[tuple[str, KVCacheSpec]]:
         """The KV modules of decoder layer `i` (shape source), named under `prefix`; `idx` is the layer

@@ -1,16 +1,36 @@
 """Per-layer KV cache specs (vLLM's `v1/kv_cache_interface.py` kinds), as frozen dataclasses.
 
-Sizes are derived properties; nothing stores a total. Spec equality is dataclass equality, which is
+Sizes are derived properties (computed once per object: cached_property writes to the instance dict
+without going through the frozen __setattr__, and equality and hashing see only the fields); nothing
+stores a total. Spec equality is dataclass equality, which is
 what vLLM uses to bucket layers (section 2 of the spec: "equal class and equal fields").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 from math import prod
 
 from .errors import StartupRefusal
 from .units import DTYPE_BYTES, cdiv
+
+
+def spec_class(cls):
+    """A frozen, keyword-only dataclass whose hash is computed once: layers share spec objects, and grouping,
+    counting and merging hash them thousands of times per plan."""
+    cls = dataclass(frozen=True, kw_only=True)(cls)
+    field_hash = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = self.__dict__["_hash"] = field_hash(self)
+            return h
+
+    cls.__hash__ = __hash__
+    return cls
 
 
 class NotMergeable(Exception):
@@ -28,7 +48,7 @@ class UsageContext:
     mamba_cache_mode: str = "none"
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class KVCacheSpec:
     block_size: int
 
@@ -36,7 +56,7 @@ class KVCacheSpec:
     def kind(self) -> str:
         raise NotImplementedError
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         raise NotImplementedError
 
@@ -51,7 +71,7 @@ class KVCacheSpec:
         return specs[0]
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class AttentionSpec(KVCacheSpec):
     num_kv_heads: int
     head_size: int
@@ -81,7 +101,7 @@ class AttentionSpec(KVCacheSpec):
         return real
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class FullAttentionSpec(AttentionSpec):
     head_size_v: int
     # Set only when rule A (HMA off) folds a sliding/chunked layer into full attention.
@@ -92,11 +112,11 @@ class FullAttentionSpec(AttentionSpec):
     def kind(self) -> str:
         return "full_attention"
 
-    @property
+    @cached_property
     def real_page_size_bytes(self) -> int:
         return self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v))
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         return self._padded(self.real_page_size_bytes)
 
@@ -138,7 +158,7 @@ class FullAttentionSpec(AttentionSpec):
         return merged
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class MLAAttentionSpec(FullAttentionSpec):
     # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
     cache_dtype_str: str | None = None
@@ -147,7 +167,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     def kind(self) -> str:
         return "mla_indexer" if self.cache_dtype_str is None else "mla"
 
-    @property
+    @cached_property
     def real_page_size_bytes(self) -> int:
         if self.cache_dtype_str == "fp8_ds_mla":
             # 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 656 bytes per token.
@@ -165,7 +185,7 @@ class MLAAttentionSpec(FullAttentionSpec):
         return specs[0]
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class SlidingWindowSpec(AttentionSpec):
     head_size_v: int
     sliding_window: int
@@ -174,7 +194,7 @@ class SlidingWindowSpec(AttentionSpec):
     def kind(self) -> str:
         return "sliding_attention"
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         return self._padded(self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v)))
 
@@ -184,7 +204,7 @@ class SlidingWindowSpec(AttentionSpec):
         return (cdiv(tokens, self.block_size) + 1) * self.page_size_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class ChunkedLocalAttentionSpec(AttentionSpec):
     head_size_v: int
     attention_chunk_size: int
@@ -193,7 +213,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     def kind(self) -> str:
         return "chunked_attention"
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         return self._padded(self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v)))
 
@@ -202,13 +222,13 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         return cdiv(tokens, self.block_size) * self.page_size_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class CrossAttentionSpec(AttentionSpec):
     @property
     def kind(self) -> str:
         return "cross_attention"
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         return self._padded(self._real_page(2 * self._element_dims(self.head_size)))
 
@@ -216,7 +236,7 @@ class CrossAttentionSpec(AttentionSpec):
         return cdiv(ctx.max_num_encoder_input_tokens, self.block_size) * self.page_size_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class MambaSpec(KVCacheSpec):
     """Recurrent state: one page per sequence, independent of the block size."""
 
@@ -230,11 +250,11 @@ class MambaSpec(KVCacheSpec):
     def kind(self) -> str:
         return "mamba"
 
-    @property
+    @cached_property
     def real_page_size_bytes(self) -> int:
         return sum(prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(self.shapes, self.dtypes))
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         if self.page_size_padded is not None:
             return self.page_size_padded
@@ -248,7 +268,7 @@ class MambaSpec(KVCacheSpec):
         return (1 + self.num_speculative_blocks) * self.page_size_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@spec_class
 class UniformTypeKVCacheSpecs(KVCacheSpec):
     """One group of layers of one attention type whose pages differ: the page is the SUM of theirs."""
 
@@ -258,17 +278,22 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     def kind(self) -> str:
         return "uniform_type"
 
-    @property
+    @cached_property
     def spec_by_layer(self) -> dict[str, KVCacheSpec]:
         return dict(self.specs)
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         return sum(s.page_size_bytes for _, s in self.specs)
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
-        blocks = max(cdiv(s.max_memory_usage_bytes(ctx), s.page_size_bytes) for _, s in self.specs)
+        # Layers share a handful of distinct specs (61 MLA + 1 drafter = 2): evaluate each once.
+        blocks = max(cdiv(s.max_memory_usage_bytes(ctx), s.page_size_bytes) for s in self.distinct_specs)
         return blocks * self.page_size_bytes
+
+    @cached_property
+    def distinct_specs(self) -> tuple[KVCacheSpec, ...]:
+        return tuple({id(s): s for _, s in self.specs}.values())  # by identity: layers share spec objects
 
     def first_spec(self) -> KVCacheSpec:
         return self.specs[0][1]

@@ -3,7 +3,9 @@ scheduler's view, and the numbers vLLM logs (spec sections 6 and 7)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from .errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
@@ -33,12 +35,12 @@ class WorkerConfig:
     groups: tuple[KVCacheGroup, ...]
     tensors: tuple[KVCacheTensor, ...]
 
-    @property
+    @cached_property
     def bytes_per_block(self) -> int:
         # b_w: sum of tensor sizes / num_blocks, kept exact even when num_blocks is 0.
         return sum(t.page_bytes for t in self.tensors)
 
-    @property
+    @cached_property
     def total_bytes(self) -> int | None:
         if self.num_blocks is None:
             return None
@@ -98,7 +100,10 @@ def _tensor_pages(groups: tuple[KVCacheGroup, ...]) -> tuple[int, list[tuple[int
 def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext) -> int:
     """Bytes one max-length request needs on this worker (vLLM's startup memory check)."""
     if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
-        return sum(s.max_memory_usage_bytes(usage) for _, s in groups[0].spec.specs)
+        # Count shared spec objects by identity (hashing 62 dataclasses costs more than the arithmetic).
+        counts = Counter(id(s) for _, s in groups[0].spec.specs)
+        by_id = {id(s): s for _, s in groups[0].spec.specs}
+        return sum(n * by_id[i].max_memory_usage_bytes(usage) for i, n in counts.items())
     group_size = max(len(g.layer_names) for g in groups)
     page = groups[0].spec.page_size_bytes
     return group_size * page * sum(cdiv(g.spec.max_memory_usage_bytes(usage), page) for g in groups)
@@ -123,28 +128,28 @@ def build_gpu_plan(
             block_cost, tensor_pages = _tensor_pages(proj)
         else:
             block_cost, tensor_pages = 0, []
-        stage_blocks = None
-        for tp_rank in range(tp):
-            worker = stage.pp_rank * tp + tp_rank
-            avail = memory_for_worker(worker)
-            if avail is None:
-                nb = num_gpu_blocks_override  # load.py guarantees one of the two is set
+        # TP ranks of a stage share their specs; the one with the least memory decides (num_blocks grows with
+        # memory, and the startup memory check fails there first).
+        ranks = [stage.pp_rank * tp + r for r in range(tp)]
+        known = [(memory_for_worker(w), w) for w in ranks if memory_for_worker(w) is not None]
+        if not known:
+            stage_blocks = num_gpu_blocks_override  # no memory given: the override, or unknown (None)
+        else:
+            avail, worker = min(known)
+            if groups:
+                if avail <= 0:
+                    raise StartupRefusal(f"worker {worker}: no available memory for the cache blocks")
+                needed = _needed_bytes(proj, usage)
+                if needed > avail:
+                    raise StartupRefusal(
+                        f"worker {worker}: one request of max_model_len {usage.max_model_len:,} tokens needs "
+                        f"{needed:,} B of KV cache, more than the {avail:,} B available; vLLM refuses to start"
+                    )
+                stage_blocks = avail // block_cost if block_cost else 0
             else:
-                if groups:
-                    if avail <= 0:
-                        raise StartupRefusal(f"worker {worker}: no available memory for the cache blocks")
-                    needed = _needed_bytes(proj, usage)
-                    if needed > avail:
-                        raise StartupRefusal(
-                            f"worker {worker}: one request of max_model_len {usage.max_model_len:,} tokens needs "
-                            f"{needed:,} B of KV cache, more than the {avail:,} B available; vLLM refuses to start"
-                        )
-                    nb = avail // block_cost if block_cost else 0
-                else:
-                    nb = 1  # attention-free: vLLM's placeholder config
-                if num_gpu_blocks_override is not None:
-                    nb = num_gpu_blocks_override
-            stage_blocks = nb if stage_blocks is None or nb is None else min(stage_blocks, nb)
+                stage_blocks = 1  # attention-free: vLLM's placeholder config
+            if num_gpu_blocks_override is not None:
+                stage_blocks = num_gpu_blocks_override
         per_stage.append((stage.pp_rank, proj, tensor_pages, stage_blocks))
 
     known = [nb for *_, nb in per_stage if nb is not None]
