@@ -38,13 +38,13 @@ class _Cfg:
             return f"{self.prefix}{key} (absent: class default {self.defaults[key]!r})"
         return f"{self.prefix}{key}"
 
-    def int_(self, key: str, *, minimum: int = 0) -> int:
+    def int_(self, key: str, *, minimum: int = 0, maximum: int = 1 << 31) -> int:
         value = self.get(key)
         if value is None:
             raise LayoutError(self.source, f"{self.prefix}{key}", "an integer (the mapping needs it)",
                               detail="write the layout YAML instead if the config lacks it")
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise LayoutError(self.source, f"{self.prefix}{key}", f"an integer >= {minimum}", value)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise LayoutError(self.source, f"{self.prefix}{key}", f"an integer from {minimum} to {maximum}", value)
         return value
 
 
@@ -153,6 +153,8 @@ def _attention(m: Mapped, cfg: _Cfg) -> None:
 def _sliding_kinds(m: Mapped, cfg: _Cfg, n: int, kinds: list[str] | None, kinds_origin: str) -> None:
     """Interleaved layer types keep their kinds; a single kind lets a model-level window cover every layer."""
     window = cfg.get("sliding_window")
+    if cfg.get("use_sliding_window") is not None and not isinstance(cfg.get("use_sliding_window"), bool):
+        raise LayoutError(cfg.source, f"{cfg.prefix}use_sliding_window", "true or false", cfg.get("use_sliding_window"))
     if cfg.get("use_sliding_window") is False:
         window = None  # Qwen2/Qwen3: the class drops the window when use_sliding_window is false
     if window == 0:
@@ -170,15 +172,15 @@ def _sliding_kinds(m: Mapped, cfg: _Cfg, n: int, kinds: list[str] | None, kinds_
 
 
 def _layers(cfg: _Cfg) -> int:
-    return cfg.int_("num_hidden_layers", minimum=1)
+    return cfg.int_("num_hidden_layers", minimum=1, maximum=100_000)
 
 
 def _read_layer_types(cfg: _Cfg, n: int) -> list[str] | None:
     kinds = cfg.get("layer_types")
     if kinds is None:
         return None
-    if not isinstance(kinds, list) or len(kinds) != n:
-        raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", f"a list of {n} layer kinds", kinds)
+    if not isinstance(kinds, list) or len(kinds) != n or not all(isinstance(k, str) for k in kinds):
+        raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", f"a list of {n} layer kind names", kinds)
     return kinds
 
 
@@ -237,7 +239,7 @@ def _llama4(m: Mapped, cfg: _Cfg) -> None:
     chunk = cfg.get("attention_chunk_size")
     rope = cfg.get("no_rope_layers")
     if rope:
-        if not isinstance(rope, list) or len(rope) != n:
+        if not isinstance(rope, list) or len(rope) != n or not all(r in (0, 1) for r in rope):
             raise LayoutError(cfg.source, f"{cfg.prefix}no_rope_layers", f"a list of {n} flags", rope)
         origin = f"{cfg.prefix}no_rope_layers: RoPE layers (1) are chunked, NoPE layers (0) full"
     else:
@@ -313,7 +315,7 @@ def _nemotron_h(m: Mapped, cfg: _Cfg) -> None:
         kinds = [chars[c] for c in pattern]
         origin = f"{cfg.prefix}hybrid_override_pattern: M Mamba-2, * attention, - and E no KV"
     elif isinstance(block_types, list) and block_types:
-        if set(block_types) - set(names):
+        if not all(isinstance(b, str) for b in block_types) or set(block_types) - set(names):
             raise LayoutError(cfg.source, f"{cfg.prefix}layers_block_type", f"kinds {sorted(names)}", block_types)
         kinds = [names[b] for b in block_types]
         origin = f"{cfg.prefix}layers_block_type"
@@ -413,7 +415,11 @@ _READERS: dict[str, Callable[[Mapped, _Cfg], None]] = {
 def _mamba_ssm(m: Mapped, data: dict, source: str) -> None:
     """state-spaces' mamba_ssm checkpoints: d_model, n_layer, ssm_cfg (the Mamba2 class defaults fill the rest)."""
     ssm_cfg = data.get("ssm_cfg") or {}
+    if not isinstance(ssm_cfg, dict):
+        raise LayoutError(source, "ssm_cfg", "a mapping of Mamba settings", ssm_cfg)
     layer = ssm_cfg.get("layer", "Mamba1")
+    if not isinstance(layer, str):
+        raise LayoutError(source, "ssm_cfg.layer", "Mamba1 or Mamba2", layer)
     if layer not in _MAMBA_SSM_DEFAULTS:
         raise UnsupportedError(f"{source}: ssm_cfg.layer {layer!r} is not mapped")
     if data.get("attn_layer_idx"):
@@ -421,7 +427,7 @@ def _mamba_ssm(m: Mapped, data: dict, source: str) -> None:
     d = {**_MAMBA_SSM_DEFAULTS[layer], **ssm_cfg}
     cfg = _Cfg(d, {}, source, "ssm_cfg.")
     top = _Cfg(data, {}, source)
-    n = top.int_("n_layer", minimum=1)
+    n = top.int_("n_layer", minimum=1, maximum=100_000)
     hidden = top.int_("d_model", minimum=1)
     m.put("num_layers", n, "n_layer")
     m.put("layer_types", ["mamba"] * n, f"every layer is {layer} (ssm_cfg.layer)")
@@ -460,6 +466,8 @@ def map_config(data: Any, *, source: str) -> Mapped:
             raise LayoutError(source, "text_config", f"the language model's config (model_type {model_type})")
         prefix = "text_config."
         model_type = inner.get("model_type") or _WRAPPERS.get(model_type, model_type)
+        if not isinstance(model_type, str):
+            raise LayoutError(source, "text_config.model_type", "a model_type name", model_type)
     model_type = _ALIASES.get(model_type, model_type)
     if model_type not in _READERS:
         raise UnsupportedError(

@@ -228,6 +228,9 @@ def _config_path(r: _Reader, value: Any, key: str, base_dir: str) -> str:
     path = value if os.path.isabs(value) else os.path.join(base_dir, value)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
+    if not os.path.isfile(path):
+        raise r.fail(key, "a readable Hugging Face config.json (or its directory)", value,
+                     detail=f"{path} does not exist")
     return path
 
 

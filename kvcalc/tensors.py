@@ -138,7 +138,8 @@ def build_gpu_plan(
             avail, worker = min(known)
             if groups:
                 if avail <= 0:
-                    raise StartupRefusal(f"worker {worker}: no available memory for the cache blocks")
+                    raise StartupRefusal(f"vLLM refuses to start: worker {worker} has no available memory for the cache blocks "
+                                          f"(cache.kv_cache_memory is {avail})")
                 needed = _needed_bytes(proj, usage)
                 if needed > avail:
                     raise StartupRefusal(

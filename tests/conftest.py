@@ -2,6 +2,16 @@ import copy
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Fuzz and property tests: a quick run by default; CI (CI=true) or --hypothesis-profile ci runs the long profile
+# (the fuzz suite alone generates more than 10,000 hostile inputs there).
+settings.register_profile("default", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("ci", max_examples=2600, deadline=None, derandomize=False,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                                 HealthCheck.data_too_large, HealthCheck.filter_too_much])
+settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "default")
 
 from kvcalc.load import layout_from_dict
 from kvcalc.plan import plan
