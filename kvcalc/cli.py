@@ -23,13 +23,13 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-app = typer.Typer(
-    add_completion=True,
+APP_SETTINGS = dict(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="vLLM KV cache layout and CPU-offload block counts (old vs fixed formula), computed exactly.",
 )
+app = typer.Typer(add_completion=True, **APP_SETTINGS)
 
 
 @app.callback()
@@ -526,11 +526,23 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def _app_for(args: list[str]) -> typer.Typer:
+    """The full app, or one holding only the command asked for: typer builds every command's parameters
+    before it parses, which costs more start-up time than planning the model."""
+    commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
+    if not args or args[0] not in commands:
+        return app  # --help, completion, an unknown command: the full app answers
+    one = typer.Typer(add_completion=False, **APP_SETTINGS)
+    one.callback()(_root)
+    one.registered_commands.append(commands[args[0]])
+    return one
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code instead of raising, so errors stay one line."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        rc = app(args=args, prog_name="kvcalc", standalone_mode=False)
+        rc = _app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
         if isinstance(rc, int) and not isinstance(rc, bool):
             return rc  # typer.Exit(code) inside a command comes back as the return value
     except KvcalcError as e:

@@ -43,8 +43,7 @@ def parse(text: str) -> dict:
 
 
 def _blocks_for(layout: Layout, memory: int) -> int | None:
-    p = plan(replace(layout, cache=replace(layout.cache, kv_cache_memory=(memory,), num_gpu_blocks_override=None)),
-             compare=False)
+    p = plan(replace(layout, cache=replace(layout.cache, kv_cache_memory=(memory,), num_gpu_blocks_override=None)))
     return p.gpu.num_blocks
 
 
@@ -61,7 +60,7 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
         n_lo, n_hi = _blocks_for(layout, max(ceil(lo), 1)), _blocks_for(layout, floor(hi))
         memory_source = f"{min(logged['available_gib'], key=Fraction)} GiB logged (+-0.005 GiB)"
     elif layout.cache.kv_cache_memory is not None or layout.cache.num_gpu_blocks_override is not None:
-        n_lo = n_hi = plan(layout, compare=False).gpu.num_blocks
+        n_lo = n_hi = plan(layout).gpu.num_blocks
         memory_source = "the layout's KV memory"
     else:
         raise KvcalcError(f"{source}: no 'Available KV cache memory' line, and the layout gives no KV memory")
@@ -73,7 +72,7 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
         candidates = list(range(n_lo, n_hi + 1))
     best = None
     for n in candidates or [n_lo]:
-        p = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n)), compare=False)
+        p = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n)))
         rows = _compare(p, logged, n)
         if best is None or sum(r["match"] is True for r in rows) > sum(r["match"] is True for r in best[1]):
             best = (p, rows)

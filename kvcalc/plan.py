@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 from .errors import KvcalcError
 from .grouping import Grouping, group_layers
@@ -27,9 +28,13 @@ class Plan:
     offload: OffloadPlan
     notes: tuple[str, ...]  # informational, for stderr
     warnings: tuple[str, ...]  # things the user should act on, for stderr
-    # Per formula id: how that formula's own releases would lay this model out, when it differs from the
-    # selected release's layout (the old column is computed on the selected release's tensors).
-    formula_notes: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def formula_notes(self) -> dict[str, str]:
+        """Per formula id: how that formula's own releases would lay this model out, when it differs from the
+        selected release's layout (the old column is computed on the selected release's tensors). Computed on
+        first use (it plans the model a second time), so plain API calls do not pay for it."""
+        return _other_family_note(self.layout, self)
 
     @property
     def selected(self) -> str:
@@ -54,7 +59,7 @@ def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
     other = "fixed" if selected.selected == "old" else "old"
     version = REPRESENTATIVE[other]
     try:
-        alt = plan(replace(layout, vllm_version=version), compare=False)
+        alt = plan(replace(layout, vllm_version=version))
     except KvcalcError as e:
         return {other: f"vLLM {version} would refuse this layout at startup: {e.one_line()}"}
     same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \
@@ -74,10 +79,8 @@ def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
                    + (", out of bounds" if r.out_of_bounds else "")}
 
 
-def plan(layout: Layout, *, compare: bool = True) -> Plan:
-    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas.
-
-    With `compare`, also check how the other formula's releases would lay the model out (HMA differs)."""
+def plan(layout: Layout) -> Plan:
+    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas."""
     behaviour = behaviour_for(layout.vllm_version)
     model = layout.model
     wants_off = None
@@ -126,11 +129,8 @@ def plan(layout: Layout, *, compare: bool = True) -> Plan:
             f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} "
             f"that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores"
         )
-    result = Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
-                  grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))
-    if compare:
-        result = replace(result, formula_notes=_other_family_note(layout, result))
-    return result
+    return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
+                grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:
@@ -138,7 +138,7 @@ def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | Kvcal
     out: list[tuple[str, Plan | KvcalcError]] = []
     for v in versions:
         try:
-            out.append((v, plan(replace(layout, vllm_version=v), compare=False)))
+            out.append((v, plan(replace(layout, vllm_version=v))))
         except KvcalcError as e:
             out.append((v, e))
     return out

@@ -56,7 +56,7 @@ def size(layout: Layout, *, tokens: int | None = None, blocks: int | None = None
     for fam, version in REPRESENTATIVE.items():
         v = layout.vllm_version if fam == selected else version
         try:
-            p = plan(replace(layout, vllm_version=v), compare=False)
+            p = plan(replace(layout, vllm_version=v))
         except KvcalcError as e:
             out.append({"family": fam, "vllm_version": v, "startup_error": e.one_line()})
             continue

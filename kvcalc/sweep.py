@@ -38,7 +38,7 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
         overrides.update({AXES[k]: (v, f"--{k.replace('_', '-')}") for k, v in point.items()})
         try:
             data, origin = expand(top, source=source, overrides=overrides)
-            p = plan(validate(data, source=source, overrides=overrides, origin=origin), compare=False)
+            p = plan(validate(data, source=source, overrides=overrides, origin=origin))
         except KvcalcError as e:
             row["error"] = e.one_line()
             yield row

@@ -30,7 +30,7 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
     first_plan = None
     for candidate, why in tries:
         try:
-            p = plan(candidate, compare=False)
+            p = plan(candidate)
         except KvcalcError as e:
             first_error = first_error or e
             continue
