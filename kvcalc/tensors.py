@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
@@ -14,8 +15,10 @@ from .specs import KVCacheSpec, UniformTypeKVCacheSpecs, UsageContext
 from .units import cdiv
 
 
-@dataclass(frozen=True, kw_only=True)
-class KVCacheTensor:
+class KVCacheTensor(NamedTuple):
+    """One KV cache tensor (vLLM's KVCacheTensor). A named tuple, not a dataclass: a plan builds one per layer,
+    and a frozen dataclass's __init__ costs several times more."""
+
     page_bytes: int  # bytes of this tensor per GPU block
     num_blocks: int | None  # None: no KV memory was given, the GPU block count is unknown
     shared_by: tuple[str, ...]
@@ -73,6 +76,9 @@ def _project(groups: tuple[KVCacheGroup, ...], names: set[str]) -> tuple[KVCache
     out = []
     for g in groups:
         mine = tuple(n for n in g.layer_names if n in names)
+        if len(mine) == len(g.layer_names):
+            out.append(g)  # the worker holds the whole group (no PP split): keep it, and its cached sizes
+            continue
         spec = g.spec.restricted_to(list(mine)) if isinstance(g.spec, UniformTypeKVCacheSpecs) else g.spec
         out.append(KVCacheGroup(layer_names=mine, spec=spec))
     return tuple(out)
