@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 from .errors import StartupRefusal
 from .specs import (
@@ -87,7 +86,7 @@ def _unify_page_size(specs: dict[str, KVCacheSpec]) -> dict[str, KVCacheSpec]:
     return out
 
 
-def _split_by_spec(specs: dict[str, KVCacheSpec], threshold: Fraction) -> tuple[list[KVCacheGroup], int]:
+def _split_by_spec(specs: dict[str, KVCacheSpec], threshold: tuple[int, int]) -> tuple[list[KVCacheGroup], int]:
     """Rule E: bucket equal specs, then cut each bucket into strided groups of `group_size` layers."""
     buckets: dict[KVCacheSpec, list[str]] = {}
     for name, s in specs.items():
@@ -95,7 +94,8 @@ def _split_by_spec(specs: dict[str, KVCacheSpec], threshold: Fraction) -> tuple[
     sizes = [len(v) for v in buckets.values()]
     mn, mx = min(sizes), max(sizes)
     # Buckets close in size share the larger size (fewer groups, some padding); otherwise the smaller.
-    group_size = mx if mx < threshold * mn else mn
+    num, den = threshold
+    group_size = mx if mx * den < num * mn else mn  # mx < 1.5 * mn, exactly
     groups = []
     padding = 0
     for s, names in buckets.items():
@@ -108,7 +108,7 @@ def _split_by_spec(specs: dict[str, KVCacheSpec], threshold: Fraction) -> tuple[
     return groups, padding
 
 
-def group_layers(specs: dict[str, KVCacheSpec], *, hma_enabled: bool, threshold: Fraction) -> Grouping:
+def group_layers(specs: dict[str, KVCacheSpec], *, hma_enabled: bool, threshold: tuple[int, int]) -> Grouping:
     """The merged, ordered {layer: spec} of all workers -> groups, as get_kv_cache_groups does."""
     folded = False
     if not hma_enabled and specs:

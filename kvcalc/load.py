@@ -59,7 +59,7 @@ VLLM_KEYS = ("version", "platform")
 
 _EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
               "offload.kv_offloading_size": "offload.cpu_bytes_to_use"}
-_HUMAN_INT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$")
+_HUMAN_INT = r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$"
 
 
 class _Reader:
@@ -102,7 +102,7 @@ class _Reader:
     def human_int(self, value: Any, path: str, *, minimum: int = 1) -> int:
         """vLLM's human_readable_int: 128K = 131072 (uppercase binary), 128k = 128000 (lowercase decimal)."""
         if isinstance(value, str):
-            m = _HUMAN_INT.match(value)
+            m = re.match(_HUMAN_INT, value)
             if not m:
                 raise self.fail(path, "an integer, or digits with one K/M/G/T (binary) or k/m/g/t (decimal) suffix",
                                 value)

@@ -199,7 +199,7 @@ def build_report(plan: Plan) -> dict:
     }
 
 
-_LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
+_LAYER_RE = r"^model\.layers\.(\d+)\.(.+)$"
 
 
 def collapse_layers(names: list[str]) -> str:
@@ -209,7 +209,7 @@ def collapse_layers(names: list[str]) -> str:
     by_suffix: dict[str, list[int]] = {}
     others: list[str] = []
     for name in names:
-        m = _LAYER_RE.match(name)
+        m = re.match(_LAYER_RE, name)
         if m:
             by_suffix.setdefault(m.group(2), []).append(int(m.group(1)))
         else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 
 from .errors import StartupRefusal, UnsupportedError
 
@@ -22,7 +21,7 @@ SUPPORTED_MIN = (0, 14, 0)
 NEWEST_SERIES = READ_SERIES[-1]
 DEFAULT_VERSION = "0.33.0"
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$")
+_VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +94,7 @@ class Behaviour:
     modelled_as: tuple[int, int, int]  # the read release whose behaviour applies
     family: Family
     warning: str | None  # set when the release was not read and the mapping is unverified
-    group_threshold: Fraction  # rule E: 1.25 before 0.18.0, 1.5 from 0.18.0
+    group_threshold: tuple[int, int]  # rule E, as numerator/denominator: 5/4 before 0.18.0, 3/2 from 0.18.0
     log_family: str  # L1 (<= 0.20), L2 (0.21-0.26), L3 (0.28+)
     log_device_prefix: bool  # 0.30+: the log line starts with the device name
     sliding_page_uses_head_size_v: bool  # 0.20.0+
@@ -121,7 +120,7 @@ class Behaviour:
 
 def parse_release(text: str) -> tuple[tuple[int, int, int], str]:
     """`0.19.1` -> ((0, 19, 1), ''); the suffix (rc1, .post1, +cu128) is returned for a warning."""
-    m = _VERSION_RE.match(text.strip()) if isinstance(text, str) else None
+    m = re.match(_VERSION_PATTERN, text.strip()) if isinstance(text, str) else None
     if not m:
         raise UnsupportedError(f"vLLM version {text!r} is not a release string such as 0.19.1")
     major, minor, patch = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
@@ -170,7 +169,7 @@ def behaviour_for(version: str) -> Behaviour:
         modelled_as=modelled,
         family=family_of(r),
         warning="; ".join(warnings) or None,
-        group_threshold=Fraction(5, 4) if r < (0, 18, 0) else Fraction(3, 2),
+        group_threshold=(5, 4) if r < (0, 18, 0) else (3, 2),
         log_family="L1" if r < (0, 21, 0) else ("L2" if r < (0, 28, 0) else "L3"),
         log_device_prefix=r >= (0, 30, 0),
         sliding_page_uses_head_size_v=r >= (0, 20, 0),

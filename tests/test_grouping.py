@@ -1,7 +1,5 @@
 """Grouping rules A-E on hand-built spec dicts."""
 
-from fractions import Fraction
-
 import pytest
 
 from kvcalc.errors import StartupRefusal
@@ -23,16 +21,16 @@ def names(n, start=0):
 
 
 def test_uniform_single_group():
-    g = group_layers({n: full() for n in names(4)}, hma_enabled=True, threshold=Fraction(3, 2))
+    g = group_layers({n: full() for n in names(4)}, hma_enabled=True, threshold=(3, 2))
     assert g.rule == "uniform" and len(g.groups) == 1
 
 
 def test_rule_e_threshold_changed_in_018():
     # 10 full + 7 sliding: 10 < 1.5*7 = 10.5 -> group_size 10 (0.18+), but 10 >= 1.25*7 = 8.75 -> 7 (0.14-0.17).
     specs = {**{n: full() for n in names(10)}, **{n: sw() for n in names(7, 10)}}
-    new = group_layers(dict(specs), hma_enabled=True, threshold=Fraction(3, 2))
+    new = group_layers(dict(specs), hma_enabled=True, threshold=(3, 2))
     assert [len(g.layer_names) for g in new.groups] == [10, 7] and new.padding_layers == 3
-    old = group_layers(dict(specs), hma_enabled=True, threshold=Fraction(5, 4))
+    old = group_layers(dict(specs), hma_enabled=True, threshold=(5, 4))
     # group_size 7: full bucket of 10 -> cdiv(10, 7) = 2 strided groups (5, 5), sliding bucket -> 1 group of 7.
     assert [len(g.layer_names) for g in old.groups] == [5, 5, 7]
     assert old.groups[0].layer_names[:2] == ("model.layers.0.self_attn.attn", "model.layers.2.self_attn.attn")
@@ -40,19 +38,19 @@ def test_rule_e_threshold_changed_in_018():
 
 def test_rule_a_folds_sliding_into_full():
     specs = {**{n: full() for n in names(2)}, **{n: sw() for n in names(2, 2)}}
-    g = group_layers(specs, hma_enabled=False, threshold=Fraction(3, 2))
+    g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
     assert g.rule == "uniform" and g.folded and g.groups[0].spec.sliding_window == 128
 
 
 def test_rule_a_two_windows_is_a_hard_error():
     specs = {**{n: full() for n in names(1)}, **{n: sw(128) for n in names(1, 1)}, **{n: sw(256) for n in names(1, 2)}}
     with pytest.raises(StartupRefusal, match="same window"):
-        group_layers(specs, hma_enabled=False, threshold=Fraction(3, 2))
+        group_layers(specs, hma_enabled=False, threshold=(3, 2))
 
 
 def test_rule_a_fold_with_different_shapes_is_uniform_type():
     specs = {**{n: full(h=8) for n in names(2)}, **{n: sw(h=4) for n in names(2, 2)}}
-    g = group_layers(specs, hma_enabled=False, threshold=Fraction(3, 2))
+    g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
     assert g.rule == "uniform_type" and g.groups[0].spec.page_size_bytes == 2 * 65536 + 2 * 32768
 
 
@@ -60,16 +58,16 @@ def test_chunked_fold():
     ch = ChunkedLocalAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype="bfloat16",
                                    attention_chunk_size=8192)
     specs = {**{n: ch for n in names(3)}, **{n: full() for n in names(1, 3)}}
-    g = group_layers(specs, hma_enabled=False, threshold=Fraction(3, 2))
+    g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
     assert g.rule == "uniform" and g.groups[0].spec.attention_chunk_size == 8192
     # HMA on: 3 chunked + 1 full -> group_size 1 (3 >= 1.5) -> 4 groups of 1.
-    h = group_layers(specs, hma_enabled=True, threshold=Fraction(3, 2))
+    h = group_layers(specs, hma_enabled=True, threshold=(3, 2))
     assert [len(x.layer_names) for x in h.groups] == [1, 1, 1, 1]
 
 
 def test_rule_d_grows_smaller_pages():
     specs = {**{n: full(h=8) for n in names(2)}, **{n: sw(h=4) for n in names(2, 2)}}
-    g = group_layers(specs, hma_enabled=True, threshold=Fraction(3, 2))
+    g = group_layers(specs, hma_enabled=True, threshold=(3, 2))
     assert g.rule == "hybrid" and {x.spec.page_size_bytes for x in g.groups} == {65536}
     assert sorted(x.spec.block_size for x in g.groups) == [16, 32]
 
@@ -79,9 +77,9 @@ def test_mla_and_indexer_never_merge():
                            cache_dtype_str="auto")
     idx = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=132, head_size_v=132, dtype="uint8",
                            cache_dtype_str=None)
-    g = group_layers({"a": idx, "b": mla}, hma_enabled=False, threshold=Fraction(3, 2))
+    g = group_layers({"a": idx, "b": mla}, hma_enabled=False, threshold=(3, 2))
     assert g.rule == "uniform_type" and g.groups[0].spec.first_spec() == idx
 
 
 def test_empty_is_attention_free():
-    assert group_layers({}, hma_enabled=True, threshold=Fraction(3, 2)).groups == ()
+    assert group_layers({}, hma_enabled=True, threshold=(3, 2)).groups == ()
