@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from enum import Enum
 from typing import Optional
 
@@ -186,6 +187,16 @@ def _name_source(e: KvcalcError, source: str) -> None:
         e.args = (f"{source}: {e}",)
 
 
+@contextmanager
+def _naming(source: str):
+    """Refusals raised inside the block name the layout file."""
+    try:
+        yield
+    except KvcalcError as e:
+        _name_source(e, source)
+        raise
+
+
 def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, dp_local: int | None) -> dict:
     from .load import _Reader
     from .units import SizeError, parse_size
@@ -292,11 +303,8 @@ def vllm_args(
                            kv_cache_memory=kv_cache_memory, cpu_bytes=cpu_bytes,
                            offload_block_size=offload_block_size, vllm_version=vllm_version)
     loaded = load_layout(layout, overrides=overrides)
-    try:
+    with _naming(loaded.source):
         doc = build(*startable_plan(loaded))
-    except KvcalcError as e:
-        _name_source(e, loaded.source)
-        raise
     if fmt is OutputFormat.json:
         _print_json(doc)
     else:
@@ -443,11 +451,8 @@ def check_cmd(
     text = _read_bytes(log, "a readable log file").decode("utf-8", "replace")
     if vllm_version is not None:
         text = "\n".join(line for line in text.splitlines() if "version" not in line)
-    try:
+    with _naming(loaded.source):
         result = check(loaded, text, source=log)
-    except KvcalcError as e:
-        _name_source(e, loaded.source)
-        raise
     if fmt is OutputFormat.json:
         _print_json(result)
     else:

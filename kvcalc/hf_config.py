@@ -184,12 +184,16 @@ def _read_layer_types(cfg: _Cfg, n: int) -> list[str] | None:
     return kinds
 
 
-def _dense(m: Mapped, cfg: _Cfg) -> None:
+def _attention_layers(m: Mapped, cfg: _Cfg) -> tuple[int, list[str] | None, str]:
+    """num_layers, heads and head size, and the config's own layer_types (None when absent) with its origin."""
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     _attention(m, cfg)
-    kinds = _read_layer_types(cfg, n)
-    origin = cfg.origin("layer_types")
+    return n, _read_layer_types(cfg, n), cfg.origin("layer_types")
+
+
+def _dense(m: Mapped, cfg: _Cfg) -> None:
+    n, kinds, origin = _attention_layers(m, cfg)
     if kinds is None and m.model_type in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window"):
         mwl = cfg.int_("max_window_layers")
         kinds = ["sliding_attention" if i >= mwl else "full_attention" for i in range(n)]
@@ -206,11 +210,7 @@ def _interleaved(pattern: Callable[[int, _Cfg], bool], describe: str):
     """Layer i slides iff pattern(i): Gemma-2 / gpt-oss (even layers), Gemma-3 (sliding_window_pattern)."""
 
     def read(m: Mapped, cfg: _Cfg) -> None:
-        n = _layers(cfg)
-        m.put("num_layers", n, cfg.origin("num_hidden_layers"))
-        _attention(m, cfg)
-        kinds = _read_layer_types(cfg, n)
-        origin = cfg.origin("layer_types")
+        n, kinds, origin = _attention_layers(m, cfg)
         if kinds is None:
             kinds = ["sliding_attention" if pattern(i, cfg) else "full_attention" for i in range(n)]
             origin = f"derived: {describe}"

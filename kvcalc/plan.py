@@ -12,7 +12,7 @@ from .layout import Layout
 from .offload import OffloadPlan, OffloadSettings, plan_offload
 from .specs import KVCacheSpec
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
-from .versions import Behaviour, behaviour_for, decide_hma
+from .versions import REPRESENTATIVE, Behaviour, behaviour_for, decide_hma
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +51,6 @@ def merged_specs(layer_plan: LayerPlan) -> dict[str, KVCacheSpec]:
     return out
 
 
-# The release that stands for each formula's family when the other family's layout is checked.
-REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1"}
 
 
 def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:

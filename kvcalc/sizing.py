@@ -8,11 +8,8 @@ from .errors import KvcalcError
 from .layout import Layout
 from .plan import Plan, plan
 from .units import cdiv
-from .versions import family_of, parse_release
+from .versions import REPRESENTATIVE, family_of, parse_release
 
-# The release that stands for each family when the selected release belongs to another one.
-REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1", "packed": "0.24.0", "config": "0.26.0",
-                  "replicated": "0.28.0", "single-alloc": "0.33.0"}
 
 
 def smallest_gib(cpu_bytes: int) -> float:

@@ -93,6 +93,10 @@ class AttentionSpec(KVCacheSpec):
             page += 2 * self.block_size * self.num_kv_heads * 4
         return page
 
+    def _k_plus_v_page(self, head_size_v: int) -> int:
+        """Keys of head_size and values of head_size_v for every head of every token of a block."""
+        return self._real_page(self._element_dims(self.head_size) + self._element_dims(head_size_v))
+
     def _padded(self, real: int) -> int:
         if self.page_size_padded is not None:
             if self.page_size_padded < real:  # pragma: no cover - guarded by the builder
@@ -114,7 +118,7 @@ class FullAttentionSpec(AttentionSpec):
 
     @cached_property
     def real_page_size_bytes(self) -> int:
-        return self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v))
+        return self._k_plus_v_page(self.head_size_v)
 
     @cached_property
     def page_size_bytes(self) -> int:
@@ -196,7 +200,7 @@ class SlidingWindowSpec(AttentionSpec):
 
     @cached_property
     def page_size_bytes(self) -> int:
-        return self._padded(self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v)))
+        return self._padded(self._k_plus_v_page(self.head_size_v))
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
         # window - 1 tokens of context plus one step's new tokens, +1 block for a window straddling blocks.
@@ -215,7 +219,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
 
     @cached_property
     def page_size_bytes(self) -> int:
-        return self._padded(self._real_page(self._element_dims(self.head_size) + self._element_dims(self.head_size_v)))
+        return self._padded(self._k_plus_v_page(self.head_size_v))
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
         tokens = min(self.attention_chunk_size + ctx.max_num_batched_tokens, ctx.max_model_len)
@@ -230,7 +234,7 @@ class CrossAttentionSpec(AttentionSpec):
 
     @cached_property
     def page_size_bytes(self) -> int:
-        return self._padded(self._real_page(2 * self._element_dims(self.head_size)))
+        return self._padded(self._k_plus_v_page(self.head_size))
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
         return cdiv(ctx.max_num_encoder_input_tokens, self.block_size) * self.page_size_bytes

@@ -20,6 +20,9 @@ READ_SERIES = tuple(sorted({tuple(int(x) for x in r.split(".")[:2]) for r in REA
 SUPPORTED_MIN = (0, 14, 0)
 NEWEST_SERIES = READ_SERIES[-1]
 DEFAULT_VERSION = "0.33.0"
+# The read release that stands for each family when another release is selected (size, the old/fixed notes).
+REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1", "packed": "0.24.0", "config": "0.26.0",
+                  "replicated": "0.28.0", "single-alloc": "0.33.0"}
 
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
 
