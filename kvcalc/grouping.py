@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from .errors import StartupRefusal
 from .specs import (
@@ -18,14 +19,12 @@ from .specs import (
 from .units import cdiv
 
 
-@dataclass(frozen=True, kw_only=True)
-class KVCacheGroup:
+class KVCacheGroup(NamedTuple):
     layer_names: tuple[str, ...]
     spec: KVCacheSpec
 
 
-@dataclass(frozen=True, kw_only=True)
-class Grouping:
+class Grouping(NamedTuple):
     groups: tuple[KVCacheGroup, ...]
     rule: str  # "empty" | "uniform" | "uniform_type" | "hybrid"
     folded: bool  # rule A rewrote sliding/chunked layers as full attention

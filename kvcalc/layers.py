@@ -6,7 +6,7 @@ Spec sections 3 (layers), 4 (Mamba state and hybrid alignment) and 1 (dtypes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from math import lcm
 
 from .errors import LayoutError, UnsupportedError
@@ -41,15 +41,13 @@ _MAMBA_MODULE = {
 # NemotronH, Bamba, Zamba2, GraniteMoeHybrid, FalconH1); the others use "align".
 _MAMBA_MODE_ALL = {"mamba1", "mamba2"}
 
-@dataclass(frozen=True, kw_only=True)
-class StageLayers:
+class StageLayers(NamedTuple):
     pp_rank: int
     decoder_layers: tuple[int, int]  # [start, end)
     layers: tuple[tuple[str, KVCacheSpec], ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LayerPlan:
+class LayerPlan(NamedTuple):
     stages: tuple[StageLayers, ...]
     block_size: int  # attention block size after defaults and the hybrid bump
     block_size_note: str | None
@@ -81,8 +79,7 @@ def heads_per_rank(total: int, tp: int, *, source: str, key: str) -> int:
     return 1
 
 
-@dataclass(frozen=True)
-class _KVDtype:
+class _KVDtype(NamedTuple):
     storage: str
     quant: str | None
     mla_str: str  # the cache-dtype string recorded on MLA specs

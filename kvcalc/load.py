@@ -33,7 +33,7 @@ from .layout import (
     OffloadLayout,
     ParallelLayout,
 )
-from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size
+from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size, scaled_floor
 from .versions import DEFAULT_VERSION, behaviour_for
 
 MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
@@ -112,8 +112,8 @@ class _Reader:
                     raise self.fail(path, "a whole number before an uppercase (binary) suffix", value)
                 value = int(num) << {"K": 10, "M": 20, "G": 30, "T": 40}[unit]
             elif unit:
-                from fractions import Fraction
-                value = math.floor(Fraction(num) * 10 ** {"k": 3, "m": 6, "g": 9, "t": 12}[unit])
+                whole, _, frac = num.partition(".")
+                value = scaled_floor(whole, frac, 10 ** {"k": 3, "m": 6, "g": 9, "t": 12}[unit])
             else:
                 if "." in num:
                     raise self.fail(path, "a whole number", value)

@@ -7,7 +7,7 @@ bytes-per-block it reads, whether counts are chunks, the alignment and the repli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from math import gcd
 
 from .grouping import KVCacheGroup
@@ -19,8 +19,7 @@ from .versions import FAMILIES, Behaviour, OffloadRule
 HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every chunk up to it
 
 
-@dataclass(frozen=True, kw_only=True)
-class OffloadSettings:
+class OffloadSettings(NamedTuple):
     cpu_bytes: int
     block_size: int | None  # offloaded block size in tokens
     blocks_per_chunk: int | None  # 0.26+
@@ -39,8 +38,7 @@ class OffloadSettings:
         return w * self.dp if self.backend == "external_launcher" else w
 
 
-@dataclass(frozen=True, kw_only=True)
-class SideCount:
+class SideCount(NamedTuple):
     """One side's (scheduler, or one PP stage's workers) use of a family's formula."""
 
     unit_bytes: int  # bytes per GPU block the formula reads (page x tensors, or sum(sizes) // num_blocks)
@@ -55,8 +53,7 @@ class SideCount:
         return self.aligned_bytes - self.kv_bytes_per_offloaded_block
 
 
-@dataclass(frozen=True, kw_only=True)
-class StageOffload:
+class StageOffload(NamedTuple):
     pp_rank: int
     count: SideCount
     bytes_per_block: int  # b_w, the worker's true GPU bytes per block
@@ -66,8 +63,7 @@ class StageOffload:
     wasted_bytes_per_worker: int  # rows the worker pinned that the scheduler never uses
 
 
-@dataclass(frozen=True, kw_only=True)
-class FormulaResult:
+class FormulaResult(NamedTuple):
     family: str
     scheduler: SideCount
     stages: tuple[StageOffload, ...]
@@ -86,8 +82,7 @@ class FormulaResult:
         return any(s.out_of_bounds for s in self.stages)
 
 
-@dataclass(frozen=True, kw_only=True)
-class OffloadPlan:
+class OffloadPlan(NamedTuple):
     cpu_bytes_to_use: int
     block_size: int  # offloaded block size in tokens (selected family)
     block_size_factor: int

@@ -54,8 +54,7 @@ class WorkerConfig:
         return sum(len(g.layer_names) for g in self.groups)
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuPlan:
+class GpuPlan(NamedTuple):
     workers: tuple[WorkerConfig, ...]  # one per PP stage, after the min
     scheduler_groups: tuple[KVCacheGroup, ...]  # rank 0's groups, UniformType flattened to the first layer
     num_blocks: int | None
@@ -63,8 +62,7 @@ class GpuPlan:
     warnings: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LogNumbers:
+class LogNumbers(NamedTuple):
     family: str
     kv_cache_size_tokens: int
     max_concurrency: float  # vLLM computes it as a float and prints it with %.2f

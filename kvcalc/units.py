@@ -52,16 +52,11 @@ def parse_size(value: object) -> int:
     if not m:
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
     number_text, unit = m.group(1).replace("_", ""), m.group(2)
-    from fractions import Fraction  # exact decimals; imported here, off the start-up path
-
-    try:
-        number = Fraction(number_text)
-    except (ValueError, ZeroDivisionError):
-        raise SizeError(f"a size such as 64GiB ({SIZE_HELP})") from None
+    whole, _, frac = number_text.partition(".")
     mult = _unit_multiplier(unit)
-    if mult == 1 and number.denominator != 1:
+    if frac.strip("0") and mult == 1:
         raise SizeError("a whole number of bytes: a fraction needs a unit (e.g. 1.5GiB)")
-    return math.floor(number * mult)
+    return scaled_floor(whole, frac, mult)
 
 
 def _unit_multiplier(unit: str) -> int:
@@ -81,6 +76,12 @@ def _unit_multiplier(unit: str) -> int:
     if len(low) == 2 and low.endswith("b") and low[0].upper() in _DECIMAL:
         return _DECIMAL[low[0].upper()]
     raise SizeError(f"a known unit (K/M/G/T, Ki..Ti, KiB..TiB, KB..TB), not '{unit}'")
+
+
+def scaled_floor(whole: str, frac: str, mult: int) -> int:
+    """floor(whole.frac x mult) from the decimal digits, exactly: '0', '1' x 2^30 -> 107,374,182 for 0.1 GiB."""
+    scale = 10 ** len(frac)
+    return (int(whole or "0") * scale + int(frac or "0")) * mult // scale
 
 
 def gib_float_to_bytes(gib: float) -> int:

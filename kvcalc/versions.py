@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import StartupRefusal, UnsupportedError
 
@@ -27,8 +28,7 @@ REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1", "packed": "0.24.0", "confi
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
 
 
-@dataclass(frozen=True, kw_only=True)
-class OffloadRule:
+class OffloadRule(NamedTuple):
     """How a family turns a worker's KV layout and the CPU budget into a CPU block (chunk) count."""
 
     unit: str  # "page_x_tensors" (0.14-0.19.1: page x len(tensors)) | "bytes_per_block" (sum(sizes) // num_blocks)
@@ -40,8 +40,7 @@ class OffloadRule:
     single_allocation: bool  # 0.30+: one backing GPU allocation; every KVCacheTensor.size is the total
 
 
-@dataclass(frozen=True, kw_only=True)
-class Family:
+class Family(NamedTuple):
     id: str
     versions: str
     rule: OffloadRule | None  # None: manual (no formula)
