@@ -41,6 +41,10 @@ def test_every_example_prints_a_table_and_json(capsys, path):
     assert code == 0, err
     assert "CPU offload" in out and "Verdict" in out
     doc, _ = run_json(capsys, "plan", path)
+    import jsonschema
+
+    from kvcalc.schema import output_schema
+    jsonschema.validate(doc, output_schema())
     for key in ("schema_version", "vllm_version", "parallel", "gpu", "offload"):
         assert key in doc
     assert doc["schema_version"] == 1
