@@ -31,19 +31,29 @@ class Grouping(NamedTuple):
     padding_layers: int  # rule E: empty slots in the last strided group of a bucket
 
 
+def _distinct(specs: dict[str, KVCacheSpec]) -> list[KVCacheSpec]:
+    """The spec objects in first-seen order, each once: layers of one shape share an object, and the
+    uniform / uniform-type tests give the same answer on the distinct specs as on all of them."""
+    return list({id(s): s for s in specs.values()}.values())
+
+
 def _fold_hybrid(specs: dict[str, KVCacheSpec]) -> tuple[dict[str, KVCacheSpec], bool]:
     """Rule A (HMA off): fold sliding and chunked layers into full attention, or refuse as vLLM does."""
-    values = list(specs.values())
+    values = _distinct(specs)
     if is_uniform(values) or is_uniform_type(values):
         return specs, False
     has_full = any(isinstance(s, FullAttentionSpec) for s in values)
     has_local = any(isinstance(s, (SlidingWindowSpec, ChunkedLocalAttentionSpec)) for s in values)
     folded = dict(specs)
     did_fold = False
+    made: dict[int, KVCacheSpec] = {}  # one folded spec per distinct local spec
     if has_full and has_local:
         for name, s in specs.items():
             if isinstance(s, (SlidingWindowSpec, ChunkedLocalAttentionSpec)):
-                folded[name] = FullAttentionSpec(
+                if id(s) in made:
+                    folded[name] = made[id(s)]
+                    continue
+                folded[name] = made[id(s)] = FullAttentionSpec(
                     block_size=s.block_size, num_kv_heads=s.num_kv_heads, head_size=s.head_size,
                     head_size_v=s.head_size_v, dtype=s.dtype, page_size_padded=s.page_size_padded,
                     kv_quant=s.kv_quant,
@@ -51,7 +61,7 @@ def _fold_hybrid(specs: dict[str, KVCacheSpec]) -> tuple[dict[str, KVCacheSpec],
                     attention_chunk_size=getattr(s, "attention_chunk_size", None),
                 )
                 did_fold = True
-    values = list(folded.values())
+    values = _distinct(folded)
     if not (is_uniform(values) or is_uniform_type(values)):
         kinds = sorted({s.kind for s in values})
         raise StartupRefusal(
@@ -114,7 +124,7 @@ def group_layers(specs: dict[str, KVCacheSpec], *, hma_enabled: bool, threshold:
         specs, folded = _fold_hybrid(specs)
     if not specs:
         return Grouping(groups=(), rule="empty", folded=False, padding_layers=0)
-    values = list(specs.values())
+    values = _distinct(specs)
     names = tuple(specs)
     if is_uniform(values):
         return Grouping(groups=(KVCacheGroup(layer_names=names, spec=merge_specs(values)),), rule="uniform",

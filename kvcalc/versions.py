@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from .errors import StartupRefusal, UnsupportedError
@@ -145,7 +146,13 @@ def family_of(release: tuple[int, int, int]) -> Family:
     return FAMILIES["single-alloc"]
 
 
+@cache
 def behaviour_for(version: str) -> Behaviour:
+    """The behaviour of one release (cached: a sweep asks for the same few releases thousands of times)."""
+    return _behaviour_for(version)
+
+
+def _behaviour_for(version: str) -> Behaviour:
     release, suffix = parse_release(version)
     if release < SUPPORTED_MIN:
         raise UnsupportedError(
