@@ -130,20 +130,17 @@ def parse_release(text: str) -> tuple[tuple[int, int, int], str]:
     return (major, minor, patch), m.group(4) or ""
 
 
+# The first release of each family, in order; before the first one is the manual family.
+FAMILY_STARTS = (((0, 14, 0), "old"), ((0, 20, 0), "fixed"), ((0, 24, 0), "packed"), ((0, 26, 0), "config"),
+                 ((0, 28, 0), "replicated"), ((0, 30, 0), "single-alloc"))
+
+
 def family_of(release: tuple[int, int, int]) -> Family:
-    if release < (0, 14, 0):
-        return FAMILIES["manual"]
-    if release < (0, 20, 0):
-        return FAMILIES["old"]
-    if release < (0, 24, 0):
-        return FAMILIES["fixed"]
-    if release < (0, 26, 0):
-        return FAMILIES["packed"]
-    if release < (0, 28, 0):
-        return FAMILIES["config"]
-    if release < (0, 30, 0):
-        return FAMILIES["replicated"]
-    return FAMILIES["single-alloc"]
+    family = "manual"
+    for start, fam in FAMILY_STARTS:
+        if release >= start:
+            family = fam
+    return FAMILIES[family]
 
 
 @cache
