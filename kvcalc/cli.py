@@ -308,9 +308,11 @@ def vllm_args(
     if fmt is OutputFormat.json:
         _print_json(doc)
     else:
+        # A config.json's directory is the model to serve; a layout YAML does not name one.
+        model = shlex.quote(os.path.dirname(loaded.source) or ".") if loaded.source.endswith(".json") else "MODEL"
         for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
             if doc[key]:
-                sys.stdout.write("vllm serve MODEL " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
+                sys.stdout.write(f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
     for n in doc["notes"]:
         _err(f"note: {n}")
     if not doc["starts"]:

@@ -270,3 +270,11 @@ def test_piped_table_has_no_box_characters_or_colour(capsys):
     assert code == 0 and "\x1b[" not in out
     assert not set(out) & set("─━│┃┏┓┗┛█")
     assert "Memory tiers" in out and "#" in out
+
+
+def test_vllm_args_serves_the_config_directory(capsys):
+    code, out, _ = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), "--tp", "4",
+                       "--cpu-bytes", "64G")
+    assert code == 0 and out.startswith(f"vllm serve {os.path.join(EXAMPLES_DIR, 'configs')} ")
+    code, out, _ = run(capsys, "vllm-args", ex("llama-3.1-8b.yaml"))
+    assert out.startswith("vllm serve MODEL ")
