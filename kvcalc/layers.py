@@ -10,7 +10,7 @@ from typing import NamedTuple
 from math import lcm
 
 from .errors import LayoutError, UnsupportedError
-from .layout import KV_CACHE_DTYPE_TABLE, KV_CACHE_DTYPES, Layout, ModelLayout
+from .layout import KV_CACHE_DTYPE_TABLE, KV_CACHE_DTYPES, Layout, ModelLayout, base_block_size
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -23,8 +23,6 @@ from .specs import (
 from .units import MODEL_DTYPES, cdiv
 from .versions import Behaviour
 
-DEFAULT_BLOCK_SIZE = 16
-DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
 # 0.19.1's fixed kernel block for the hybrid alignment (section 4.3): 16, or 64 for MLA.
 HYBRID_KERNEL_BLOCK = {False: 16, True: 64}
 DEFAULT_MAMBA_CHUNK = 2048
@@ -179,12 +177,11 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
             raise LayoutError(src, "cache.mamba_cache_mode", "none when prefix caching is off", mode)
 
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
-    if cache.block_size is not None:
-        block_size, block_note = cache.block_size, None
-    elif model.is_mla:
-        block_size, block_note = DEFAULT_MLA_BLOCK_SIZE, "block size not set: using 64, the MLA backends' default"
-    else:
-        block_size, block_note = DEFAULT_BLOCK_SIZE, "block size not set: using 16, vLLM's default"
+    block_size = base_block_size(cache.block_size, model.is_mla)
+    block_note = None
+    if cache.block_size is None:
+        block_note = (f"block size not set: using {block_size}, "
+                      + ("the MLA backends' default" if model.is_mla else "vLLM's default"))
     ns = model.draft.num_speculative_tokens if model.draft else 0
 
     def attn_kv(idx: int, is_sliding: bool) -> _KVDtype:

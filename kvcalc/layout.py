@@ -59,6 +59,17 @@ MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size", "intermediate_size"), "mamba1"
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
 
 
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
+
+
+def base_block_size(block_size: int | None, is_mla: bool) -> int:
+    """The GPU block size before any hybrid bump: the user's, else the backend default (16; 64 for MLA)."""
+    if block_size is not None:
+        return block_size
+    return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
+
+
 @dataclass(frozen=True, kw_only=True)
 class MambaLayout:
     kind: str

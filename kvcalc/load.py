@@ -32,6 +32,7 @@ from .layout import (
     ModelLayout,
     OffloadLayout,
     ParallelLayout,
+    base_block_size,
 )
 from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size, scaled_floor
 from .versions import DEFAULT_VERSION, behaviour_for
@@ -534,7 +535,7 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
         raise r.fail("offload.cpu_bytes_to_use", "a size such as 64GiB (the CPU budget of one engine), or --cpu-bytes")
     block = r.opt_int(o, "block_size", "offload")
     bpc = r.opt_int(o, "blocks_per_chunk", "offload")
-    gpu_block = cache.block_size or (64 if model.is_mla else 16)
+    gpu_block = base_block_size(cache.block_size, model.is_mla)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
     return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)

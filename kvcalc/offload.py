@@ -16,9 +16,6 @@ from .tensors import GpuPlan, WorkerConfig
 from .units import round_up
 from .versions import FAMILIES, Behaviour, OffloadRule
 
-HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every chunk up to it
-
-
 class OffloadSettings(NamedTuple):
     cpu_bytes: int
     block_size: int | None  # offloaded block size in tokens
@@ -75,7 +72,6 @@ class FormulaResult(NamedTuple):
     unused_bytes: int
     tokens_scheduler: int  # CPU tokens the scheduler believes it holds
     tokens_safe: int  # CPU tokens every worker actually has room for
-    startup_error: str | None = None
 
     @property
     def out_of_bounds(self) -> bool:

@@ -22,6 +22,7 @@ READ_SERIES = tuple(sorted({tuple(int(x) for x in r.split(".")[:2]) for r in REA
 SUPPORTED_MIN = (0, 14, 0)
 NEWEST_SERIES = READ_SERIES[-1]
 DEFAULT_VERSION = "0.33.0"
+HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every CPU chunk up to it
 # The read release that stands for each family when another release is selected (size, the old/fixed notes).
 REPRESENTATIVE = {"old": "0.19.1", "fixed": "0.22.1", "packed": "0.24.0", "config": "0.26.0",
                   "replicated": "0.28.0", "single-alloc": "0.33.0"}
@@ -76,12 +77,12 @@ FAMILIES = {
         summary="build_offloading_config: chunks of blocks_per_chunk GPU blocks (block_size x DCP)",
         action="counts are chunks; blocks_per_chunk and block_size are exclusive"),
     "replicated": Family(id="replicated", versions="0.28.x", rule=OffloadRule(
-        unit="bytes_per_block", chunks=True, alignment=4096, replication=True, shared_region=True,
+        unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True, shared_region=True,
         packed_tensors=False, single_allocation=False),
         summary="4096-byte aligned chunks in one shared host region; pure MLA under TP-only mp stored once",
         action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget"),
     "single-alloc": Family(id="single-alloc", versions="0.30.x - 0.33.x", rule=OffloadRule(
-        unit="bytes_per_block", chunks=True, alignment=4096, replication=True, shared_region=True,
+        unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True, shared_region=True,
         packed_tensors=False, single_allocation=True),
         summary="one backing GPU allocation: bytes per block from size[0] // num_blocks; 0.32+ replicas test",
         action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like"),

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 from .errors import KvcalcError
-from .layout import Layout
+from .layout import Layout, base_block_size
 from .plan import Plan, plan
 from .units import format_bytes
 
@@ -65,7 +65,7 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
         common += ["--distributed-executor-backend", par.distributed_executor_backend]
     # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's
     # own default cannot differ from kvcalc's.
-    base_block = cache.block_size or (64 if lay.model.is_mla else 16)
+    base_block = base_block_size(cache.block_size, lay.model.is_mla)
     common += ["--block-size", str(base_block)]
     if cache.kv_cache_dtype != "auto":
         common += ["--kv-cache-dtype", cache.kv_cache_dtype]
