@@ -78,7 +78,8 @@ def run(argv: list[str]) -> str:
             code = main(list(argv))
     finally:
         os.chdir(cwd)
-    return f"$ kvcalc {' '.join(argv)}\nexit {code}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
+    text = f"$ kvcalc {' '.join(argv)}\nexit {code}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
+    return text.replace(ROOT + os.sep, "")  # drafter provenance names absolute paths: the same in every clone
 
 
 def digest(text: str) -> str:
