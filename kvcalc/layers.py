@@ -1,24 +1,30 @@
-"""Layout -> per-PP-stage ordered {layer name: spec}. TP, PP, drafter and skip-layer rules live here only.
+"""Layout -> per-PP-stage runs of layers with their specs. TP, PP, drafter and skip-layer rules live here only.
 
-TP ranks of one stage hold identical specs, so one list per stage describes all its workers.
-Spec sections 3 (layers), 4 (Mamba state and hybrid alignment) and 1 (dtypes).
+TP ranks of one stage hold identical specs, so one tuple of runs describes all its workers. The work is per
+run of equal decoder layers (`ModelLayout.layer_runs`), not per layer. Spec sections 3 (layers), 4 (Mamba state
+and hybrid alignment) and 1 (dtypes).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
 from math import lcm
+from typing import NamedTuple
 
 from .errors import LayoutError, UnsupportedError
-from .layout import KV_CACHE_DTYPE_TABLE, KV_CACHE_DTYPES, Layout, ModelLayout, base_block_size
+from .kinds import KV_CACHE_DTYPES, KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
+from .layout import Layout, base_block_size
+from .records import record
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
+    Run,
     SlidingWindowSpec,
     UsageContext,
+    clip,
+    named_specs,
 )
 from .units import MODEL_DTYPES, cdiv
 from .versions import Behaviour
@@ -26,23 +32,57 @@ from .versions import Behaviour
 # 0.19.1's fixed kernel block for the hybrid alignment (section 4.3): 16, or 64 for MLA.
 HYBRID_KERNEL_BLOCK = {False: 16, True: 64}
 DEFAULT_MAMBA_CHUNK = 2048
+_UNBOUNDED = 1 << 62  # the last stage owns every index past its decoder layers (drafter / MTP layers)
 
-# vLLM's module names for each Mamba kind, from the reference model of that kind.
-_MAMBA_MODULE = {
-    "mamba1": "mamba",  # Jamba
-    "mamba2": "mixer",  # Nemotron-H, Mamba2
-    "gated_delta_net": "linear_attn",  # Qwen3-Next
-    "short_conv": "conv",  # LFM2
-    "linear_attention": "self_attn",  # MiniMax
-}
-# Kinds whose models support Mamba prefix caching in mode "all" (0.19.1 list: Jamba, Mamba, Mamba2,
-# NemotronH, Bamba, Zamba2, GraniteMoeHybrid, FalconH1); the others use "align".
-_MAMBA_MODE_ALL = {"mamba1", "mamba2"}
 
 class StageLayers(NamedTuple):
     pp_rank: int
     decoder_layers: tuple[int, int]  # [start, end)
-    layers: tuple[tuple[str, KVCacheSpec], ...]
+    owned: tuple[int, int]  # [lo, hi) of layer indices this stage's workers hold (the last: + drafter layers)
+    runs: tuple[Run, ...]
+
+    @property
+    def layers(self) -> tuple[tuple[str, KVCacheSpec], ...]:
+        """(layer name, spec) per layer in registration order, expanded on request."""
+        return named_specs(self.runs)
+
+
+@record
+class HybridAlignment:
+    """The hybrid attention block bump and Mamba page padding (spec 4.3), as one pure function's result."""
+
+    block_size: int  # attention block size after the bump
+    mamba_block_size: int | None  # mode "all": the chunk-aligned block; "align": the block size; else None
+    mamba_page_padded: int | None  # the Mamba page padded to one attention page, when that is larger
+    raised_from: int | None  # the block size before the bump, when it was raised
+
+
+def hybrid_alignment(*, mode: str, block_size: int, attention_token_page: int, mamba_page: int, kernel_block: int,
+                     mamba_chunk: int) -> HybridAlignment:
+    """Raise the attention block size until one attention page holds a Mamba state, and pad the Mamba page.
+
+    `attention_token_page` is one token of the model's attention on one rank (full spec with B = 1, or MLA's);
+    `mamba_page` the unpadded Mamba page; `kernel_block` the backend's kernel block (0.19.1: 16, 64 for MLA;
+    0.20.0+: max(that, block_size)); `mamba_chunk` the user's mamba_block_size or the model's chunk size.
+    Qwen3-Next TP 4 (a1 = 1,024 B, GDN state 272,384 B, kernel 16): block 16 · cdiv(272,384, 16 · 1,024) = 272.
+    """
+    raised_from = None
+    mamba_block = None
+    if mode == "all":
+        chunk = lcm(mamba_chunk, kernel_block)
+        blk = chunk * cdiv(cdiv(mamba_page, attention_token_page), chunk)
+        mamba_block = blk
+    else:
+        blk = kernel_block * cdiv(mamba_page, kernel_block * attention_token_page)
+    if blk > block_size:
+        raised_from = block_size
+        block_size = blk
+    attn_page = block_size * attention_token_page
+    pad = attn_page if attn_page > mamba_page else None
+    if mode == "align":
+        mamba_block = block_size
+    return HybridAlignment(block_size=block_size, mamba_block_size=mamba_block, mamba_page_padded=pad,
+                           raised_from=raised_from)
 
 
 class LayerPlan(NamedTuple):
@@ -55,6 +95,11 @@ class LayerPlan(NamedTuple):
     usage: UsageContext
     notes: tuple[str, ...]
 
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """Every stage's runs (layer names are unique across stages)."""
+        return tuple(r for s in self.stages for r in s.runs)
+
 
 def pp_split(num_layers: int, pp: int, partition: tuple[int, ...] | None = None) -> list[int]:
     """vLLM's get_pp_indices: layers per stage; the remainder goes to stages PP-2, PP-3, ... (61/4 -> 15,15,16,15)."""
@@ -66,74 +111,27 @@ def pp_split(num_layers: int, pp: int, partition: tuple[int, ...] | None = None)
     return parts
 
 
-def heads_per_rank(total: int, tp: int, *, source: str, key: str) -> int:
-    """KV heads one TP rank holds: total/TP, or 1 replicated head when TP exceeds the heads."""
-    if total >= tp:
-        if total % tp:
-            raise LayoutError(source, key, f"a KV head count divisible by tensor_parallel_size {tp}", total)
-        return total // tp
-    if tp % total:
-        raise LayoutError(source, key, f"a KV head count that divides tensor_parallel_size {tp} (heads are replicated)", total)
-    return 1
-
-
 class _KVDtype(NamedTuple):
     storage: str
-    quant: str | None
+    quant: KVQuant
     mla_str: str  # the cache-dtype string recorded on MLA specs
 
 
 def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bool = False) -> _KVDtype:
     name = "auto" if for_layer_auto else layout.cache.kv_cache_dtype
-    if name not in KV_CACHE_DTYPE_TABLE:
+    row = KV_DTYPES.get(name)
+    if row is None:
         raise UnsupportedError(
             f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
-    storage, quant, needs_020 = KV_CACHE_DTYPE_TABLE[name]
-    if needs_020 and not behaviour.supports_scaled_kv_dtypes:
+    if row.since > behaviour.modelled_as:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
                           detail="added in 0.20.0")
     if name == "fp8_ds_mla" and not layout.model.is_mla:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", "fp8_ds_mla only for MLA models", name)
-    if quant and layout.model.is_mla:
+    if row.quant is not KVQuant.NONE and layout.model.is_mla:
         raise UnsupportedError(f"{layout.source}: cache.kv_cache_dtype: {name} with MLA layers is not modelled")
-    return _KVDtype(storage or layout.model.dtype, quant, name)
-
-
-def _mamba_shapes(model: ModelLayout, tp: int, ns: int, source: str) -> list[tuple[int, ...]]:
-    m = model.mamba
-    assert m is not None
-    g = m.get
-
-    def exact(a: int, b: int, what: str) -> int:
-        if a % b:
-            raise LayoutError(source, f"model.mamba ({what})", f"a value divisible by tensor_parallel_size {tp}", a)
-        return a // b
-
-    if m.kind == "mamba1":
-        inter = g("mamba_expand") * g("hidden_size")
-        per = exact(inter, tp, "mamba_expand * hidden_size")
-        return [(g("mamba_d_conv") - 1, per), (per, g("mamba_d_state"))]
-    if m.kind == "mamba2":
-        nh, hd, groups, d_state = g("mamba_num_heads"), g("mamba_head_dim"), g("n_groups"), g("ssm_state_size")
-        inter = g("intermediate_size") if m.has("intermediate_size") else nh * hd
-        # vLLM replicates the groups up to TP when they do not shard evenly (n_groups=1, TP=4 -> 4).
-        groups = groups if groups % tp == 0 else tp
-        conv_dim = inter + 2 * groups * d_state
-        return [(g("conv_kernel") - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
-    if m.kind == "gated_delta_net":
-        nk, nv = g("linear_num_key_heads"), g("linear_num_value_heads")
-        dk, dv = g("linear_key_head_dim"), g("linear_value_head_dim")
-        conv_dim = dk * nk * 2 + dv * nv
-        return [
-            (g("linear_conv_kernel_dim") - 1 + ns, exact(conv_dim, tp, "conv dim")),
-            (exact(nv, tp, "linear_num_value_heads"), dv, dk),
-        ]
-    if m.kind == "short_conv":
-        return [(g("conv_L_cache") - 1, exact(g("hidden_size"), tp, "hidden_size"))]
-    if m.kind == "linear_attention":
-        return [(g("num_attention_heads") // tp, g("head_dim"), g("head_dim"))]
-    raise UnsupportedError(f"{source}: model.mamba.kind: {m.kind!r} is not modelled")  # pragma: no cover
+    return _KVDtype(row.storage or layout.model.dtype, row.quant, name)
 
 
 def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
@@ -141,13 +139,173 @@ def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
     conv = layout.model.dtype if conv == "auto" else MODEL_DTYPES[conv]
     ssm = layout.cache.mamba_ssm_cache_dtype
     ssm = conv if ssm == "auto" else MODEL_DTYPES[ssm]
-    if layout.model.mamba and layout.model.mamba.kind == "linear_attention":
-        if conv == "float32":
-            raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for linear attention")
-        return (conv,)
-    if n_states == 1:
+    row = layout.model.mamba.row
+    if row.refuses_float32 and conv == "float32":
+        raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for "
+                               f"{row.name.replace('_', ' ')}")
+    if row.single_state or n_states == 1:
         return (conv,)
     return (conv, ssm)
+
+
+def mamba_mode(layout: Layout) -> tuple[bool, str]:
+    """(prefix caching on, Mamba cache mode) as vLLM settles them (spec 4.2)."""
+    model, cache = layout.model, layout.cache
+    prefix = cache.enable_prefix_caching
+    if prefix is None:
+        prefix = not model.has_mamba  # vLLM: on by default, off by default for hybrid (Mamba) models
+    mode = "none"
+    if model.has_mamba:
+        if cache.mamba_cache_mode != "auto":
+            mode = cache.mamba_cache_mode
+        elif prefix:
+            mode = "all" if model.mamba.row.mode_all else "align"
+        if mode != "none" and not prefix:
+            raise LayoutError(layout.source, "cache.mamba_cache_mode", "none when prefix caching is off", mode)
+    return prefix, mode
+
+
+def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
+    """(indices not skipped, indices skipped) of one run."""
+    keep, skipped = [], []
+    for i in indices:
+        (skipped if i in skip else keep).append(i)
+    return keep, skipped
+
+
+def _progressions(idx: list[int]) -> list[range]:
+    """Ascending indices -> maximal arithmetic progressions."""
+    out = []
+    j = 0
+    while j < len(idx):
+        step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
+        k = j + 1
+        while k < len(idx) and idx[k] - idx[k - 1] == step:
+            k += 1
+        out.append(range(idx[j], idx[k - 1] + 1, step))
+        j = k
+    return out
+
+
+class _Builder:
+    """Specs for one layout, one object per distinct shape (61 MLA layers share one spec and its cached sizes)."""
+
+    def __init__(self, layout: Layout, behaviour: Behaviour, block_size: int, kv: _KVDtype, kv_auto: _KVDtype,
+                 mamba: MambaSpec | None):
+        self.layout, self.behaviour = layout, behaviour
+        self.model = layout.model
+        self.tp = layout.parallel.tensor_parallel_size
+        self.block_size = block_size
+        self.kv, self.kv_auto = kv, kv_auto
+        self.mamba = mamba
+        skip = layout.cache.kv_cache_dtype_skip_layers
+        self.skip = frozenset(i for i in skip if isinstance(i, int))
+        self.skip_sliding = "sliding_window" in skip
+        self.memo: dict[tuple, KVCacheSpec] = {}
+
+    def heads(self, total: int, key: str) -> int:
+        try:
+            return heads_per_rank(total, self.tp, replicates=self.model.kv_head_replication)
+        except HeadRuleError as e:
+            raise LayoutError(self.layout.source, key, str(e), total) from None
+
+    def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
+        if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
+            dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
+        key = (kind, heads, d, dv, kv)
+        spec = self.memo.get(key)
+        if spec is None:
+            common = dict(block_size=self.block_size, num_kv_heads=heads, head_size=d, head_size_v=dv,
+                          dtype=kv.storage, kv_quant=kv.quant)
+            if kind is LayerKind.SLIDING:
+                spec = SlidingWindowSpec(sliding_window=self.model.sliding_window, **common)
+            elif kind is LayerKind.CHUNKED:
+                spec = ChunkedLocalAttentionSpec(attention_chunk_size=self.model.attention_chunk_size, **common)
+            else:
+                spec = FullAttentionSpec(**common)
+            self.memo[key] = spec
+        return spec
+
+    def mla(self) -> MLAAttentionSpec:
+        spec = self.memo.get("mla")
+        if spec is None:
+            d = self.model.kv_lora_rank + self.model.qk_rope_head_dim
+            spec = self.memo["mla"] = MLAAttentionSpec(
+                block_size=self.block_size, num_kv_heads=1, head_size=d, head_size_v=d, dtype=self.kv.storage,
+                cache_dtype_str=self.kv.mla_str)
+        return spec
+
+    def indexer(self) -> MLAAttentionSpec:
+        # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
+        spec = self.memo.get("indexer")
+        if spec is None:
+            d = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4
+            spec = self.memo["indexer"] = MLAAttentionSpec(block_size=self.block_size, num_kv_heads=1, head_size=d,
+                                                           head_size_v=d, dtype="uint8", cache_dtype_str=None)
+        return spec
+
+    def attention_runs(self, kind: LayerKind, total: int, d: int, dv: int, indices: range, module: str, order: int,
+                       key: str) -> list[Run]:
+        """Standard attention layers of one shape; skipped layers (kv_cache_dtype_skip_layers) keep dtype auto."""
+        heads = self.heads(total, key)
+        if self.skip_sliding and kind is LayerKind.SLIDING:
+            return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv_auto))]
+        if not any(i in indices for i in self.skip):  # range membership is O(1); skip lists are short
+            return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv))]
+        keep, skipped = _split_skip(indices, self.skip)
+        out = [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv)) for r in _progressions(keep)]
+        out += [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv_auto)) for r in _progressions(skipped)]
+        return out
+
+    def decoder_runs(self, kind: LayerKind, h: int, d: int, dv: int, indices: range, prefix: str = "") -> list[Run]:
+        """The KV modules of decoder layers `indices` of one kind and shape, their names under `prefix`."""
+        if kind is LayerKind.NONE:
+            return []
+        if kind is LayerKind.MLA:
+            out = []
+            if self.model.index_head_dim:
+                # Registered before the MLA wrapper in every read release (spec section 3.1).
+                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, self.indexer()))
+            out.append(Run(f"{prefix}self_attn.attn", 1, indices, self.mla()))
+            return out
+        if kind is LayerKind.MAMBA:
+            return [Run(f"{prefix}{self.model.mamba.row.module}", 0, indices, self.mamba)]
+        out = self.attention_runs(LayerKind.FULL if kind is LayerKind.FULL_MAMBA else kind, h, d, dv, indices,
+                                  f"{prefix}self_attn.attn", 0, "model.num_kv_heads")
+        if kind is LayerKind.FULL_MAMBA:
+            # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
+            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba))
+        return out
+
+    def draft_runs(self) -> list[Run]:
+        d = self.model.draft
+        base = self.model.num_layers
+        indices = range(base, base + d.num_layers)
+        if d.method == "mtp":
+            # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
+            m = self.model
+            main = next(i for i, t in enumerate(m.layer_types) if t in (LayerKind.MLA, LayerKind.FULL))
+            return self.decoder_runs(m.layer_types[main], m.num_kv_heads[main], m.head_size[main],
+                                     m.head_size_v[main], indices, "mtp_block.")
+        return self.attention_runs(LayerKind.FULL, d.num_kv_heads, d.head_size, d.head_size_v or d.head_size,
+                                   indices, "self_attn.attn", 0, "model.draft.num_kv_heads")
+
+
+def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
+    """One token of the model's first attention layer on one rank (spec 4.3's a1), or None without attention."""
+    first = None
+    for (kind, h, d, dv), r in layout.model.layer_runs:
+        if kind not in (LayerKind.MAMBA, LayerKind.NONE) and (first is None or r.start < first[1].start):
+            first = ((kind, h, d, dv), r)
+    if first is None:
+        return None
+    kind, h, d, dv = first[0]
+    if kind is LayerKind.MLA:
+        return MLAAttentionSpec(block_size=1, num_kv_heads=1, head_size=layout.model.kv_lora_rank
+                                + layout.model.qk_rope_head_dim, head_size_v=0, dtype=b.kv.storage,
+                                cache_dtype_str=b.kv.mla_str).page_size_bytes
+    return FullAttentionSpec(block_size=1, num_kv_heads=b.heads(h, "model.num_kv_heads"), head_size=d,
+                             head_size_v=dv, dtype=b.kv.storage, kv_quant=b.kv.quant).page_size_bytes
 
 
 def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
@@ -157,24 +315,10 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     notes: list[str] = []
     kv = resolve_kv_dtype(layout, behaviour)
     kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True)
-    skip = set(cache.kv_cache_dtype_skip_layers)
-    if skip and not behaviour.supports_skip_layers:
+    if cache.kv_cache_dtype_skip_layers and not behaviour.supports_skip_layers:
         raise LayoutError(src, "cache.kv_cache_dtype_skip_layers", f"an empty list for vLLM {behaviour.version}",
-                          sorted(map(str, skip)), detail="the option exists from 0.19.0")
-
-    # --- prefix caching and Mamba cache mode (section 4.2)
-    has_mamba = model.has_mamba
-    prefix = cache.enable_prefix_caching
-    if prefix is None:
-        prefix = not has_mamba  # vLLM: on by default, off by default for hybrid (Mamba) models
-    mode = "none"
-    if has_mamba:
-        if cache.mamba_cache_mode != "auto":
-            mode = cache.mamba_cache_mode
-        elif prefix:
-            mode = "all" if model.mamba.kind in _MAMBA_MODE_ALL else "align"
-        if mode != "none" and not prefix:
-            raise LayoutError(src, "cache.mamba_cache_mode", "none when prefix caching is off", mode)
+                          sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
+    prefix, mode = mamba_mode(layout)
 
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
     block_size = base_block_size(cache.block_size, model.is_mla)
@@ -184,149 +328,62 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
                       + ("the MLA backends' default" if model.is_mla else "vLLM's default"))
     ns = model.draft.num_speculative_tokens if model.draft else 0
 
-    def attn_kv(idx: int, is_sliding: bool) -> _KVDtype:
-        if idx in skip or (is_sliding and "sliding_window" in skip):
-            return kv_auto
-        return kv
-
-    # Layers of one shape share one spec object, so its derived sizes are computed once (61 MLA layers: 1).
-    memo: dict[tuple, KVCacheSpec] = {}
-
-    def attn_spec(kind: str, idx: int, heads: int, d: int, dv: int, bs: int) -> KVCacheSpec:
-        k = attn_kv(idx, kind == "sliding_attention")
-        if not behaviour.sliding_page_uses_head_size_v and kind in ("sliding_attention", "chunked_attention"):
-            dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
-        key = (kind, heads, d, dv, bs, k)
-        if key not in memo:
-            memo[key] = _attn_spec(kind, heads, d, dv, bs, k)
-        return memo[key]
-
-    def _attn_spec(kind: str, heads: int, d: int, dv: int, bs: int, k: _KVDtype) -> KVCacheSpec:
-        common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=k.storage, kv_quant=k.quant)
-        if kind == "sliding_attention":
-            return SlidingWindowSpec(sliding_window=model.sliding_window, **common)
-        if kind == "chunked_attention":
-            return ChunkedLocalAttentionSpec(attention_chunk_size=model.attention_chunk_size, **common)
-        return FullAttentionSpec(**common)
-
-    def mla_spec(bs: int) -> MLAAttentionSpec:
-        if ("mla", bs) not in memo:
-            memo[("mla", bs)] = MLAAttentionSpec(
-                block_size=bs, num_kv_heads=1, head_size=model.kv_lora_rank + model.qk_rope_head_dim,
-                head_size_v=model.kv_lora_rank + model.qk_rope_head_dim, dtype=kv.storage,
-                cache_dtype_str=kv.mla_str,
-            )
-        return memo[("mla", bs)]
-
-    def indexer_spec(bs: int) -> MLAAttentionSpec:
-        # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
-        if ("indexer", bs) not in memo:
-            d = model.index_head_dim + (model.index_head_dim // 128) * 4
-            memo[("indexer", bs)] = MLAAttentionSpec(block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d,
-                                                     dtype="uint8", cache_dtype_str=None)
-        return memo[("indexer", bs)]
-
     mamba_block = None
-    mamba_pad = None
-    mamba_shapes = _mamba_shapes(model, tp, ns, src) if has_mamba else []
-    if has_mamba:
-        mamba_dtypes = _mamba_dtypes(layout, len(mamba_shapes))
-        probe = MambaSpec(block_size=1, shapes=tuple(mamba_shapes), dtypes=mamba_dtypes)
-        mp = probe.real_page_size_bytes
-        attn_idx = next((i for i, t in enumerate(model.layer_types) if t not in ("mamba", "none")), None)
-        if attn_idx is not None and mp > 0:
-            # One token of the model's attention on one rank.
-            if model.layer_types[attn_idx] == "mla":
-                a1 = mla_spec(1).page_size_bytes
-            else:
-                heads = heads_per_rank(model.num_kv_heads[attn_idx], tp, source=src, key="model.num_kv_heads")
-                a1 = FullAttentionSpec(block_size=1, num_kv_heads=heads, head_size=model.head_size[attn_idx],
-                                       head_size_v=model.head_size_v[attn_idx], dtype=kv.storage,
-                                       kv_quant=kv.quant).page_size_bytes
+    mamba_spec = None
+    if model.has_mamba:
+        row = model.mamba.row
+
+        def exact(a: int, b: int, what: str) -> int:
+            if a % b:
+                raise LayoutError(src, f"model.mamba ({what})", f"a value divisible by tensor_parallel_size {tp}", a)
+            return a // b
+
+        shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
+        dtypes = _mamba_dtypes(layout, len(shapes))
+        mp = MambaSpec(block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
+        probe = _Builder(layout, behaviour, block_size, kv, kv_auto, None)
+        a1 = _attention_token_page(probe, layout)
+        pad = None
+        if a1 is not None and mp > 0:
             if behaviour.hybrid_kernel_uses_block_size:
                 kernel = max(HYBRID_KERNEL_BLOCK[model.is_mla], block_size)
             else:
                 kernel = HYBRID_KERNEL_BLOCK[model.is_mla]
-            if mode == "all":
-                chunk_src = cache.mamba_block_size or (
-                    model.mamba.get("chunk_size") if model.mamba.has("chunk_size") else DEFAULT_MAMBA_CHUNK)
-                chunk = lcm(chunk_src, kernel)
-                blk = chunk * cdiv(cdiv(mp, a1), chunk)
-                mamba_block = blk
-            else:
-                blk = kernel * cdiv(mp, kernel * a1)
-            if blk > block_size:
-                notes.append(f"hybrid model: attention block size raised from {block_size} to {blk} so one "
-                             f"attention page ({blk} x {a1} B) holds a Mamba state ({mp} B)")
-                block_size = blk
+            chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
+                                               else DEFAULT_MAMBA_CHUNK)
+            al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
+                                  kernel_block=kernel, mamba_chunk=chunk)
+            if al.raised_from is not None:
+                notes.append(f"hybrid model: attention block size raised from {al.raised_from} to {al.block_size} so "
+                             f"one attention page ({al.block_size} x {a1} B) holds a Mamba state ({mp} B)")
                 block_note = None
-            attn_page = block_size * a1
-            if attn_page > mp:
-                mamba_pad = attn_page
-                notes.append(f"Mamba page padded from {mp} to {attn_page} B "
-                             f"(+{(attn_page - mp) * 10000 // mp / 100:.2f} %)")
-        if mode == "align":
+            block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
+            if pad is not None:
+                notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
+        elif mode == "align":
             mamba_block = block_size
-        elif mode == "none":
+        if mode == "none":
             mamba_block = cache.mamba_block_size or cache.max_model_len
+        mamba_spec = MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
+                               mamba_type=row.name, num_speculative_blocks=ns)
 
-    def mamba_spec() -> MambaSpec:
-        if "mamba" not in memo:
-            memo["mamba"] = MambaSpec(block_size=mamba_block, shapes=tuple(mamba_shapes), dtypes=mamba_dtypes,
-                                      page_size_padded=mamba_pad, mamba_type=model.mamba.kind,
-                                      num_speculative_blocks=ns)
-        return memo["mamba"]
-
-    def decoder_layer(i: int, kind: str, prefix: str, idx: int | None = None) -> list[tuple[str, KVCacheSpec]]:
-        """The KV modules of decoder layer `i` (shape source), named under `prefix`; `idx` is the layer
-        index vLLM parses from the name for skip layers (an MTP layer copies layer i's shape)."""
-        idx = i if idx is None else idx
-        if kind == "none":
-            return []
-        if kind == "mla":
-            out = []
-            if model.index_head_dim:
-                # Registered before the MLA wrapper in every read release (spec section 3.1).
-                out.append((f"{prefix}.self_attn.indexer.k_cache", indexer_spec(block_size)))
-            out.append((f"{prefix}.self_attn.attn", mla_spec(block_size)))
-            return out
-        if kind == "mamba":
-            return [(f"{prefix}.{_MAMBA_MODULE[model.mamba.kind]}", mamba_spec())]
-        if kind == "full_attention+mamba":
-            # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
-            return decoder_layer(i, "full_attention", prefix, idx) + [(f"{prefix}.mamba", mamba_spec())]
-        heads = heads_per_rank(model.num_kv_heads[i], tp, source=src, key="model.num_kv_heads")
-        return [(f"{prefix}.self_attn.attn",
-                 attn_spec(kind, idx, heads, model.head_size[i], model.head_size_v[i], block_size))]
-
-    def draft_layers() -> list[tuple[str, KVCacheSpec]]:
-        d = model.draft
-        out: list[tuple[str, KVCacheSpec]] = []
-        base = model.num_layers
-        if d.method == "mtp":
-            # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
-            main = next(i for i, t in enumerate(model.layer_types) if t in ("mla", "full_attention"))
-            for j in range(d.num_layers):
-                out += decoder_layer(main, model.layer_types[main], f"model.layers.{base + j}.mtp_block", base + j)
-            return out
-        heads = heads_per_rank(d.num_kv_heads, tp, source=src, key="model.draft.num_kv_heads")
-        for j in range(d.num_layers):
-            out.append((f"model.layers.{base + j}.self_attn.attn",
-                        attn_spec("full_attention", base + j, heads, d.head_size, d.head_size_v or d.head_size,
-                                  block_size)))
-        return out
-
+    b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
     parts = pp_split(model.num_layers, pp, par.pp_layer_partition)
     stages = []
     start = 0
     for rank, n in enumerate(parts):
-        layers: list[tuple[str, KVCacheSpec]] = []
-        for i in range(start, start + n):
-            layers += decoder_layer(i, model.layer_types[i], f"model.layers.{i}")
-        if rank == pp - 1 and model.draft:
-            layers += draft_layers()
-        stages.append(StageLayers(pp_rank=rank, decoder_layers=(start, start + n), layers=tuple(layers)))
-        start += n
+        end = start + n
+        runs: list[Run] = []
+        for (kind, h, d, dv), r in model.layer_runs:
+            mine = clip(r, start, end)
+            if mine:
+                runs += b.decoder_runs(kind, h, d, dv, mine)
+        last = rank == pp - 1
+        if last and model.draft:
+            runs += b.draft_runs()
+        stages.append(StageLayers(pp_rank=rank, decoder_layers=(start, end), owned=(start, _UNBOUNDED if last else end),
+                                  runs=tuple(runs)))
+        start = end
 
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
                          mamba_cache_mode=mode)

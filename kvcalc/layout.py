@@ -1,63 +1,22 @@
-"""A validated input, as frozen dataclasses: model, parallelism, cache, offload, vLLM release.
+"""A validated input, as frozen records: model, parallelism, cache, offload, vLLM release.
 
-Nothing here reads files; `load.py` builds these from YAML and checks every key on the way.
-Per-layer lists are already expanded (one entry per decoder layer), so later stages never
-re-interpret `layer_pattern` or an int-or-list field.
+Nothing here reads files; `load.py` builds these from YAML and checks every key on the way. Per-layer lists
+are expanded (one entry per decoder layer), and `ModelLayout.layer_runs` compresses them once into runs of
+equal layers, so later stages work per distinct layer shape, not per layer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import cached_property
 
-LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "mla", "mamba", "none",
-               "full_attention+mamba")
-# Kinds that own a standard (non-MLA) attention module, and kinds that own a Mamba/linear state.
-ATTENTION_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "full_attention+mamba")
-MAMBA_LAYER_KINDS = ("mamba", "full_attention+mamba")
-MAMBA_KINDS = ("mamba1", "mamba2", "gated_delta_net", "short_conv", "linear_attention")
+from .kinds import LayerKind, MAMBA_KINDS, MambaKind
+from .records import field, record
+
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
-
-# KV cache dtype strings: (storage dtype or None for "the model's", extra quantisation, needs 0.20+).
-KV_CACHE_DTYPE_TABLE = {
-    "auto": (None, None, False),
-    "bfloat16": ("bfloat16", None, False),
-    "float16": ("float16", None, False),
-    "half": ("float16", None, False),
-    "float32": ("float32", None, False),
-    "float": ("float32", None, False),
-    "fp8": ("uint8", None, False),
-    "fp8_e4m3": ("uint8", None, False),
-    "fp8_e5m2": ("uint8", None, False),
-    "fp8_inc": ("uint8", None, False),
-    "int8": ("uint8", None, False),
-    "fp8_ds_mla": ("uint8", None, False),
-    "int8_per_token_head": ("uint8", "per_token_head", True),
-    "fp8_per_token_head": ("uint8", "per_token_head", True),
-    "nvfp4": ("uint8", "nvfp4", True),
-}
-KV_CACHE_DTYPES = tuple(KV_CACHE_DTYPE_TABLE)
-
-# Per kind, the Hugging Face fields the state shapes need.
-MAMBA_FIELDS = {
-    "mamba1": ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"),
-    "mamba2": ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
-    "gated_delta_net": (
-        "linear_num_key_heads",
-        "linear_num_value_heads",
-        "linear_key_head_dim",
-        "linear_value_head_dim",
-        "linear_conv_kernel_dim",
-    ),
-    "short_conv": ("hidden_size", "conv_L_cache"),
-    "linear_attention": ("num_attention_heads", "head_dim"),
-}
-MAMBA_OPTIONAL_FIELDS = {"mamba2": ("chunk_size", "intermediate_size"), "mamba1": ("chunk_size",)}
-
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -70,20 +29,28 @@ def base_block_size(block_size: int | None, is_mla: bool) -> int:
     return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MambaLayout:
     kind: str
     # The kind's fields under their Hugging Face names, e.g. linear_num_key_heads=16.
     params: tuple[tuple[str, int], ...]
 
+    @cached_property
+    def values(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def row(self) -> MambaKind:
+        return MAMBA_KINDS[self.kind]
+
     def get(self, key: str) -> int:
-        return dict(self.params)[key]
+        return self.values[key]
 
     def has(self, key: str) -> bool:
-        return key in dict(self.params)
+        return key in self.values
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DraftLayout:
     method: str
     num_layers: int
@@ -93,12 +60,42 @@ class DraftLayout:
     num_speculative_tokens: int = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
+    """Per-layer signatures -> the fewest (signature, range) runs that cover them in order: contiguous runs, or
+    one strided run per offset of the sequence's period when that is fewer (Gemma-3's 5 sliding + 1 full
+    repeated over 62 layers: 6 strided runs instead of 21 contiguous ones)."""
+    n = len(sig)
+    if n == 0:
+        return ()
+    if len(set(sig)) == 1:
+        return ((sig[0], range(0, n)),)
+    contiguous = []
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or sig[i] != sig[start]:
+            contiguous.append((sig[start], range(start, i)))
+            start = i
+    # The smallest period p with sig[i] == sig[i + p] (KMP failure function).
+    fail = [0] * n
+    k = 0
+    for i in range(1, n):
+        while k and sig[i] != sig[k]:
+            k = fail[k - 1]
+        if sig[i] == sig[k]:
+            k += 1
+        fail[i] = k
+    p = n - fail[-1]
+    if p < len(contiguous):
+        return tuple((sig[o], range(o, n, p)) for o in range(p))
+    return tuple(contiguous)
+
+
+@record
 class ModelLayout:
     name: str
     num_layers: int
     dtype: str  # torch dtype name of the served model (bfloat16, float16, float32)
-    layer_types: tuple[str, ...]
+    layer_types: tuple[LayerKind, ...]
     num_kv_heads: tuple[int, ...]  # per decoder layer, model total before TP
     head_size: tuple[int, ...]
     head_size_v: tuple[int, ...]
@@ -112,16 +109,24 @@ class ModelLayout:
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
 
-    @property
+    @cached_property
     def is_mla(self) -> bool:
-        return "mla" in self.layer_types
+        return LayerKind.MLA in self.layer_types
 
-    @property
+    @cached_property
     def has_mamba(self) -> bool:
-        return any(k in MAMBA_LAYER_KINDS for k in self.layer_types)
+        return any(k.mamba for k in set(self.layer_types))
+
+    @cached_property
+    def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
+        """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
+        layers without standard attention are ignored (0)."""
+        sig = tuple((k, h, d, dv) if k.attention else (k, 0, 0, 0)
+                    for k, h, d, dv in zip(self.layer_types, self.num_kv_heads, self.head_size, self.head_size_v))
+        return _runs(sig)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ParallelLayout:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -131,12 +136,19 @@ class ParallelLayout:
     nnodes: int = 1  # nodes one engine (DP replica) spans
 
     @property
-    def world_size(self) -> int:
-        # One engine's workers: PP x TP (PCP = 1). DP replicas are separate engines.
+    def workers_per_engine(self) -> int:
+        """One engine's GPU workers: PP x TP (PCP = 1). DP replicas are separate engines."""
         return self.pipeline_parallel_size * self.tensor_parallel_size
 
+    @property
+    def world_size(self) -> int:
+        """vLLM's world_size as the offloader multiplies it: the engine's workers, times DP under
+        external_launcher, which runs every DP rank in one world (spec trap 9)."""
+        w = self.workers_per_engine
+        return w * self.data_parallel_size if self.distributed_executor_backend == "external_launcher" else w
 
-@dataclass(frozen=True, kw_only=True)
+
+@record
 class CacheLayout:
     block_size: int | None = None  # None: vLLM's backend default (16; 64 for MLA)
     kv_cache_dtype: str = "auto"
@@ -160,7 +172,7 @@ class CacheLayout:
         return self.kv_cache_memory[worker]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class OffloadLayout:
     cpu_bytes_to_use: int
     cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
@@ -168,11 +180,11 @@ class OffloadLayout:
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Layout:
     model: ModelLayout
-    parallel: ParallelLayout = field(default_factory=ParallelLayout)
-    cache: CacheLayout = field(default_factory=CacheLayout)
+    parallel: ParallelLayout = field(factory=ParallelLayout)
+    cache: CacheLayout = field(factory=CacheLayout)
     offload: OffloadLayout
     vllm_version: str
     platform: str = "cuda"  # cuda | rocm | xpu: decides whether 0.28+ has the shared host region

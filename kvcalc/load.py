@@ -12,19 +12,13 @@ import re
 from typing import Any
 
 from .errors import LayoutError, UnsupportedError
+from .kinds import KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
 from .layout import (
-    ATTENTION_KINDS,
     DRAFT_METHODS,
     EXECUTOR_BACKENDS,
-    MAMBA_LAYER_KINDS,
     PLATFORMS,
-    KV_CACHE_DTYPES,
-    MAMBA_FIELDS,
-    MAMBA_OPTIONAL_FIELDS,
     HMA_CHOICES,
-    LAYER_KINDS,
     MAMBA_CACHE_MODES,
-    MAMBA_KINDS,
     CacheLayout,
     DraftLayout,
     Layout,
@@ -311,23 +305,23 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
     kv_lora = r.opt_int(m, "kv_lora_rank", "model")
     if m.get("layer_types") is not None and m.get("layer_pattern") is not None:
         raise r.fail("model.layer_pattern", "either layer_types or layer_pattern, not both")
-    default_kind = "mla" if kv_lora else "full_attention"
+    default_kind = LayerKind.MLA if kv_lora else LayerKind.FULL
     if m.get("layer_types") is not None:
         raw = m["layer_types"]
         if not isinstance(raw, list) or len(raw) != n:
             raise r.fail("model.layer_types", f"a list of {n} layer kinds (one per layer)",
                           f"a list of {len(raw)}" if isinstance(raw, list) else raw)
-        kinds = tuple(r.choice(v, f"model.layer_types[{i}]", LAYER_KINDS) for i, v in enumerate(raw))
+        kinds = tuple(LayerKind(r.choice(v, f"model.layer_types[{i}]", LAYER_KINDS)) for i, v in enumerate(raw))
     elif m.get("layer_pattern") is not None:
         raw = m["layer_pattern"]
         if not isinstance(raw, list) or not raw or len(raw) > n:
             raise r.fail("model.layer_pattern", f"a non-empty list of at most {n} layer kinds", raw)
-        pattern = [r.choice(v, f"model.layer_pattern[{i}]", LAYER_KINDS) for i, v in enumerate(raw)]
+        pattern = [LayerKind(r.choice(v, f"model.layer_pattern[{i}]", LAYER_KINDS)) for i, v in enumerate(raw)]
         kinds = tuple(pattern[i % len(pattern)] for i in range(n))
     else:
         kinds = (default_kind,) * n
     present = set(kinds)
-    std_attn = present & set(ATTENTION_KINDS)
+    std_attn = {k for k in present if k.attention}
 
     def needed(key: str, why: str) -> int:
         if m.get(key) is None:
@@ -343,31 +337,33 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
     head_size = r.per_layer(m.get("head_size", 0), "model.head_size", n, minimum=0)
     head_size_v = r.per_layer(m["head_size_v"], "model.head_size_v", n, minimum=0) \
         if m.get("head_size_v") is not None else head_size
-    for i, kind in enumerate(kinds):
-        if kind in std_attn:
-            for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
-                if vals[i] < 1:
+    if std_attn:
+        for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
+            if min(vals) >= 1:
+                continue  # the common case: no layer has a zero, whatever its kind
+            for i, kind in enumerate(kinds):
+                if kind.attention and vals[i] < 1:
                     raise r.fail(f"model.{key}" + (f"[{i}]" if isinstance(m.get(key), list) else ""),
                                  f"a positive value for attention layer {i}", vals[i])
-    sliding = needed("sliding_window", "the model has sliding_attention layers") if "sliding_attention" in present \
+    sliding = needed("sliding_window", "the model has sliding_attention layers") if LayerKind.SLIDING in present \
         else r.opt_int(m, "sliding_window", "model")
     chunk = needed("attention_chunk_size", "the model has chunked_attention layers") \
-        if "chunked_attention" in present else r.opt_int(m, "attention_chunk_size", "model")
+        if LayerKind.CHUNKED in present else r.opt_int(m, "attention_chunk_size", "model")
     rope = r.opt_int(m, "qk_rope_head_dim", "model", minimum=0)
-    if "mla" in present:
+    if LayerKind.MLA in present:
         kv_lora = needed("kv_lora_rank", "the model has mla layers")
         if rope is None:
             raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
     index_dim = r.opt_int(m, "index_head_dim", "model")
-    if index_dim is not None and "mla" not in present:
+    if index_dim is not None and LayerKind.MLA not in present:
         raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
                      index_dim)
     mamba = None
-    if present & set(MAMBA_LAYER_KINDS):
+    if any(k.mamba for k in present):
         mamba = _mamba(r, m.get("mamba"))
     elif m.get("mamba") is not None:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
-    draft = _draft(r, m.get("draft"), kinds) if m.get("draft") is not None else None
+    draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
     replication = m.get("kv_head_replication", True)
     if not isinstance(replication, bool):
         raise r.fail("model.kv_head_replication", "true or false", replication)
@@ -379,31 +375,29 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
 
 def _mamba(r: _Reader, data: Any) -> MambaLayout:
     if data is None:
-        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KINDS)}) and its fields")
+        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KIND_NAMES)}) and its fields")
     if not isinstance(data, dict):
         raise r.fail("model.mamba", "a mapping", type(data).__name__)
-    kind = r.choice(data.get("kind"), "model.mamba.kind", MAMBA_KINDS)
-    required = MAMBA_FIELDS[kind]
-    allowed = ("kind",) + required + MAMBA_OPTIONAL_FIELDS.get(kind, ())
-    r.mapping(data, "model.mamba", allowed)
+    row = MAMBA_KINDS[r.choice(data.get("kind"), "model.mamba.kind", MAMBA_KIND_NAMES)]
+    r.mapping(data, "model.mamba", ("kind",) + row.fields + row.optional)
     params = []
-    for key in required:
+    for key in row.fields:
         if data.get(key) is None:
-            raise r.fail(f"model.mamba.{key}", f"a positive integer (needed by kind {kind})")
+            raise r.fail(f"model.mamba.{key}", f"a positive integer (needed by kind {row.name})")
         params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
-    for key in MAMBA_OPTIONAL_FIELDS.get(kind, ()):
+    for key in row.optional:
         if data.get(key) is not None:
             params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
-    return MambaLayout(kind=kind, params=tuple(params))
+    return MambaLayout(kind=row.name, params=tuple(params))
 
 
-def _draft(r: _Reader, data: Any, kinds: tuple[str, ...]) -> DraftLayout:
+def _draft(r: _Reader, data: Any, kinds: set) -> DraftLayout:
     d = r.mapping(data, "model.draft", DRAFT_KEYS)
     method = r.choice(d.get("method"), "model.draft.method", DRAFT_METHODS)
     n = r.int_(d.get("num_layers", 1), "model.draft.num_layers", minimum=1, maximum=1000)
     ns = r.int_(d.get("num_speculative_tokens", 1), "model.draft.num_speculative_tokens", minimum=1, maximum=1000)
     if method == "mtp":
-        if not ({"mla", "full_attention"} & set(kinds)):
+        if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
                          method)
         for key in ("num_kv_heads", "head_size", "head_size_v"):
@@ -436,13 +430,12 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
         if sum(part) != model.num_layers:
             raise r.fail("parallel.pp_layer_partition", f"counts summing to model.num_layers ({model.num_layers})",
                           list(part))
-    for i, kind in enumerate(model.layer_types):
-        if kind in ATTENTION_KINDS:
-            if not model.kv_head_replication and model.num_kv_heads[i] < tp:
-                raise r.fail("model.num_kv_heads", f"at least tensor_parallel_size {tp} KV heads: this model's "
-                             "attention does not replicate heads (gpt-oss)", model.num_kv_heads[i],
-                             detail=f"set by {r.where('parallel.tensor_parallel_size')}")
-            _check_heads(r, model.num_kv_heads[i], tp, "model.num_kv_heads", "parallel.tensor_parallel_size")
+    checked = set()
+    for (kind, heads, _, _), _ in model.layer_runs:
+        if kind.attention and heads not in checked:
+            checked.add(heads)
+            _check_heads(r, heads, tp, "model.num_kv_heads", "parallel.tensor_parallel_size",
+                         replicates=model.kv_head_replication)
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
     backend = r.choice(p.get("distributed_executor_backend", "mp"), "parallel.distributed_executor_backend",
@@ -452,11 +445,11 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
                           pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes)
 
 
-def _check_heads(r: _Reader, heads: int, tp: int, key: str, tp_key: str) -> None:
-    ok = heads % tp == 0 if heads >= tp else tp % heads == 0
-    if not ok:
-        raise r.fail(key, f"a KV head count that tensor_parallel_size {tp} divides (or that divides it)", heads,
-                     detail=f"set by {r.where(tp_key)}")
+def _check_heads(r: _Reader, heads: int, tp: int, key: str, tp_key: str, *, replicates: bool = True) -> None:
+    try:
+        heads_per_rank(heads, tp, replicates=replicates)
+    except HeadRuleError as e:
+        raise r.fail(key, str(e), heads, detail=f"set by {r.where(tp_key)}") from None
 
 
 def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: int | None) -> CacheLayout:
@@ -483,8 +476,8 @@ def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: 
     if c.get("kv_cache_memory") is not None:
         raw = c["kv_cache_memory"]
         if isinstance(raw, list):
-            if len(raw) not in (1, par.world_size):
-                raise r.fail("cache.kv_cache_memory", f"one size, or a list of {par.world_size} (one per worker)",
+            if len(raw) not in (1, par.workers_per_engine):
+                raise r.fail("cache.kv_cache_memory", f"one size, or a list of {par.workers_per_engine} (one per worker)",
                               f"a list of {len(raw)}")
             memory = tuple(r.size(v, f"cache.kv_cache_memory[{i}]") for i, v in enumerate(raw))
         else:
@@ -539,11 +532,6 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
     return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)
-
-
-def load_text(text: str, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,
-              base_dir: str = ".") -> Layout:
-    return layout_from_dict(parse_yaml(text, source=source), source=source, overrides=overrides, base_dir=base_dir)
 
 
 def parse_yaml(text: str, *, source: str) -> Any:

@@ -8,7 +8,7 @@ reproduces every logged number.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from .records import replace
 from fractions import Fraction
 from math import ceil, floor
 

@@ -95,7 +95,7 @@ def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: Wor
         pages = {g.spec.page_size_bytes for g in groups}
         if len(pages) != 1:  # pragma: no cover - rule D leaves one page; vLLM asserts otherwise
             raise AssertionError("one page size")
-        return pages.pop() * len(worker.tensors)
+        return pages.pop() * worker.num_tensors
     if worker.num_blocks is None:
         # Unknown GPU block count: every size is page x N, so sum(sizes) // N is exactly the sum of pages.
         return worker.bytes_per_block
@@ -110,7 +110,7 @@ def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
     """0.32+: gcd over layers of TP // max_tp_shards; MLA and the V3.2 indexer declare 1 shard (-> TP)."""
     result = tp
     for g in groups:
-        specs = [s for _, s in g.spec.specs] if isinstance(g.spec, UniformTypeKVCacheSpecs) else [g.spec]
+        specs = g.spec.distinct_specs if isinstance(g.spec, UniformTypeKVCacheSpecs) else (g.spec,)
         for s in specs:
             result = gcd(result, tp if isinstance(s, MLAAttentionSpec) else 1)
     return result
@@ -127,7 +127,7 @@ def _replicated(rule: OffloadRule, behaviour: Behaviour, s: OffloadSettings, gro
     if behaviour.replication_test == "narrow":
         # 0.28-0.30: exactly one group whose spec is exactly MLA, and the bytes are page x its layers.
         return (len(groups) == 1 and type(groups[0].spec) is MLAAttentionSpec
-                and unit == groups[0].spec.page_size_bytes * len(groups[0].layer_names))
+                and unit == groups[0].spec.page_size_bytes * groups[0].num_layers)
     return _kv_tp_replicas(groups, s.tp) == s.tp
 
 

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from functools import cached_property
 
 from .errors import KvcalcError
 from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .layout import Layout
+from .records import record, replace
 from .offload import OffloadPlan, OffloadSettings, plan_offload
-from .specs import KVCacheSpec
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
 from .versions import REPRESENTATIVE, Behaviour, behaviour_for, decide_hma
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Plan:
     layout: Layout
     behaviour: Behaviour
@@ -40,17 +39,6 @@ class Plan:
     def selected(self) -> str:
         """The formula the selected release uses."""
         return self.behaviour.formula
-
-
-def merged_specs(layer_plan: LayerPlan) -> dict[str, KVCacheSpec]:
-    """All stages' layers in rank order; a name seen twice must carry the same spec (it cannot here)."""
-    out: dict[str, KVCacheSpec] = {}
-    for stage in layer_plan.stages:
-        for name, spec in stage.layers:
-            out.setdefault(name, spec)
-    return out
-
-
 
 
 def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
@@ -87,7 +75,7 @@ def plan(layout: Layout) -> Plan:
         wants_off = "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
     hma, why = decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=wants_off)
     layer_plan = build_layers(layout, behaviour)
-    grouping = group_layers(merged_specs(layer_plan), hma_enabled=hma, threshold=behaviour.group_threshold)
+    grouping = group_layers(layer_plan.runs, hma_enabled=hma, threshold=behaviour.group_threshold)
     gpu = build_gpu_plan(
         grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
         memory_for_worker=layout.cache.memory_for,

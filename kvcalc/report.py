@@ -19,8 +19,8 @@ SCHEMA_VERSION = 1
 def spec_summary(spec: KVCacheSpec) -> dict:
     out = {"kind": spec.kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
     if isinstance(spec, UniformTypeKVCacheSpecs):
-        out["member_kinds"] = sorted({s.kind for _, s in spec.specs})
-        out["member_pages"] = sorted({s.page_size_bytes for _, s in spec.specs})
+        out["member_kinds"] = sorted({s.kind for s in spec.distinct_specs})
+        out["member_pages"] = sorted({s.page_size_bytes for s in spec.distinct_specs})
     elif isinstance(spec, MambaSpec):
         out["state_shapes"] = [list(s) for s in spec.shapes]
         out["state_dtypes"] = list(spec.dtypes)

@@ -6,18 +6,8 @@
 
 from __future__ import annotations
 
-from .layout import (
-    DRAFT_METHODS,
-    EXECUTOR_BACKENDS,
-    HMA_CHOICES,
-    KV_CACHE_DTYPES,
-    LAYER_KINDS,
-    MAMBA_CACHE_MODES,
-    MAMBA_FIELDS,
-    MAMBA_KINDS,
-    MAMBA_OPTIONAL_FIELDS,
-    PLATFORMS,
-)
+from .kinds import KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
+from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, PLATFORMS
 from .units import MODEL_DTYPES
 
 _INT = {"type": "integer", "minimum": 0}
@@ -37,9 +27,9 @@ def _obj(props: dict, required: tuple = ()) -> dict:
 
 
 def layout_schema() -> dict:
-    mamba_props = {"kind": {"enum": list(MAMBA_KINDS)}}
-    for fields in list(MAMBA_FIELDS.values()) + list(MAMBA_OPTIONAL_FIELDS.values()):
-        for f in fields:
+    mamba_props = {"kind": {"enum": list(MAMBA_KIND_NAMES)}}
+    for row in MAMBA_KINDS.values():
+        for f in row.fields + row.optional:
             mamba_props[f] = _POS
     draft = _obj({"method": {"enum": list(DRAFT_METHODS)}, "num_layers": _POS, "num_kv_heads": _POS,
                   "head_size": _POS, "head_size_v": _NULL_POS, "num_speculative_tokens": _POS,

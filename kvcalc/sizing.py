@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from .records import replace
 
 from .errors import KvcalcError
 from .layout import Layout

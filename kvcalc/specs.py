@@ -1,43 +1,30 @@
-"""Per-layer KV cache specs (vLLM's `v1/kv_cache_interface.py` kinds), as frozen dataclasses.
+"""Per-layer KV cache specs (vLLM's `v1/kv_cache_interface.py` kinds) and runs of layers that share one.
 
-Sizes are derived properties (computed once per object: cached_property writes to the instance dict
-without going through the frozen __setattr__, and equality and hashing see only the fields); nothing
-stores a total. Spec equality is dataclass equality, which is
-what vLLM uses to bucket layers (section 2 of the spec: "equal class and equal fields").
+Specs are frozen records whose sizes are derived properties, computed once per object; equality is class plus
+fields, which is what vLLM uses to bucket layers (spec section 2: "equal class and equal fields").
+
+A `Run` is the unit every later stage works on: the layers `model.layers.{i}.{module}` for `i` in one range,
+all with one spec. A stage, a group or a tensor list is a tuple of runs, so a 61-layer MLA model is one run
+and a plan costs O(distinct shapes), not O(layers). Layer names are expanded only for reports and --verify.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from functools import cached_property
 from math import prod
+from typing import ClassVar, NamedTuple
 
 from .errors import StartupRefusal
+from .kinds import KVQuant
+from .records import fields, record
 from .units import DTYPE_BYTES, cdiv
-
-
-def spec_class(cls):
-    """A frozen, keyword-only dataclass whose hash is computed once: layers share spec objects, and grouping,
-    counting and merging hash them thousands of times per plan."""
-    cls = dataclass(frozen=True, kw_only=True)(cls)
-    field_hash = cls.__hash__
-
-    def __hash__(self) -> int:
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            h = self.__dict__["_hash"] = field_hash(self)
-            return h
-
-    cls.__hash__ = __hash__
-    return cls
 
 
 class NotMergeable(Exception):
     """vLLM's merge asserted: the specs are not one uniform spec (a 'no', not an error)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class UsageContext:
     """The scheduler limits that bound one request's KV usage."""
 
@@ -48,13 +35,10 @@ class UsageContext:
     mamba_cache_mode: str = "none"
 
 
-@spec_class
+@record(cache_hash=True)
 class KVCacheSpec:
     block_size: int
-
-    @property
-    def kind(self) -> str:
-        raise NotImplementedError
+    kind: ClassVar[str] = "spec"  # the output vocabulary (JSON `kind`); never branched on
 
     @cached_property
     def page_size_bytes(self) -> int:
@@ -71,24 +55,23 @@ class KVCacheSpec:
         return specs[0]
 
 
-@spec_class
+@record(cache_hash=True)
 class AttentionSpec(KVCacheSpec):
     num_kv_heads: int
     head_size: int
     dtype: str  # storage torch dtype name
     page_size_padded: int | None = None
-    # Extra per-token-head quantisation, from 0.20.0: None | "per_token_head" | "nvfp4".
-    kv_quant: str | None = None
+    kv_quant: KVQuant = KVQuant.NONE  # extra per-token-head quantisation, from 0.20.0
 
     def _element_dims(self, dim: int) -> int:
         # nvfp4 packs each head dim x into x//2 data bytes + x//16 scale bytes (x=128 -> 72).
-        if self.kv_quant == "nvfp4":
+        if self.kv_quant is KVQuant.NVFP4:
             return dim // 2 + dim // 16
         return dim
 
     def _real_page(self, dims: int) -> int:
         page = self.block_size * self.num_kv_heads * dims * DTYPE_BYTES[self.dtype]
-        if self.kv_quant == "per_token_head":
+        if self.kv_quant is KVQuant.PER_TOKEN_HEAD:
             # One fp32 scale per token, head, and K/V: 2 * B * H * 4 bytes, before padding.
             page += 2 * self.block_size * self.num_kv_heads * 4
         return page
@@ -105,16 +88,16 @@ class AttentionSpec(KVCacheSpec):
         return real
 
 
-@spec_class
+_ATTENTION_FIELDS = tuple(f.name for f in fields(AttentionSpec))
+
+
+@record(cache_hash=True)
 class FullAttentionSpec(AttentionSpec):
     head_size_v: int
     # Set only when rule A (HMA off) folds a sliding/chunked layer into full attention.
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
-
-    @property
-    def kind(self) -> str:
-        return "full_attention"
+    kind: ClassVar[str] = "full_attention"
 
     @cached_property
     def real_page_size_bytes(self) -> int:
@@ -130,7 +113,7 @@ class FullAttentionSpec(AttentionSpec):
 
     @classmethod
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
-        if not all(type(s) in (FullAttentionSpec,) for s in specs):
+        if not all(type(s) is FullAttentionSpec for s in specs):
             raise NotMergeable
         windows = {s.sliding_window for s in specs if s.sliding_window is not None}
         chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
@@ -143,26 +126,21 @@ class FullAttentionSpec(AttentionSpec):
             )
         first = specs[0]
         for s in specs[1:]:
-            for f in fields(AttentionSpec):
-                if getattr(s, f.name) != getattr(first, f.name):
+            for name in _ATTENTION_FIELDS:
+                if getattr(s, name) != getattr(first, name):
                     raise NotMergeable
         merged = FullAttentionSpec(
-            block_size=first.block_size,
-            num_kv_heads=first.num_kv_heads,
-            head_size=first.head_size,
-            head_size_v=first.head_size_v,
-            dtype=first.dtype,
-            page_size_padded=first.page_size_padded,
-            kv_quant=first.kv_quant,
-            sliding_window=next(iter(windows), None),
+            block_size=first.block_size, num_kv_heads=first.num_kv_heads, head_size=first.head_size,
+            head_size_v=first.head_size_v, dtype=first.dtype, page_size_padded=first.page_size_padded,
+            kv_quant=first.kv_quant, sliding_window=next(iter(windows), None),
             attention_chunk_size=next(iter(chunks), None),
         )
         if merged.sliding_window is not None and merged.attention_chunk_size is not None:
             raise StartupRefusal("a KV cache group cannot mix sliding-window and chunked-local layers with HMA off")
-        return merged
+        return merged if merged != first else first
 
 
-@spec_class
+@record(cache_hash=True)
 class MLAAttentionSpec(FullAttentionSpec):
     # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
     cache_dtype_str: str | None = None
@@ -179,6 +157,10 @@ class MLAAttentionSpec(FullAttentionSpec):
         # One unsharded latent "head": no K/V factor of 2, no head_size_v.
         return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
 
+    @property
+    def is_indexer(self) -> bool:
+        return self.cache_dtype_str is None
+
     @classmethod
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         if not all(type(s) is MLAAttentionSpec for s in specs):
@@ -189,14 +171,11 @@ class MLAAttentionSpec(FullAttentionSpec):
         return specs[0]
 
 
-@spec_class
+@record(cache_hash=True)
 class SlidingWindowSpec(AttentionSpec):
     head_size_v: int
     sliding_window: int
-
-    @property
-    def kind(self) -> str:
-        return "sliding_attention"
+    kind: ClassVar[str] = "sliding_attention"
 
     @cached_property
     def page_size_bytes(self) -> int:
@@ -208,14 +187,11 @@ class SlidingWindowSpec(AttentionSpec):
         return (cdiv(tokens, self.block_size) + 1) * self.page_size_bytes
 
 
-@spec_class
+@record(cache_hash=True)
 class ChunkedLocalAttentionSpec(AttentionSpec):
     head_size_v: int
     attention_chunk_size: int
-
-    @property
-    def kind(self) -> str:
-        return "chunked_attention"
+    kind: ClassVar[str] = "chunked_attention"
 
     @cached_property
     def page_size_bytes(self) -> int:
@@ -226,11 +202,9 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
         return cdiv(tokens, self.block_size) * self.page_size_bytes
 
 
-@spec_class
+@record(cache_hash=True)
 class CrossAttentionSpec(AttentionSpec):
-    @property
-    def kind(self) -> str:
-        return "cross_attention"
+    kind: ClassVar[str] = "cross_attention"
 
     @cached_property
     def page_size_bytes(self) -> int:
@@ -240,7 +214,7 @@ class CrossAttentionSpec(AttentionSpec):
         return cdiv(ctx.max_num_encoder_input_tokens, self.block_size) * self.page_size_bytes
 
 
-@spec_class
+@record(cache_hash=True)
 class MambaSpec(KVCacheSpec):
     """Recurrent state: one page per sequence, independent of the block size."""
 
@@ -249,10 +223,7 @@ class MambaSpec(KVCacheSpec):
     page_size_padded: int | None = None
     mamba_type: str = "mamba2"
     num_speculative_blocks: int = 0
-
-    @property
-    def kind(self) -> str:
-        return "mamba"
+    kind: ClassVar[str] = "mamba"
 
     @cached_property
     def real_page_size_bytes(self) -> int:
@@ -272,44 +243,33 @@ class MambaSpec(KVCacheSpec):
         return (1 + self.num_speculative_blocks) * self.page_size_bytes
 
 
-@spec_class
+@record(cache_hash=True)
 class UniformTypeKVCacheSpecs(KVCacheSpec):
-    """One group of layers of one attention type whose pages differ: the page is the SUM of theirs."""
+    """One group of layers of one attention type whose pages differ: the page is the SUM of theirs.
 
-    specs: tuple[tuple[str, KVCacheSpec], ...]  # (layer name, spec), in registration order
+    vLLM keeps a per-layer dict; the sums only need each distinct spec and how many layers carry it."""
 
-    @property
-    def kind(self) -> str:
-        return "uniform_type"
-
-    @cached_property
-    def spec_by_layer(self) -> dict[str, KVCacheSpec]:
-        return dict(self.specs)
+    members: tuple[tuple[KVCacheSpec, int], ...]  # (spec, layers carrying it), in first-seen order
+    first: KVCacheSpec  # the first layer's spec in registration order (what the scheduler flattens to)
+    kind: ClassVar[str] = "uniform_type"
 
     @cached_property
     def page_size_bytes(self) -> int:
-        return sum(s.page_size_bytes for _, s in self.specs)
+        return sum(s.page_size_bytes * n for s, n in self.members)
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
-        # Layers share a handful of distinct specs (61 MLA + 1 drafter = 2): evaluate each once.
-        blocks = max(cdiv(s.max_memory_usage_bytes(ctx), s.page_size_bytes) for s in self.distinct_specs)
+        blocks = max(cdiv(s.max_memory_usage_bytes(ctx), s.page_size_bytes) for s, _ in self.members)
         return blocks * self.page_size_bytes
 
-    @cached_property
+    @property
     def distinct_specs(self) -> tuple[KVCacheSpec, ...]:
-        return tuple({id(s): s for _, s in self.specs}.values())  # by identity: layers share spec objects
+        return tuple(s for s, _ in self.members)
 
-    def first_spec(self) -> KVCacheSpec:
-        return self.specs[0][1]
-
-    def restricted_to(self, names: list[str]) -> UniformTypeKVCacheSpecs:
-        by_layer = self.spec_by_layer
-        return UniformTypeKVCacheSpecs(block_size=self.block_size, specs=tuple((n, by_layer[n]) for n in names))
-
-
-def is_full_family(spec: KVCacheSpec) -> bool:
-    """vLLM's isinstance(spec, FullAttentionSpec): plain full attention and MLA (its subclass)."""
-    return isinstance(spec, FullAttentionSpec)
+    @classmethod
+    def of(cls, runs: tuple[Run, ...]) -> UniformTypeKVCacheSpecs:
+        """The UniformType spec of these layers (the group's, or one worker's share of it)."""
+        first = first_run(runs).spec
+        return cls(block_size=first.block_size, members=tuple(spec_counts(runs).items()), first=first)
 
 
 def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:
@@ -328,22 +288,151 @@ def is_uniform(specs: list[KVCacheSpec]) -> bool:
     return True
 
 
+def _same_window(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.sliding_window == first.sliding_window
+
+
+def _same_chunk(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.attention_chunk_size == first.attention_chunk_size
+
+
+def _same_speculation(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.num_speculative_blocks == first.num_speculative_blocks
+
+
+# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test).
+_UNIFORM_TYPE_RULES = (
+    (FullAttentionSpec, None),  # includes MLA (vLLM's isinstance)
+    (CrossAttentionSpec, None),
+    (SlidingWindowSpec, _same_window),
+    (ChunkedLocalAttentionSpec, _same_chunk),
+    (MambaSpec, _same_speculation),
+)
+
+
 def is_uniform_type(specs: list[KVCacheSpec]) -> bool:
     """Rule C: one block size and one attention type, judged by the first spec's class."""
     if not specs or len({s.block_size for s in specs}) > 1:
         return False
     first = specs[0]
-    if isinstance(first, FullAttentionSpec):
-        return all(isinstance(s, FullAttentionSpec) for s in specs)
-    if isinstance(first, CrossAttentionSpec):
-        return all(isinstance(s, CrossAttentionSpec) for s in specs)
-    if isinstance(first, SlidingWindowSpec):
-        return all(isinstance(s, SlidingWindowSpec) and s.sliding_window == first.sliding_window for s in specs)
-    if isinstance(first, ChunkedLocalAttentionSpec):
-        return all(
-            isinstance(s, ChunkedLocalAttentionSpec) and s.attention_chunk_size == first.attention_chunk_size
-            for s in specs
-        )
-    if isinstance(first, MambaSpec):
-        return all(isinstance(s, MambaSpec) and s.num_speculative_blocks == first.num_speculative_blocks for s in specs)
+    for cls, same in _UNIFORM_TYPE_RULES:
+        if isinstance(first, cls):
+            return all(isinstance(s, cls) and (same is None or same(first, s)) for s in specs)
     return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runs of layers
+
+
+class Run(NamedTuple):
+    """The layers `model.layers.{i}.{module}` for `i` in `indices`, every one with `spec`."""
+
+    module: str  # the name after `model.layers.{i}.`, e.g. "self_attn.attn"
+    order: int  # position among one decoder layer's KV modules, in registration order
+    indices: range  # decoder layer indices (drafter layers continue after the target's)
+    spec: KVCacheSpec
+
+    @property
+    def count(self) -> int:
+        return len(self.indices)
+
+
+def layer_count(runs: tuple[Run, ...]) -> int:
+    return sum(len(r.indices) for r in runs)
+
+
+def first_run(runs: tuple[Run, ...]) -> Run:
+    """The run holding the first layer in registration order (decoder index, then module order)."""
+    return min((r for r in runs if r.indices), key=lambda r: (r.indices[0], r.order))
+
+
+def spec_counts(runs: tuple[Run, ...]) -> dict[KVCacheSpec, int]:
+    """Distinct specs -> how many layers carry each, in order of first appearance."""
+    if len(runs) == 1:
+        return {runs[0].spec: len(runs[0].indices)}
+    out: dict[KVCacheSpec, int] = {}
+    for r in sorted((r for r in runs if r.indices), key=lambda r: (r.indices[0], r.order)):
+        out[r.spec] = out.get(r.spec, 0) + len(r.indices)
+    return out
+
+
+def ordered(runs: tuple[Run, ...]) -> list[tuple[int, int, Run]]:
+    """Every layer as (decoder index, module order, its run), in registration order."""
+    if len(runs) == 1:
+        r = runs[0]
+        return [(i, r.order, r) for i in r.indices]
+    return sorted(((i, r.order, r) for r in runs for i in r.indices), key=lambda x: (x[0], x[1]))
+
+
+def layer_names(runs: tuple[Run, ...]) -> tuple[str, ...]:
+    return tuple(f"model.layers.{i}.{r.module}" for i, _, r in ordered(runs))
+
+
+def named_specs(runs: tuple[Run, ...]) -> tuple[tuple[str, KVCacheSpec], ...]:
+    """(layer name, spec) per layer, in registration order (for reports and tests)."""
+    return tuple((f"model.layers.{i}.{r.module}", r.spec) for i, _, r in ordered(runs))
+
+
+def runs_from_names(specs: dict[str, KVCacheSpec]) -> tuple[Run, ...]:
+    """An ordered {"model.layers.{i}.{module}": spec} -> runs (the inverse of named_specs; modules keep the
+    order they first appear in within a layer)."""
+    module_order: dict[str, int] = {}
+    items = []
+    for name, spec in specs.items():
+        head, _, rest = name.partition("model.layers.")
+        index, _, module = rest.partition(".")
+        if head or not index.isdigit() or not module:
+            raise ValueError(f"not a vLLM layer name: {name!r}")
+        order = module_order.setdefault(module, len(module_order))
+        items.append((int(index), order, Run(module, order, range(int(index), int(index) + 1), spec)))
+    return _compress(sorted(items, key=lambda x: (x[0], x[1])))
+
+
+def clip(r: range, lo: int, hi: int) -> range:
+    """The part of a (positive-step) range inside [lo, hi)."""
+    if not r:
+        return r
+    start = r.start if r.start >= lo else r.start + cdiv(lo - r.start, r.step) * r.step
+    return range(start, max(start, min(r.stop, hi)), r.step)
+
+
+def restrict(runs: tuple[Run, ...], lo: int, hi: int) -> tuple[Run, ...]:
+    """The runs' layers whose decoder index lies in [lo, hi) (one PP stage's share)."""
+    out = []
+    for r in runs:
+        clipped = clip(r.indices, lo, hi)
+        if clipped:
+            out.append(r if clipped == r.indices else r._replace(indices=clipped))
+    return tuple(out)
+
+
+def _compress(items: list[tuple[int, int, Run]]) -> tuple[Run, ...]:
+    """Layers in order -> runs: per (module, order, spec), maximal arithmetic progressions of indices."""
+    by_key: dict[tuple, list[int]] = {}
+    template: dict[tuple, Run] = {}
+    for i, order, r in items:
+        key = (r.module, order, r.spec)
+        by_key.setdefault(key, []).append(i)
+        template.setdefault(key, r)
+    out = []
+    for key, idx in by_key.items():
+        t = template[key]
+        j = 0
+        while j < len(idx):
+            step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
+            k = j + 1
+            while k < len(idx) and idx[k] - idx[k - 1] == step:
+                k += 1
+            out.append(t._replace(indices=range(idx[j], idx[k - 1] + 1, step)))
+            j = k
+    return tuple(out)
+
+
+def strided_split(runs: tuple[Run, ...], k: int) -> list[tuple[Run, ...]]:
+    """vLLM's rule E split of one bucket into k groups: group i holds the bucket's layers i, i+k, i+2k, ..."""
+    if len(runs) == 1:
+        r = runs[0]
+        return [(r._replace(indices=r.indices[i::k]),) for i in range(k) if r.indices[i::k]]
+    items = ordered(runs)
+    return [_compress(items[i::k]) for i in range(k) if items[i::k]]

@@ -4,6 +4,7 @@ and check that the views tile each tensor exactly. torch is imported here only."
 from __future__ import annotations
 
 from .errors import KvcalcError, UnsupportedError
+from .kinds import KVQuant
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, UniformTypeKVCacheSpecs
 
 
@@ -48,7 +49,7 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
         if spec.cache_dtype_str == "fp8_ds_mla":
             return [(raw.view(torch.uint8).view(n, spec.block_size, 656), 0)], 0
         return [(raw.view(dt[spec.dtype]).view(n, spec.block_size, spec.head_size), 0)], 0
-    if spec.kv_quant is not None:
+    if spec.kv_quant is not KVQuant.NONE:
         return [(raw.view(torch.uint8).view(n, spec.page_size_bytes), 0)], 0
     d, dv = spec.head_size, getattr(spec, "head_size_v", spec.head_size)
     typed = raw.view(dt[spec.dtype])
@@ -63,10 +64,10 @@ def verify_plan(plan) -> dict:
     for w in plan.gpu.workers:
         by_layer: dict[str, KVCacheSpec] = {}
         for g in w.groups:
-            if isinstance(g.spec, UniformTypeKVCacheSpecs):
-                by_layer.update(g.spec.spec_by_layer)
-            else:
-                by_layer.update({name: g.spec for name in g.layer_names})
+            uniform_type = isinstance(g.spec, UniformTypeKVCacheSpecs)
+            for r in g.runs:  # a UniformType group's runs carry each layer's own spec
+                spec = r.spec if uniform_type else g.spec
+                by_layer.update({f"model.layers.{i}.{r.module}": spec for i in r.indices})
         n = 1 if w.num_blocks is None else w.num_blocks  # unknown GPU block count: check one block's layout
         for t in w.tensors:
             size = t.page_bytes * n
@@ -74,7 +75,7 @@ def verify_plan(plan) -> dict:
             tensors += 1
             for name in t.shared_by:
                 spec = by_layer[name]
-                if not isinstance(spec, (FullAttentionSpec, MambaSpec)) and spec.kv_quant is None \
+                if not isinstance(spec, (FullAttentionSpec, MambaSpec)) and spec.kv_quant is KVQuant.NONE \
                         and spec.page_size_padded is not None:  # pragma: no cover - no such layout today
                     raise VerifyError(f"{name}: padded attention pages are not modelled by --verify")
                 if n == 0:

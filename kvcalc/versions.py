@@ -8,11 +8,11 @@ stage looks up its family's `OffloadRule`. Source: ../shared/spec/vllm-kv-model.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
 from .errors import StartupRefusal, UnsupportedError
+from .records import record
 
 # Releases whose wheels the spec read (section 0.2), and the minor series they stand for. A release in a
 # series that was not read (0.23, 0.25, 0.27, 0.29, 0.31) takes the nearest older read series, with a warning.
@@ -89,7 +89,7 @@ FAMILIES = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Behaviour:
     """What one vLLM release does, as far as KV layout and CPU offload sizing go."""
 

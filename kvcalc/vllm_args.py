@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from .records import replace
 
 from .errors import KvcalcError
 from .layout import Layout, base_block_size

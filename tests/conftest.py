@@ -15,6 +15,13 @@ settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", 
 
 from kvcalc.load import layout_from_dict
 from kvcalc.plan import plan
+from kvcalc.specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+    runs_from_names,
+)
 
 GIB = 1 << 30
 # test-vectors.md "Common inputs": 40 GiB KV memory per worker, 131,072 / 8,192, C = 64 GiB.
@@ -52,3 +59,37 @@ def _plain_terminal(monkeypatch):
 
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+# Spec factories shared by the grouping, layer and property tests (bf16, block 16 unless told).
+def full(h=8, d=128, b=16, dtype="bfloat16"):
+    return FullAttentionSpec(block_size=b, num_kv_heads=h, head_size=d, head_size_v=d, dtype=dtype)
+
+
+def sw(w=128, h=8, d=128, b=16):
+    return SlidingWindowSpec(block_size=b, num_kv_heads=h, head_size=d, head_size_v=d, dtype="bfloat16",
+                             sliding_window=w)
+
+
+def chunked(c=8192, h=8, d=128, b=16):
+    return ChunkedLocalAttentionSpec(block_size=b, num_kv_heads=h, head_size=d, head_size_v=d, dtype="bfloat16",
+                                     attention_chunk_size=c)
+
+
+def mla(b=64, d=576, cache_dtype_str="auto"):
+    return MLAAttentionSpec(block_size=b, num_kv_heads=1, head_size=d, head_size_v=d, dtype="bfloat16",
+                            cache_dtype_str=cache_dtype_str)
+
+
+def indexer(b=64, d=132):
+    return MLAAttentionSpec(block_size=b, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8",
+                            cache_dtype_str=None)
+
+
+def layer_names(n, start=0, module="self_attn.attn"):
+    return [f"model.layers.{i}.{module}" for i in range(start, start + n)]
+
+
+def runs(specs: dict):
+    """{vLLM layer name: spec} -> the runs the pipeline stages carry."""
+    return runs_from_names(specs)

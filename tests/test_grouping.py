@@ -2,22 +2,13 @@
 
 import pytest
 
+from conftest import chunked, full, indexer, layer_names as names, mla, runs, sw
 from kvcalc.errors import StartupRefusal
-from kvcalc.grouping import group_layers
-from kvcalc.specs import ChunkedLocalAttentionSpec, FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec
+from kvcalc.grouping import group_layers as _group_layers
 
 
-def full(h=8, d=128, b=16):
-    return FullAttentionSpec(block_size=b, num_kv_heads=h, head_size=d, head_size_v=d, dtype="bfloat16")
-
-
-def sw(w=128, h=8, d=128, b=16):
-    return SlidingWindowSpec(block_size=b, num_kv_heads=h, head_size=d, head_size_v=d, dtype="bfloat16",
-                             sliding_window=w)
-
-
-def names(n, start=0):
-    return [f"model.layers.{i}.self_attn.attn" for i in range(start, start + n)]
+def group_layers(specs: dict, **kw):
+    return _group_layers(runs(specs), **kw)
 
 
 def test_uniform_single_group():
@@ -55,8 +46,7 @@ def test_rule_a_fold_with_different_shapes_is_uniform_type():
 
 
 def test_chunked_fold():
-    ch = ChunkedLocalAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype="bfloat16",
-                                   attention_chunk_size=8192)
+    ch = chunked()
     specs = {**{n: ch for n in names(3)}, **{n: full() for n in names(1, 3)}}
     g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
     assert g.rule == "uniform" and g.groups[0].spec.attention_chunk_size == 8192
@@ -73,12 +63,11 @@ def test_rule_d_grows_smaller_pages():
 
 
 def test_mla_and_indexer_never_merge():
-    mla = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, head_size_v=576, dtype="bfloat16",
-                           cache_dtype_str="auto")
-    idx = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=132, head_size_v=132, dtype="uint8",
-                           cache_dtype_str=None)
-    g = group_layers({"a": idx, "b": mla}, hma_enabled=False, threshold=(3, 2))
-    assert g.rule == "uniform_type" and g.groups[0].spec.first_spec() == idx
+    idx = indexer()
+    g = group_layers({"model.layers.0.self_attn.indexer.k_cache": idx, "model.layers.0.self_attn.attn": mla()},
+                     hma_enabled=False, threshold=(3, 2))
+    assert g.rule == "uniform_type"
+    assert g.groups[0].spec.first == idx
 
 
 def test_empty_is_attention_free():

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import make_plan
 from kvcalc.errors import LayoutError
-from kvcalc.layers import heads_per_rank, pp_split
+from kvcalc.kinds import HeadRuleError, heads_per_rank
+from kvcalc.layers import pp_split
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "models")
 
@@ -26,12 +27,14 @@ def test_pp_split_matches_vllm(n, pp, parts):
 
 
 def test_heads_per_rank():
-    assert heads_per_rank(8, 4, source="x", key="k") == 2
-    assert heads_per_rank(2, 4, source="x", key="k") == 1  # replicated
-    with pytest.raises(LayoutError):
-        heads_per_rank(8, 3, source="x", key="k")
-    with pytest.raises(LayoutError):
-        heads_per_rank(3, 4, source="x", key="k")
+    assert heads_per_rank(8, 4) == 2
+    assert heads_per_rank(2, 4) == 1  # replicated
+    with pytest.raises(HeadRuleError):
+        heads_per_rank(8, 3)
+    with pytest.raises(HeadRuleError):
+        heads_per_rank(3, 4)
+    with pytest.raises(HeadRuleError, match="does not replicate"):
+        heads_per_rank(8, 16, replicates=False)  # gpt-oss
 
 
 def per_token_bytes(p):

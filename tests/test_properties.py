@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from kvcalc.errors import KvcalcError
 from kvcalc.load import layout_from_dict
-from kvcalc.plan import merged_specs, plan
+from kvcalc.plan import plan
 from kvcalc.render_json import render
 from kvcalc.report import build_report
 from test_fuzz import assert_integers
@@ -65,7 +65,8 @@ def planned(data):
 @given(data=layouts())
 def test_gpu_invariants(data):
     p = planned(data)
-    specs = merged_specs(p.layers)
+    specs = [name for stage in p.layers.stages for name, _ in stage.layers]
+    assert len(set(specs)) == len(specs), "a layer name appears twice"
     # Every layer is in exactly one group.
     grouped = [name for g in p.grouping.groups for name in g.layer_names]
     assert sorted(grouped) == sorted(specs)

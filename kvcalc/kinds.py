@@ -1,0 +1,174 @@
+"""The vocabulary as tables: layer kinds, KV cache dtypes, Mamba kinds (with their state shapes), the TP head rule.
+
+Later stages branch on these records, never on kind strings. Adding a Mamba kind is one `MambaKind` row plus
+its shape function; adding a KV dtype is one `KV_DTYPES` row.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Callable, NamedTuple
+
+
+class LayerKind(str, Enum):
+    """What one decoder layer owns (the layout's `layer_types` vocabulary)."""
+
+    FULL = "full_attention"
+    SLIDING = "sliding_attention"
+    CHUNKED = "chunked_attention"
+    MLA = "mla"
+    MAMBA = "mamba"
+    NONE = "none"
+    FULL_MAMBA = "full_attention+mamba"  # Falcon-H1: attention, then Mamba, in every layer
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def attention(self) -> bool:
+        """Owns a standard (non-MLA) attention module."""
+        return self in _STD_ATTENTION
+
+    @property
+    def mamba(self) -> bool:
+        """Owns a Mamba / linear-attention state."""
+        return self in _OWNS_MAMBA
+
+
+_STD_ATTENTION = frozenset({LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.FULL_MAMBA})
+_OWNS_MAMBA = frozenset({LayerKind.MAMBA, LayerKind.FULL_MAMBA})
+LAYER_KINDS = tuple(k.value for k in LayerKind)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# KV cache dtypes (`--kv-cache-dtype`), as vLLM's KVQuantMode (v1/kv_cache_interface.py @0.33.0) classes them.
+
+class KVQuant(str, Enum):
+    NONE = "none"  # plain elements (fp8 is per-tensor scaled: no extra bytes in the page)
+    PER_TOKEN_HEAD = "per_token_head"  # + one fp32 scale per token, head and K/V (0.20.0+)
+    NVFP4 = "nvfp4"  # each head dim x packs into x//2 data + x//16 scale bytes (0.20.0+)
+
+
+class KVDtype(NamedTuple):
+    name: str
+    storage: str | None  # torch dtype of the cache tensor; None: the model's dtype
+    quant: KVQuant
+    since: tuple[int, int, int]  # first release that accepts the string
+
+
+_0 = (0, 0, 0)
+_020 = (0, 20, 0)
+KV_DTYPES: dict[str, KVDtype] = {d.name: d for d in (
+    KVDtype("auto", None, KVQuant.NONE, _0),
+    KVDtype("bfloat16", "bfloat16", KVQuant.NONE, _0),
+    KVDtype("float16", "float16", KVQuant.NONE, _0),
+    KVDtype("half", "float16", KVQuant.NONE, _0),
+    KVDtype("float32", "float32", KVQuant.NONE, _0),
+    KVDtype("float", "float32", KVQuant.NONE, _0),
+    KVDtype("fp8", "uint8", KVQuant.NONE, _0),
+    KVDtype("fp8_e4m3", "uint8", KVQuant.NONE, _0),
+    KVDtype("fp8_e5m2", "uint8", KVQuant.NONE, _0),
+    KVDtype("fp8_inc", "uint8", KVQuant.NONE, _0),
+    KVDtype("int8", "uint8", KVQuant.NONE, _0),
+    KVDtype("fp8_ds_mla", "uint8", KVQuant.NONE, _0),  # MLA only: 656 B per token
+    KVDtype("int8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
+    KVDtype("fp8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
+    KVDtype("nvfp4", "uint8", KVQuant.NVFP4, _020),
+)}
+KV_CACHE_DTYPES = tuple(KV_DTYPES)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The TP head rule (spec 3.2), in one place: the validator and the layer builder both call it.
+
+class HeadRuleError(ValueError):
+    """The head count and the TP size do not fit; the message is what would."""
+
+
+def heads_per_rank(total: int, tp: int, *, replicates: bool = True) -> int:
+    """KV heads one TP rank holds: total / TP, or one replicated head when TP exceeds the heads
+    (8 heads, TP 16 -> 1). Models whose attention computes heads // TP without a floor (gpt-oss) refuse TP > heads."""
+    if total >= tp:
+        if total % tp:
+            raise HeadRuleError(f"a KV head count divisible by tensor_parallel_size {tp}")
+        return total // tp
+    if not replicates:
+        raise HeadRuleError(f"at least tensor_parallel_size {tp} KV heads: this model's attention does not "
+                            "replicate heads (gpt-oss)")
+    if tp % total:
+        raise HeadRuleError(f"a KV head count that divides tensor_parallel_size {tp} (heads are replicated)")
+    return 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mamba / linear-attention kinds (spec 4.1; vLLM model_executor/layers/mamba/mamba_utils.py @0.19.1).
+# A shape function gets the kind's fields, the TP size, the speculative tokens and `exact(a, b, what)` (a ÷ b,
+# refused when it does not divide), and returns the per-sequence state shapes, conv state first.
+
+Exact = Callable[[int, int, str], int]
+
+
+def _mamba1(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    # Jamba: intermediate = expand * hidden; conv (k - 1) x I/tp, ssm I/tp x d_state (no speculative rows).
+    per = exact(g["mamba_expand"] * g["hidden_size"], tp, "mamba_expand * hidden_size")
+    return [(g["mamba_d_conv"] - 1, per), (per, g["mamba_d_state"])]
+
+
+def _mamba2(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    nh, hd, groups, d_state = g["mamba_num_heads"], g["mamba_head_dim"], g["n_groups"], g["ssm_state_size"]
+    inter = g.get("intermediate_size", nh * hd)
+    # extra_groups_for_head_shards: groups that do not shard evenly are replicated up to TP (1 group, TP 4 -> 4).
+    groups = groups if groups % tp == 0 else tp
+    conv_dim = inter + 2 * groups * d_state
+    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
+
+
+def _gated_delta_net(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    nk, nv = g["linear_num_key_heads"], g["linear_num_value_heads"]
+    dk, dv = g["linear_key_head_dim"], g["linear_value_head_dim"]
+    conv_dim = dk * nk * 2 + dv * nv
+    return [(g["linear_conv_kernel_dim"] - 1 + ns, exact(conv_dim, tp, "conv dim")),
+            (exact(nv, tp, "linear_num_value_heads"), dv, dk)]
+
+
+def _short_conv(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    return [(g["conv_L_cache"] - 1, exact(g["hidden_size"], tp, "hidden_size"))]
+
+
+def _linear_attention(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    # MiniMax: one (heads // tp, d, d) state; vLLM floors the heads here (no divide()).
+    return [(g["num_attention_heads"] // tp, g["head_dim"], g["head_dim"])]
+
+
+class MambaKind(NamedTuple):
+    name: str
+    module: str  # vLLM's module name in the reference model of that kind (the layer name's suffix)
+    fields: tuple[str, ...]  # required, under their Hugging Face names
+    optional: tuple[str, ...]
+    shapes: Callable[..., list[tuple[int, ...]]]
+    # Models of this kind support Mamba prefix caching in mode "all" (0.19.1's list: Jamba, Mamba, Mamba2,
+    # NemotronH, Bamba, Zamba2, GraniteMoeHybrid, FalconH1); the others get "align".
+    mode_all: bool
+    single_state: bool  # one state, in the conv dtype (no separate SSM dtype)
+    refuses_float32: bool  # vLLM refuses a float32 state for it
+
+
+MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
+    MambaKind("mamba1", "mamba", ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"), ("chunk_size",),
+              _mamba1, mode_all=True, single_state=False, refuses_float32=False),
+    MambaKind("mamba2", "mixer", ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
+              ("chunk_size", "intermediate_size"), _mamba2, mode_all=True, single_state=False,
+              refuses_float32=False),
+    MambaKind("gated_delta_net", "linear_attn",
+              ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+               "linear_conv_kernel_dim"), (), _gated_delta_net, mode_all=False, single_state=False,
+              refuses_float32=False),
+    MambaKind("short_conv", "conv", ("hidden_size", "conv_L_cache"), (), _short_conv, mode_all=False,
+              single_state=True, refuses_float32=False),
+    MambaKind("linear_attention", "self_attn", ("num_attention_heads", "head_dim"), (), _linear_attention,
+              mode_all=False, single_state=True, refuses_float32=True),
+)}
+MAMBA_KIND_NAMES = tuple(MAMBA_KINDS)

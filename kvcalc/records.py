@@ -1,0 +1,240 @@
+"""Frozen, keyword-only records: kvcalc's dataclasses, cheap to define, with their JSON form and JSON Schema.
+
+A `@record` class behaves as `@dataclass(frozen=True, kw_only=True)`: fields from annotations, defaults,
+equality and hashing by class and fields, a repr, assignment refused. What differs is the cost: defining a
+dataclass compiles four to six methods (~1 ms each class here, and kvcalc's start-up time is a target), while a
+record compiles its `__init__` only when the class is first instantiated, and shares the other methods.
+
+`field(doc=...)` attaches the description the generated JSON Schema carries; `to_json` turns records, enums,
+tuples and dicts into plain JSON values; `json_schema` derives the schema from the annotations.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+
+
+class Field(NamedTuple):
+    name: str
+    default: Any  # MISSING: required
+    factory: Any  # a callable making the default, or None
+    doc: str
+    omit_if_none: bool  # JSON: leave the key out when the value is None (sections shown only on request)
+
+
+class _FieldSpec(NamedTuple):
+    default: Any
+    factory: Any
+    doc: str
+    omit_if_none: bool
+
+
+def field(doc: str = "", *, default: Any = MISSING, factory: Any = None, omit_if_none: bool = False) -> Any:
+    """A field with a description (and, optionally, a default or default factory)."""
+    return _FieldSpec(default, factory, doc, omit_if_none)
+
+
+class FrozenRecordError(AttributeError):
+    pass
+
+
+def _setattr(self, name, value):
+    raise FrozenRecordError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
+
+
+def _delattr(self, name):
+    raise FrozenRecordError(f"cannot delete field {name!r} of a frozen {type(self).__name__}")
+
+
+def _eq(self, other):
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return self.__record_key__(self) == other.__record_key__(other)
+
+
+def _hash(self):
+    return hash((self.__class__, self.__record_key__(self)))
+
+
+def _cached_hash(self):
+    # Specs are hashed thousands of times per plan (buckets, merges): compute once per object.
+    d = self.__dict__
+    try:
+        return d["_hash"]
+    except KeyError:
+        h = d["_hash"] = hash((self.__class__, self.__record_key__(self)))
+        return h
+
+
+def _repr(self):
+    inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.__record_fields__)
+    return f"{type(self).__name__}({inner})"
+
+
+def _make_init(cls):
+    """Compile cls.__init__ from its fields (once, on first instantiation)."""
+    ns: dict[str, Any] = {"_MISSING": MISSING}
+    params, body = [], []
+    for f in cls.__record_fields__:
+        if f.factory is not None:
+            ns[f"_f_{f.name}"] = f.factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f"    if {f.name} is _MISSING: {f.name} = _f_{f.name}()")
+        elif f.default is not MISSING:
+            ns[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+        else:
+            params.append(f.name)
+    body.append("    d = self.__dict__")
+    body += [f"    d[{f.name!r}] = {f.name}" for f in cls.__record_fields__]
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    star = "*, " if params else ""
+    src = f"def __init__(self, {star}{', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(src, ns)  # noqa: S102 - generated from the class's own field names
+    return ns["__init__"]
+
+
+def record(cls=None, *, cache_hash: bool = False):
+    """Make `cls` a frozen, keyword-only record (see the module docstring)."""
+
+    def wrap(cls):
+        fields: dict[str, Field] = {f.name: f for f in getattr(cls, "__record_fields__", ())}
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            if str(annotation).startswith("ClassVar"):
+                continue
+            value = cls.__dict__.get(name, MISSING)
+            if isinstance(value, _FieldSpec):
+                fields[name] = Field(name, value.default, value.factory, value.doc, value.omit_if_none)
+            else:
+                fields[name] = Field(name, value, None, "", False)
+            if name in cls.__dict__:
+                delattr(cls, name)
+        order = list(fields.values())
+        cls.__record_fields__ = tuple(order)
+        names = [f.name for f in order]
+        if len(names) == 1:
+            only = names[0]
+            cls.__record_key__ = staticmethod(lambda obj: (getattr(obj, only),))
+        else:
+            cls.__record_key__ = staticmethod(attrgetter(*names)) if names else staticmethod(lambda obj: ())
+
+        def __init__(self, **kwargs):
+            init = _make_init(cls)
+            cls.__init__ = init
+            init(self, **kwargs)
+
+        cls.__init__ = __init__
+        cls.__setattr__ = _setattr
+        cls.__delattr__ = _delattr
+        cls.__eq__ = _eq
+        cls.__hash__ = _cached_hash if cache_hash else _hash
+        cls.__repr__ = _repr
+        return cls
+
+    return wrap(cls) if cls is not None else wrap
+
+
+def fields(obj_or_cls) -> tuple[Field, ...]:
+    return obj_or_cls.__record_fields__
+
+
+def is_record(obj) -> bool:
+    return hasattr(type(obj) if not isinstance(obj, type) else obj, "__record_fields__")
+
+
+def replace(obj, **changes):
+    """A copy of a record with some fields changed (dataclasses.replace for records)."""
+    kw = {f.name: getattr(obj, f.name) for f in obj.__record_fields__}
+    kw.update(changes)
+    return type(obj)(**kw)
+
+
+def to_json(value: Any) -> Any:
+    """Records, enums, tuples and mappings -> plain JSON values (dict keys kept as given)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        if isinstance(value, Enum):
+            return value.value
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    fields_ = getattr(type(value), "__record_fields__", None)
+    if fields_ is not None:
+        out = {}
+        for f in fields_:
+            v = getattr(value, f.name)
+            if v is None and f.omit_if_none:
+                continue
+            out[f.name] = to_json(v)
+        return out
+    if isinstance(value, dict):
+        return {(k.value if isinstance(k, Enum) else k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    raise TypeError(f"no JSON form for {type(value).__name__}")  # pragma: no cover - a kvcalc bug
+
+
+# ---------------------------------------------------------------------------------------------------------
+# JSON Schema from the annotations (only `kvcalc schema output` and the tests pay for it).
+
+def json_schema(cls, *, defs: dict | None = None) -> dict:
+    """The JSON Schema of a record class: every field required (null where the type allows it), no other key."""
+    import types
+    import typing
+
+    defs = {} if defs is None else defs
+    hints = typing.get_type_hints(cls, vars(__import__(cls.__module__, fromlist=["_"])))
+
+    def schema_of(tp) -> dict:
+        origin = typing.get_origin(tp)
+        args = typing.get_args(tp)
+        if tp is type(None):
+            return {"type": "null"}
+        if origin in (typing.Union, types.UnionType):
+            options = [schema_of(a) for a in args]
+            simple = [o["type"] for o in options if set(o) == {"type"} and isinstance(o["type"], str)]
+            if len(simple) == len(options):
+                return {"type": simple}
+            return {"anyOf": options}
+        if origin is typing.Literal:
+            return {"enum": list(args)}
+        if origin in (list, tuple):
+            items = args[0] if args else Any
+            return {"type": "array", "items": schema_of(items)}
+        if origin is dict:
+            return {"type": "object", "additionalProperties": schema_of(args[1])}
+        if tp is Any:
+            return {}
+        if tp is bool:
+            return {"type": "boolean"}
+        if tp is int:
+            return {"type": "integer"}
+        if tp is float:
+            return {"type": "number"}
+        if tp is str:
+            return {"type": "string"}
+        if isinstance(tp, type) and issubclass(tp, Enum):
+            return {"enum": [m.value for m in tp]}
+        if is_record(tp):
+            if tp.__name__ not in defs:
+                defs[tp.__name__] = {}  # placeholder: recursion-safe
+                defs[tp.__name__] = json_schema(tp, defs=defs)
+            return {"$ref": f"#/$defs/{tp.__name__}"}
+        raise TypeError(f"no schema for {tp!r}")  # pragma: no cover - a kvcalc bug
+
+    props, required = {}, []
+    for f in cls.__record_fields__:
+        s = schema_of(hints[f.name])
+        if f.doc:
+            s = {"description": f.doc, **s}
+        props[f.name] = s
+        if not f.omit_if_none:
+            required.append(f.name)
+    out = {"type": "object", "additionalProperties": False, "properties": props, "required": required}
+    if cls.__doc__:
+        out = {"description": " ".join(cls.__doc__.split()), **out}
+    return out
