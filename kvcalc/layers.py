@@ -24,6 +24,7 @@ from .specs import (
     SlidingWindowSpec,
     UsageContext,
     clip,
+    interned,
     named_specs,
 )
 from .units import MODEL_DTYPES, cdiv
@@ -201,7 +202,6 @@ class _Builder:
         skip = layout.cache.kv_cache_dtype_skip_layers
         self.skip = frozenset(i for i in skip if isinstance(i, int))
         self.skip_sliding = "sliding_window" in skip
-        self.memo: dict[tuple, KVCacheSpec] = {}
 
     def heads(self, total: int, key: str) -> int:
         try:
@@ -212,37 +212,30 @@ class _Builder:
     def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
         if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
-        key = (kind, heads, d, dv, kv)
-        spec = self.memo.get(key)
-        if spec is None:
-            common = dict(block_size=self.block_size, num_kv_heads=heads, head_size=d, head_size_v=dv,
-                          dtype=kv.storage, kv_quant=kv.quant)
+        bs, window, chunk = self.block_size, self.model.sliding_window, self.model.attention_chunk_size
+
+        def make() -> KVCacheSpec:
+            common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
+                          kv_quant=kv.quant)
             if kind is LayerKind.SLIDING:
-                spec = SlidingWindowSpec(sliding_window=self.model.sliding_window, **common)
-            elif kind is LayerKind.CHUNKED:
-                spec = ChunkedLocalAttentionSpec(attention_chunk_size=self.model.attention_chunk_size, **common)
-            else:
-                spec = FullAttentionSpec(**common)
-            self.memo[key] = spec
-        return spec
+                return SlidingWindowSpec(sliding_window=window, **common)
+            if kind is LayerKind.CHUNKED:
+                return ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)
+            return FullAttentionSpec(**common)
+
+        return interned((kind, bs, heads, d, dv, kv.storage, kv.quant, window if kind is LayerKind.SLIDING else None,
+                         chunk if kind is LayerKind.CHUNKED else None), make)
 
     def mla(self) -> MLAAttentionSpec:
-        spec = self.memo.get("mla")
-        if spec is None:
-            d = self.model.kv_lora_rank + self.model.qk_rope_head_dim
-            spec = self.memo["mla"] = MLAAttentionSpec(
-                block_size=self.block_size, num_kv_heads=1, head_size=d, head_size_v=d, dtype=self.kv.storage,
-                cache_dtype_str=self.kv.mla_str)
-        return spec
+        d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv
+        return interned(("mla", bs, d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage, cache_dtype_str=kv.mla_str))
 
     def indexer(self) -> MLAAttentionSpec:
         # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
-        spec = self.memo.get("indexer")
-        if spec is None:
-            d = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4
-            spec = self.memo["indexer"] = MLAAttentionSpec(block_size=self.block_size, num_kv_heads=1, head_size=d,
-                                                           head_size_v=d, dtype="uint8", cache_dtype_str=None)
-        return spec
+        d, bs = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4, self.block_size
+        return interned(("indexer", bs, d), lambda: MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8", cache_dtype_str=None))
 
     def attention_runs(self, kind: LayerKind, total: int, d: int, dv: int, indices: range, module: str, order: int,
                        key: str) -> list[Run]:

@@ -110,12 +110,17 @@ class ModelLayout:
     kv_head_replication: bool = True
 
     @cached_property
-    def is_mla(self) -> bool:
-        return LayerKind.MLA in self.layer_types
+    def kinds(self) -> frozenset[LayerKind]:
+        """The layer kinds present."""
+        return frozenset(self.layer_types)
 
-    @cached_property
+    @property
+    def is_mla(self) -> bool:
+        return LayerKind.MLA in self.kinds
+
+    @property
     def has_mamba(self) -> bool:
-        return any(k.mamba for k in set(self.layer_types))
+        return any(k.mamba for k in self.kinds)
 
     @cached_property
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:

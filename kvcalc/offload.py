@@ -159,10 +159,7 @@ def _startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple
     return None, s.block_size // b
 
 
-def _side(rule: OffloadRule, s: OffloadSettings, groups: tuple[KVCacheGroup, ...], worker: WorkerConfig,
-          factor: int, replicated: bool) -> SideCount:
-    unit = _unit_bytes(rule, groups, worker)
-    copies = 1 if replicated else s.world_size
+def _side(rule: OffloadRule, s: OffloadSettings, unit: int, copies: int, factor: int) -> SideCount:
     per_block = unit * copies
     per_offloaded = per_block * factor
     aligned = round_up(per_offloaded, rule.alignment) if per_offloaded > 0 else 0
@@ -178,16 +175,21 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     if error:
         return error
     rank0 = gpu.workers[0]
+    unit0 = _unit_bytes(rule, rank0.groups, rank0)
     # Decided once, on rank 0's real (unflattened) layers: both sides build the same connector config.
-    replicated = _replicated(rule, behaviour, s, rank0.groups, _unit_bytes(rule, rank0.groups, rank0))
-    sched = _side(rule, s, gpu.scheduler_groups, rank0, factor, replicated)
+    replicated = _replicated(rule, behaviour, s, rank0.groups, unit0)
+    copies = 1 if replicated else s.world_size
+    # Only the page x tensors rule reads the groups, and the scheduler's are flattened (UniformType -> first layer).
+    sched_unit = _unit_bytes(rule, gpu.scheduler_groups, rank0) if rule.unit == "page_x_tensors" else unit0
+    sched = _side(rule, s, sched_unit, copies, factor)
     stages = []
     for w in gpu.workers:
-        mine = _side(rule, s, w.groups, w, factor, replicated)
+        unit = unit0 if w is rank0 else _unit_bytes(rule, w.groups, w)
+        mine = sched if unit == sched_unit else _side(rule, s, unit, copies, factor)
         oob = sched.num_blocks > mine.num_blocks
         if rule.shared_region:
             # One region per engine: every worker owns its slice (chunk // copies) of each of the N rows.
-            pinned = sched.num_blocks * (sched.kv_bytes_per_offloaded_block // sched.copies)
+            pinned = sched.num_blocks * (sched.kv_bytes_per_offloaded_block // copies)
         else:
             pinned = mine.num_blocks * factor * w.bytes_per_block
         stages.append(StageOffload(
@@ -199,7 +201,7 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
         engine = sched.num_blocks * sched.aligned_bytes
     else:
         engine = sum(st.pinned_bytes_per_worker for st in stages) * s.tp
-    tokens_per_block = factor * min(g.spec.block_size for g in gpu.scheduler_groups)
+    tokens_per_block = factor * gpu.hash_block_size
     return FormulaResult(
         family=family_id, scheduler=sched, stages=tuple(stages), factor=factor, chunks=rule.chunks,
         replicated=replicated, shared_region=rule.shared_region, pinned_bytes_per_engine=engine,
@@ -237,7 +239,6 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
                                 f"({r.scheduler.aligned_bytes:,} B): 0 CPU blocks, offloading is inert")
     sel = results.get(behaviour.formula)
     factor = sel.factor if sel else 1
-    gpu_block = min((g.spec.block_size for g in gpu.scheduler_groups), default=gpu.hash_block_size)
-    return OffloadPlan(cpu_bytes_to_use=s.cpu_bytes, block_size=factor * gpu_block, block_size_factor=factor,
+    return OffloadPlan(cpu_bytes_to_use=s.cpu_bytes, block_size=factor * gpu.hash_block_size, block_size_factor=factor,
                        world_size=s.world_size, startup_error=selected_error, results=results, errors=errors,
                        warnings=tuple(warnings))

@@ -7,6 +7,7 @@ from functools import cached_property
 from .errors import KvcalcError
 from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
+from .kinds import LayerKind
 from .layout import Layout
 from .records import record, replace
 from .offload import OffloadPlan, OffloadSettings, plan_offload
@@ -70,7 +71,7 @@ def plan(layout: Layout) -> Plan:
     behaviour = behaviour_for(layout.vllm_version)
     model = layout.model
     wants_off = None
-    if model.attention_chunk_size and "chunked_attention" in model.layer_types and model.draft \
+    if model.attention_chunk_size and LayerKind.CHUNKED in model.kinds and model.draft \
             and model.draft.method in ("eagle", "eagle3"):
         wants_off = "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
     hma, why = decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=wants_off)

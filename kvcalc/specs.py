@@ -20,6 +20,22 @@ from .records import fields, record
 from .units import DTYPE_BYTES, cdiv
 
 
+# Specs are interned: a plan asks for the same few shapes every time (a sweep asks 10,000 times), and an interned
+# spec brings its page size, hash and max usage already computed. Bounded; cleared when full.
+_INTERNED: dict = {}
+_INTERN_LIMIT = 4096
+
+
+def interned(key: tuple, make):
+    """The one spec object for `key` (its class and fields), made by `make()` the first time."""
+    spec = _INTERNED.get(key)
+    if spec is None:
+        if len(_INTERNED) >= _INTERN_LIMIT:
+            _INTERNED.clear()
+        spec = _INTERNED[key] = make()
+    return spec
+
+
 class NotMergeable(Exception):
     """vLLM's merge asserted: the specs are not one uniform spec (a 'no', not an error)."""
 
@@ -34,6 +50,11 @@ class UsageContext:
     max_num_encoder_input_tokens: int = 0
     mamba_cache_mode: str = "none"
 
+    @cached_property
+    def key(self) -> tuple:
+        return (self.max_model_len, self.max_num_batched_tokens, self.cp, self.max_num_encoder_input_tokens,
+                self.mamba_cache_mode)
+
 
 @record(cache_hash=True)
 class KVCacheSpec:
@@ -46,6 +67,15 @@ class KVCacheSpec:
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
         raise NotImplementedError
+
+    def max_usage(self, ctx: UsageContext) -> int:
+        """max_memory_usage_bytes(ctx), remembered per context (interned specs meet the same few contexts)."""
+        memo = self.__dict__.setdefault("_usage", {})
+        key = ctx.key
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = self.max_memory_usage_bytes(ctx)
+        return value
 
     @classmethod
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
@@ -258,7 +288,7 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         return sum(s.page_size_bytes * n for s, n in self.members)
 
     def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
-        blocks = max(cdiv(s.max_memory_usage_bytes(ctx), s.page_size_bytes) for s, _ in self.members)
+        blocks = max(cdiv(s.max_usage(ctx), s.page_size_bytes) for s, _ in self.members)
         return blocks * self.page_size_bytes
 
     @property
@@ -268,8 +298,11 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     @classmethod
     def of(cls, runs: tuple[Run, ...]) -> UniformTypeKVCacheSpecs:
         """The UniformType spec of these layers (the group's, or one worker's share of it)."""
-        first = first_run(runs).spec
-        return cls(block_size=first.block_size, members=tuple(spec_counts(runs).items()), first=first)
+        def make() -> UniformTypeKVCacheSpecs:
+            first = first_run(runs).spec
+            return cls(block_size=first.block_size, members=tuple(spec_counts(runs).items()), first=first)
+
+        return interned((cls, runs), make)
 
 
 def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:

@@ -114,10 +114,10 @@ def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
 def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext) -> int:
     """Bytes one max-length request needs on this worker (vLLM's startup memory check)."""
     if _uniform_type(groups):
-        return sum(n * s.max_memory_usage_bytes(usage) for s, n in spec_counts(groups[0].runs).items())
+        return sum(n * s.max_usage(usage) for s, n in groups[0].spec.members)
     group_size = max(g.num_layers for g in groups)
     page = groups[0].spec.page_size_bytes
-    return group_size * page * sum(cdiv(g.spec.max_memory_usage_bytes(usage), page) for g in groups)
+    return group_size * page * sum(cdiv(g.spec.max_usage(usage), page) for g in groups)
 
 
 def build_gpu_plan(
@@ -195,10 +195,10 @@ def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, devi
     if not groups or worker.num_blocks is None:
         return None
     if log_family == "L3":
-        blocks_per_request = sum(cdiv(g.spec.max_memory_usage_bytes(usage), g.spec.page_size_bytes) for g in groups)
+        blocks_per_request = sum(cdiv(g.spec.max_usage(usage), g.spec.page_size_bytes) for g in groups)
     else:
         n = max(g.num_layers for g in groups)
-        per_request = n * sum(g.spec.max_memory_usage_bytes(usage) for g in groups)
+        per_request = n * sum(g.spec.max_usage(usage) for g in groups)
         blocks_per_request = cdiv(per_request, groups[0].spec.page_size_bytes * n)
     # vLLM divides as floats here; kvcalc does the same so the printed value matches to the digit.
     concurrency = worker.num_blocks / blocks_per_request
