@@ -143,41 +143,45 @@ def plan(
             _name_source(e, loaded.source)
             raise
         from .gates import refused
+        from .report import RefusedReport
 
         checks = refused(loaded.vllm_version, e.one_line())
         if fmt is OutputFormat.json:
-            _print_json({"schema_version": 1, "vllm_version": loaded.vllm_version, "source": loaded.source,
-                         "checks": checks})
+            _print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
+                                      checks=checks))
         _report_checks(checks)
         raise typer.Exit(1)
     except KvcalcError as e:
         _name_source(e, loaded.source)
         raise
-    report = build_report(p)
+    gates = None
     if check:
         from .gates import evaluate
 
-        report["checks"] = evaluate(report, **thresholds)
+        def gates(gpu, off, parallel, version):
+            return evaluate(gpu, off, parallel, version, **thresholds)
+    releases = None
     if compare_versions is not None:
         from .plan import compare
-        from .report import add_comparison
 
         versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
         if not versions:
             raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
-        add_comparison(report, compare(loaded, versions))
+        releases = compare(loaded, versions)
+    verified = None
     if verify:
         from .verify import verify_plan
 
-        report["verify"] = verify_plan(p)
+        verified = verify_plan(p)
+    report = build_report(p, releases=releases, gates=gates, verify=verified)
     for line in p.notes:
         _err(f"note: {line}")
     for line in p.warnings:
         _err(f"warning: {line}")
     RENDERERS[fmt](report)
     if check:
-        _report_checks(report["checks"])
-        if not all(c["passed"] for c in report["checks"]):
+        _report_checks(report.checks)
+        if not all(c.passed for c in report.checks):
             raise typer.Exit(1)
 
 
@@ -212,10 +216,10 @@ def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, dp_local: i
     return out
 
 
-def _report_checks(checks: list[dict]) -> None:
+def _report_checks(checks) -> None:
     for c in checks:
-        if not c["passed"]:
-            _err(f"check failed: {c['name']}: {c['reason']}")
+        if not c.passed:
+            _err(f"check failed: {c.name}: {c.reason}")
 
 
 @app.command()
@@ -351,12 +355,9 @@ def size_cmd(
                      "target_blocks": cpu_blocks, "families": rows})
         return
 
-    from .render_table import render_sizing
+    from .render_table import Style, render_sizing
 
-    from .render_table import set_plain
-
-    set_plain(_plain())
-    _console(100).print(render_sizing(rows, tokens, cpu_blocks))
+    _console(100).print(render_sizing(rows, tokens, cpu_blocks, Style(plain=_plain())))
 
 
 class SweepFormat(str, Enum):
@@ -490,22 +491,20 @@ def schema(kind: SchemaKind = typer.Argument(..., help="layout (the YAML input) 
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
-def _print_table(report: dict) -> None:
+def _print_table(report) -> None:
+    from .render_table import Style, render, render_comparison
 
-    from .render_table import render
-
+    style = Style(plain=_plain())
     console = _console(100)
-    for item in render(report, plain=_plain()):
+    for item in render(report, style):
         console.print(item)
-    if "releases" in report:
-        from .render_table import render_comparison
-
-        console.print(render_comparison(report))
-    if "verify" in report:
-        console.print(report["verify"]["summary"])
+    if report.releases is not None:
+        console.print(render_comparison(report, style))
+    if report.verify is not None:
+        console.print(report.verify.summary)
 
 
-def _print_json(report: dict) -> None:
+def _print_json(report) -> None:
     from .render_json import render
 
     sys.stdout.write(render(report))

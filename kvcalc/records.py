@@ -25,6 +25,11 @@ class Field(NamedTuple):
     doc: str
     omit_if_none: bool  # JSON: leave the key out when the value is None (sections shown only on request)
 
+    @property
+    def json_name(self) -> str:
+        """The JSON key: the field name without a trailing underscore (`from_` -> `from`)."""
+        return self.name[:-1] if self.name.endswith("_") else self.name
+
 
 class _FieldSpec(NamedTuple):
     default: Any
@@ -34,7 +39,10 @@ class _FieldSpec(NamedTuple):
 
 
 def field(doc: str = "", *, default: Any = MISSING, factory: Any = None, omit_if_none: bool = False) -> Any:
-    """A field with a description (and, optionally, a default or default factory)."""
+    """A field with a description (and, optionally, a default or default factory). A field left out of the JSON
+    when None defaults to None."""
+    if omit_if_none and default is MISSING and factory is None:
+        default = None
     return _FieldSpec(default, factory, doc, omit_if_none)
 
 
@@ -169,7 +177,7 @@ def to_json(value: Any) -> Any:
             v = getattr(value, f.name)
             if v is None and f.omit_if_none:
                 continue
-            out[f.name] = to_json(v)
+            out[f.json_name] = to_json(v)
         return out
     if isinstance(value, dict):
         return {(k.value if isinstance(k, Enum) else k): to_json(v) for k, v in value.items()}
@@ -231,9 +239,9 @@ def json_schema(cls, *, defs: dict | None = None) -> dict:
         s = schema_of(hints[f.name])
         if f.doc:
             s = {"description": f.doc, **s}
-        props[f.name] = s
+        props[f.json_name] = s
         if not f.omit_if_none:
-            required.append(f.name)
+            required.append(f.json_name)
     out = {"type": "object", "additionalProperties": False, "properties": props, "required": required}
     if cls.__doc__:
         out = {"description": " ".join(cls.__doc__.split()), **out}

@@ -1,4 +1,5 @@
-"""Report dict -> rich renderables for people. Never prints; the CLI owns the console."""
+"""Report -> rich renderables for people. Never prints; the CLI owns the console. No module state: every
+function takes the report records and a `Style`."""
 
 from __future__ import annotations
 
@@ -7,8 +8,28 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .report import collapse_layers
+from .records import record
+from .report import FamilyEntry, Report, collapse_layers
 from .units import format_bytes
+
+
+@record
+class Style:
+    """How to draw: plain = no box characters and no colour (stdout not a terminal, or NO_COLOR)."""
+
+    plain: bool = False
+
+    @property
+    def box(self):
+        return None if self.plain else box.SIMPLE_HEAD
+
+    @property
+    def fill(self) -> str:
+        return "#" if self.plain else "█"
+
+    @property
+    def empty(self) -> str:
+        return "." if self.plain else " "
 
 
 def _b(n: int | None) -> str:
@@ -24,196 +45,186 @@ def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
-# Plain output (stdout not a terminal, or NO_COLOR): no box characters, set by the public render functions.
-_PLAIN = {"on": False}
-
-
-def set_plain(plain: bool) -> None:
-    _PLAIN["on"] = plain
-
-
-def _table(title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=None if _PLAIN["on"] else box.SIMPLE_HEAD, show_edge=False,
+def _table(style: Style, title: str, *columns: str, header: bool = True) -> Table:
+    t = Table(title=title, title_justify="left", box=style.box, show_edge=False,
               pad_edge=False, show_header=header, title_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
 
 
-def _runs(tensors: list[dict]) -> list[tuple[int, int | None, list[str]]]:
+def _runs(tensors) -> list[tuple[int, int | None, list[str]]]:
     """Consecutive tensors of one size (page, when sizes are unknown) -> (count, size, layers sharing them)."""
     runs: list[tuple[int, int | None, list[str]]] = []
     last = None
     for t in tensors:
-        key = (t["size"], t["page_bytes"])
+        key = (t.size, t.page_bytes)
         if runs and key == last:
             count, size, names = runs[-1]
-            runs[-1] = (count + 1, size, names + t["shared_by"])
+            runs[-1] = (count + 1, size, names + t.shared_by)
         else:
-            runs.append((1, t["size"], list(t["shared_by"])))
+            runs.append((1, t.size, list(t.shared_by)))
         last = key
     return runs
 
 
-def render(report: dict, *, plain: bool = False) -> list[RenderableType]:
-    set_plain(plain)
+def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     out: list[RenderableType] = []
-    m, par, cache, gpu = report["model"], report["parallel"], report["cache"], report["gpu"]
-    kinds = ", ".join(f"{n} {k}" for k, n in m["layer_kinds"].items())
-    draft = f" + {m['draft']['num_layers']} {m['draft']['method']} draft layer(s)" if m["draft"] else ""
+    m, par, cache, gpu = report.model, report.parallel, report.cache, report.gpu
+    kinds = ", ".join(f"{n} {k}" for k, n in m.layer_kinds.items())
+    draft = f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft else ""
     head = Text()
-    head.append(f"{m['name']}", style="bold")
-    head.append(f" — vLLM {report['vllm_version']} (family {report['family']}) — "
-                f"TP {par['tensor_parallel_size']} × PP {par['pipeline_parallel_size']} "
-                f"(world {par['world_size']}), DP {par['data_parallel_size']}")
+    head.append(f"{m.name}", style="bold")
+    head.append(f" — vLLM {report.vllm_version} (family {report.family}) — "
+                f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
+                f"(world {par.world_size}), DP {par.data_parallel_size}")
     out.append(head)
 
-    lay = _table("Layout", "", "", header=False)
-    lay.add_row("layers", f"{m['num_layers']}: {kinds}{draft}")
-    lay.add_row("dtype / KV dtype", f"{m['dtype']} / {cache['kv_cache_dtype']}")
-    lay.add_row("block size", f"{gpu['attention_block_size']} tokens" + (
-        f" (Mamba {cache['mamba_block_size']}, mode {cache['mamba_cache_mode']})" if cache["mamba_cache_mode"] else ""))
-    if cache["kv_cache_memory"] is not None:
-        memory = ", ".join(_b(x) for x in cache["kv_cache_memory"])
-    elif cache["num_gpu_blocks_override"] is not None:
-        memory = f"not given (num_gpu_blocks_override {cache['num_gpu_blocks_override']:,})"
+    lay = _table(style, "Layout", "", "", header=False)
+    lay.add_row("layers", f"{m.num_layers}: {kinds}{draft}")
+    lay.add_row("dtype / KV dtype", f"{m.dtype} / {cache.kv_cache_dtype}")
+    lay.add_row("block size", f"{gpu.attention_block_size} tokens" + (
+        f" (Mamba {cache.mamba_block_size}, mode {cache.mamba_cache_mode})" if cache.mamba_cache_mode else ""))
+    if cache.kv_cache_memory is not None:
+        memory = ", ".join(_b(x) for x in cache.kv_cache_memory)
+    elif cache.num_gpu_blocks_override is not None:
+        memory = f"not given (num_gpu_blocks_override {cache.num_gpu_blocks_override:,})"
     else:
         memory = "not given: GPU block count unknown (--kv-cache-memory)"
     lay.add_row("KV memory per GPU", memory)
-    lay.add_row("max_model_len", f"{cache['max_model_len']:,} tokens")
-    lay.add_row("prefix caching", "on" if cache["enable_prefix_caching"] else "off")
-    lay.add_row("hybrid KV cache manager", cache["hybrid_kv_cache_manager_reason"])
+    lay.add_row("max_model_len", f"{cache.max_model_len:,} tokens")
+    lay.add_row("prefix caching", "on" if cache.enable_prefix_caching else "off")
+    lay.add_row("hybrid KV cache manager", cache.hybrid_kv_cache_manager_reason)
     out.append(lay)
 
-    fields = _table("Model fields (what each number rests on)", "field", "value", "from")
-    fields.add_row("layer kinds", kinds, m["layer_kinds_from"])
-    for f in m["fields"]:
-        value = f["value"]
+    fields = _table(style, "Model fields (what each number rests on)", "field", "value", "from")
+    fields.add_row("layer kinds", kinds, m.layer_kinds_from)
+    for f in m.fields:
+        value = f.value
         text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        if f["field"] == "num_kv_heads":
-            text += f" (model total; TP {par['tensor_parallel_size']})"
-        fields.add_row(f["field"], text, f["from"])
+        if f.field_ == "num_kv_heads":
+            text += f" (model total; TP {par.tensor_parallel_size})"
+        fields.add_row(f.field_, text, f.from_)
     out.append(fields)
 
-    groups = _table(f"KV cache groups ({gpu['grouping']})", "#", "kind", "block", "page", "layers")
-    for i, g in enumerate(gpu["groups"]):
-        kind = g["kind"]
-        if g.get("member_kinds"):
-            kind += " [" + " + ".join(g["member_kinds"]) + "]"
-        groups.add_row(str(i), kind, str(g["block_size"]), _b(g["page_size_bytes"]),
-                       f"{len(g['layers'])}: {collapse_layers(g['layers'])}")
+    groups = _table(style, f"KV cache groups ({gpu.grouping})", "#", "kind", "block", "page", "layers")
+    for i, g in enumerate(gpu.groups):
+        kind = g.kind
+        if g.member_kinds:
+            kind += " [" + " + ".join(g.member_kinds) + "]"
+        groups.add_row(str(i), kind, str(g.block_size), _b(g.page_size_bytes),
+                       f"{len(g.layers)}: {collapse_layers(g.layers)}")
     out.append(groups)
 
-    for w in gpu["workers"]:
-        title = f"KV cache tensors, PP stage {w['pp_rank']} (decoder layers {w['decoder_layers'][0]}–" \
-                f"{w['decoder_layers'][1] - 1}; each of its {par['tensor_parallel_size']} TP rank(s))"
-        tt = _table(title, "tensors", "size each", "shared by")
-        for count, size, names in _runs(w["tensors"]):
+    for w in gpu.workers:
+        title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
+                f"{w.decoder_layers[1] - 1}; each of its {par.tensor_parallel_size} TP rank(s))"
+        tt = _table(style, title, "tensors", "size each", "shared by")
+        for count, size, names in _runs(w.tensors):
             tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
-        tt.add_row("total", _b(w["total_bytes"]),
-                   f"{_n(w['num_blocks'])} blocks × {w['bytes_per_block']:,} B per block"
-                   + (f" (this stage alone: {w['num_blocks_before_min']:,})"
-                      if w["num_blocks_before_min"] != w["num_blocks"] else ""))
+        tt.add_row("total", _b(w.total_bytes),
+                   f"{_n(w.num_blocks)} blocks × {w.bytes_per_block:,} B per block"
+                   + (f" (this stage alone: {w.num_blocks_before_min:,})"
+                      if w.num_blocks_before_min != w.num_blocks else ""))
         out.append(tt)
 
-    g = _table(f"GPU (what vLLM logs, {gpu['log_family']})", "", "", header=False)
-    g.add_row("num_gpu_blocks", _n(gpu["num_blocks"]))
-    for line in gpu["log_lines"]:
+    g = _table(style, f"GPU (what vLLM logs, {gpu.log_family})", "", "", header=False)
+    g.add_row("num_gpu_blocks", _n(gpu.num_blocks))
+    for line in gpu.log_lines:
         g.add_row("log", line)
     out.append(g)
 
-    out.append(_offload_table(report))
-    bars = memory_bars(report)
+    out.append(_offload_table(report, style))
+    bars = memory_bars(report, style)
     if bars is not None:
         out.append(bars)
     out.append(Text(verdict(report)))
     return out
 
 
-def memory_bars(report: dict, width: int = 40) -> RenderableType | None:
+def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
     """A bar per memory tier of one engine: GPU KV cache, CPU pinned, CPU budget unused (selected release)."""
-    off, gpu = report["offload"], report["gpu"]
-    sel = off["selected"]
+    off, gpu = report.offload, report.gpu
+    sel = off.selected
     if sel is None:
         return None
-    world = report["parallel"]["world_size"]
-    gpu_bytes = sum(w["total_bytes"] for w in gpu["workers"]) * report["parallel"]["tensor_parallel_size"] \
-        if gpu["num_blocks"] is not None else None
-    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU pinned", sel["pinned_bytes_per_engine"]),
-             ("CPU budget unused", max(sel["unused_bytes"], 0))]
+    world = report.parallel.world_size
+    gpu_bytes = sum(w.total_bytes for w in gpu.workers) * report.parallel.tensor_parallel_size \
+        if gpu.num_blocks is not None else None
+    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU pinned", sel.pinned_bytes_per_engine),
+             ("CPU budget unused", max(sel.unused_bytes, 0))]
     top = max((b for _, b in tiers if b), default=0)
     if top == 0:
         return None
-    fill = "#" if _PLAIN["on"] else "█"
-    t = _table(f"Memory tiers, one engine ({world} worker(s))", "", "", "", header=False)
+    t = _table(style, f"Memory tiers, one engine ({world} worker(s))", "", "", "", header=False)
     for label, b in tiers:
         if b is None:
             t.add_row(label, "unknown (no KV memory given)", "")
             continue
         n = (b * width + top - 1) // top if b else 0  # ceiling: a non-zero tier shows at least one cell
-        t.add_row(label, (fill * n).ljust(width, "." if _PLAIN["on"] else " "), format_bytes(b))
+        t.add_row(label, (style.fill * n).ljust(width, style.empty), format_bytes(b))
     return t
 
 
-def _columns(report: dict) -> list[tuple[str, dict | None, str]]:
+def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
     """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
-    off = report["offload"]
-    cols = [("old 0.14.0–0.19.1", off["old"], "old"), ("fixed 0.20.0–0.22", off["fixed"], "fixed")]
-    if report["family"] not in ("old", "fixed"):
-        cols.append((f"{report['family']} {report['vllm_version']}", off["selected"], report["family"]))
+    off = report.offload
+    cols = [("old 0.14.0–0.19.1", off.old, "old"), ("fixed 0.20.0–0.22", off.fixed, "fixed")]
+    if report.family not in ("old", "fixed"):
+        cols.append((f"{report.family} {report.vllm_version}", off.selected, report.family))
     return cols
 
 
-def _offload_table(report: dict) -> RenderableType:
-    off = report["offload"]
-    title = (f"CPU offload: cpu_bytes_to_use = {_b(off['cpu_bytes_to_use'])}, from {off['cpu_bytes_source']!r}; "
-             f"offloaded block {off['block_size']} tokens (×{off['block_size_factor']})")
-    if off["startup_error"]:
-        return Group(Text(title, style="bold"), Text(f"startup failure: {off['startup_error']}", style="bold red"))
+def _offload_table(report: Report, style: Style) -> RenderableType:
+    off = report.offload
+    title = (f"CPU offload: cpu_bytes_to_use = {_b(off.cpu_bytes_to_use)}, from {off.cpu_bytes_source!r}; "
+             f"offloaded block {off.block_size} tokens (×{off.block_size_factor})")
+    if off.startup_error:
+        return Group(Text(title, style="bold"), Text(f"startup failure: {off.startup_error}", style="bold red"))
     cols = _columns(report)
-    t = _table(title, "", *(c[0] for c in cols))
+    t = _table(style, title, "", *(c[0] for c in cols))
     live = [c for c in cols if c[1] is not None]
 
     def row(label: str, get) -> None:
         t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
 
-    stages = range(len(live[0][1]["num_blocks_workers"])) if live else range(0)
-    row("bytes per CPU block/chunk, scheduler", lambda e: e["aligned_bytes"])
+    stages = range(len(live[0][1].num_blocks_workers)) if live else range(0)
+    row("bytes per CPU block/chunk, scheduler", lambda e: e.aligned_bytes)
     for i in stages:
-        row(f"bytes per CPU block/chunk, stage {i}", lambda e, i=i: e["kv_bytes_per_block_workers"][i]
-            * e["block_size_factor"])
-    t.add_row("copies of each block (world or 1)", *(str(e["copies"]) if e else "—" for _, e, _ in cols))
-    row("CPU blocks/chunks, scheduler", lambda e: e["num_blocks_scheduler"])
+        row(f"bytes per CPU block/chunk, stage {i}", lambda e, i=i: e.kv_bytes_per_block_workers[i]
+            * e.block_size_factor)
+    t.add_row("copies of each block (world or 1)", *(str(e.copies) if e else "—" for _, e, _ in cols))
+    row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
     for i in stages:
-        row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e["num_blocks_workers"][i])
-    row("CPU tokens, scheduler's count", lambda e: e["cpu_tokens_scheduler"])
-    row("CPU tokens every worker holds", lambda e: e["cpu_tokens_safe"])
+        row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e.num_blocks_workers[i])
+    row("CPU tokens, scheduler's count", lambda e: e.cpu_tokens_scheduler)
+    row("CPU tokens every worker holds", lambda e: e.cpu_tokens_safe)
     for i in stages:
-        row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e["pinned_bytes_per_worker"][i])
-    row("host bytes pinned, engine", lambda e: e["pinned_bytes_per_engine"])
-    row("budget unused (bytes)", lambda e: e["unused_bytes"])
-    dp = report["parallel"]["data_parallel_size"]
+        row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e.pinned_bytes_per_worker[i])
+    row("host bytes pinned, engine", lambda e: e.pinned_bytes_per_engine)
+    row("budget unused (bytes)", lambda e: e.unused_bytes)
+    dp = report.parallel.data_parallel_size
     if dp > 1:
-        row(f"host bytes pinned, {dp} DP replicas", lambda e: e["pinned_bytes_all_replicas"])
+        row(f"host bytes pinned, {dp} DP replicas", lambda e: e.pinned_bytes_all_replicas)
     if live and len(live) >= 2:
-        base = off["fixed"] or live[-1][1]
+        base = off.fixed or live[-1][1]
         t.add_row("CPU blocks, worst worker ÷ fixed", *(
-            _ratio(min(e["num_blocks_workers"]), min(base["num_blocks_workers"])) if e else "—" for _, e, _ in cols))
+            _ratio(min(e.num_blocks_workers), min(base.num_blocks_workers)) if e else "—" for _, e, _ in cols))
 
-    def oob(e: dict | None, fam: str) -> str:
+    def oob(e: FamilyEntry | None, fam: str) -> str:
         if e is None:
-            return f"fails at init: {off['errors'].get(fam, '')}"
-        ids = e["out_of_bounds_ids"]
-        return f"YES ids {ids['first']:,}–{ids['last']:,}" if ids else "no"
+            return f"fails at init: {off.errors.get(fam, '')}"
+        ids = e.out_of_bounds_ids
+        return f"YES ids {ids.first:,}–{ids.last:,}" if ids else "no"
 
     t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
     parts: list[RenderableType] = [t]
-    memo = "; ".join(f"{fam}: pins {format_bytes(e['pinned_bytes_per_engine'])}, "
-                     f"{format_bytes(e['unused_bytes'])} unused" for _, e, fam in cols if e)
+    memo = "; ".join(f"{fam}: pins {format_bytes(e.pinned_bytes_per_engine)}, "
+                     f"{format_bytes(e.unused_bytes)} unused" for _, e, fam in cols if e)
     parts.append(Text(memo))
     for _, e, fam in cols:
-        if e and e.get("note"):
-            parts.append(Text(f"{fam}: {e['note']}"))
+        if e and e.note:
+            parts.append(Text(f"{fam}: {e.note}"))
     return Group(*parts)
 
 
@@ -223,75 +234,74 @@ def _ratio(a: int, b: int) -> str:
     return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
 
 
-def verdict(report: dict) -> str:
+def verdict(report: Report) -> str:
     """The comparison in words, for the selected release."""
-    off = report["offload"]
-    v = report["vllm_version"]
-    if off["startup_error"]:
+    off = report.offload
+    v = report.vllm_version
+    if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
-    sel = off["selected"]
-    old, fixed = off["old"], off["fixed"]
-    unit = "CPU chunks" if sel["unit"] == "chunks" else "CPU blocks"
+    sel = off.selected
+    old, fixed = off.old, off.fixed
+    unit = "CPU chunks" if sel.unit == "chunks" else "CPU blocks"
     lines = []
-    if sel["num_blocks_scheduler"] == 0:
+    if sel.num_blocks_scheduler == 0:
         lines.append(f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing.")
-    elif sel["out_of_bounds"]:
-        ids = sel["out_of_bounds_ids"]
+    elif sel.out_of_bounds:
+        ids = sel.out_of_bounds_ids
         lines.append(
-            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel['num_blocks_scheduler']:,} {unit} but PP stage "
-            f"{ids['pp_rank']}'s workers allocated {sel['num_blocks_workers'][ids['pp_rank']]:,}: once more than that "
+            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.num_blocks_scheduler:,} {unit} but PP stage "
+            f"{ids.pp_rank}'s workers allocated {sel.num_blocks_workers[ids.pp_rank]:,}: once more than that "
             "many are offloaded, stores land out of bounds (crashes or corrupted KV)."
         )
     else:
-        lines.append(f"Verdict: safe on vLLM {v}: {sel['num_blocks_scheduler']:,} {unit} "
-                     f"({sel['cpu_tokens_scheduler']:,} tokens), {_b(sel['unused_bytes'])} of the budget unused.")
-    if old and fixed and (old["num_blocks_workers"] != fixed["num_blocks_workers"]
-                          or old["num_blocks_scheduler"] != fixed["num_blocks_scheduler"]):
-        if report["family"] == "old":
-            lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed['num_blocks_scheduler']:,} CPU blocks on every rank.")
+        lines.append(f"Verdict: safe on vLLM {v}: {sel.num_blocks_scheduler:,} {unit} "
+                     f"({sel.cpu_tokens_scheduler:,} tokens), {_b(sel.unused_bytes)} of the budget unused.")
+    if old and fixed and (old.num_blocks_workers != fixed.num_blocks_workers
+                          or old.num_blocks_scheduler != fixed.num_blocks_scheduler):
+        if report.family == "old":
+            lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed.num_blocks_scheduler:,} CPU blocks on every rank.")
         else:
-            lines.append(f"On 0.14.0–0.19.1 the same layout would get {old['num_blocks_scheduler']:,} scheduler / "
-                         f"{min(old['num_blocks_workers']):,} worker CPU blocks"
-                         + (" (out of bounds)." if old["out_of_bounds"] else "."))
+            lines.append(f"On 0.14.0–0.19.1 the same layout would get {old.num_blocks_scheduler:,} scheduler / "
+                         f"{min(old.num_blocks_workers):,} worker CPU blocks"
+                         + (" (out of bounds)." if old.out_of_bounds else "."))
     elif old and fixed:
         lines.append("Old and fixed formulas agree for this layout.")
     return " ".join(lines)
 
 
-def render_comparison(report: dict) -> RenderableType:
+def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     """--compare-versions: one column per release."""
-    rels = report["releases"]
-    t = _table("The same layout, release by release", "", *(r["vllm_version"] for r in rels))
+    rels = report.releases
+    t = _table(style, "The same layout, release by release", "", *(r.vllm_version for r in rels))
 
     def row(label: str, get) -> None:
         t.add_row(label, *(get(r) for r in rels))
 
     def off(key: str, fmt=_n):
-        return lambda r: fmt(r["offload"][key]) if r.get("offload") else "—"
+        return lambda r: fmt(getattr(r.offload, key)) if r.offload else "—"
 
-    row("family", lambda r: r["family"] or "refused")
-    row("hybrid KV cache manager", lambda r: "—" if r["family"] is None else ("on" if r["hybrid_kv_cache_manager"]
-                                                                              else "off"))
-    row("groups", lambda r: "—" if r["family"] is None else f"{r['num_groups']} ({r['grouping']})")
-    row("GPU blocks", lambda r: "—" if r["family"] is None else _n(r["gpu_num_blocks"]))
-    row("logged KV cache tokens", lambda r: "—" if r["family"] is None else _n(r["kv_cache_size_tokens"]))
+    row("family", lambda r: r.family or "refused")
+    row("hybrid KV cache manager", lambda r: "—" if r.family is None else ("on" if r.hybrid_kv_cache_manager
+                                                                           else "off"))
+    row("groups", lambda r: "—" if r.family is None else f"{r.num_groups} ({r.grouping})")
+    row("GPU blocks", lambda r: "—" if r.family is None else _n(r.gpu_num_blocks))
+    row("logged KV cache tokens", lambda r: "—" if r.family is None else _n(r.kv_cache_size_tokens))
     row("CPU blocks/chunks, scheduler", off("num_blocks_scheduler"))
-    row("CPU blocks/chunks, worst worker", lambda r: _n(min(r["offload"]["num_blocks_workers"]))
-        if r.get("offload") else "—")
+    row("CPU blocks/chunks, worst worker", lambda r: _n(min(r.offload.num_blocks_workers)) if r.offload else "—")
     row("copies", off("copies"))
     row("bytes per block/chunk (aligned)", off("aligned_bytes"))
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))
-    row("out of bounds", lambda r: ("YES" if r["offload"]["out_of_bounds"] else "no") if r.get("offload") else
+    row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
         "fails at startup")
-    notes = [Text(f"{r['vllm_version']}: {r['startup_error']}") for r in rels if r["startup_error"]]
-    notes += [Text(f"{r['vllm_version']}: {r['warning']}") for r in rels if r.get("warning")]
+    notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
+    notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
     return Group(t, *notes)
 
 
-def render_sizing(rows: list[dict], tokens: int | None, blocks: int | None) -> RenderableType:
+def render_sizing(rows: list[dict], tokens: int | None, blocks: int | None, style: Style = Style()) -> RenderableType:
     target = f"{tokens:,} CPU tokens" if tokens is not None else f"{blocks:,} CPU blocks"
-    t = _table(f"Smallest cpu_bytes_to_use holding {target}", "family", "release", "cpu_bytes_to_use",
+    t = _table(style, f"Smallest cpu_bytes_to_use holding {target}", "family", "release", "cpu_bytes_to_use",
                "GiB flag", "blocks", "tokens", "safe?")
     for col in t.columns[2:6]:
         col.no_wrap = True

@@ -1,6 +1,8 @@
-"""Plan -> one plain dict (ints, strings, lists): everything a renderer needs, nothing it must compute.
+"""Plan -> the typed report: frozen records for every section, built once, read by every renderer and gate.
 
-The JSON renderer dumps this dict as it is; the table renderer only formats it.
+The JSON output is `records.to_json(report)` (same keys as the record fields) and `kvcalc schema output` is
+generated from these classes and their field descriptions. Renderers, `--check` gates, `sweep` and `size`
+read these objects; nothing reads a section back by string keys.
 """
 
 from __future__ import annotations
@@ -9,68 +11,343 @@ import re
 from collections import Counter
 
 from . import __version__
+from .kinds import LayerKind
 from .plan import Plan
+from .records import field, record
 from .specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
 from .versions import FAMILIES
 
 SCHEMA_VERSION = 1
 
 
-def spec_summary(spec: KVCacheSpec) -> dict:
-    out = {"kind": spec.kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
+# ---------------------------------------------------------------------------------------------------------
+# Sections
+
+@record
+class ModelField:
+    """One model field a number rests on, and where its value came from."""
+
+    field_: str = field("the layout key (under model., or cache. for Mamba state dtypes)")
+    value: int | str | list[int] = field("its value; a list when layers differ")
+    from_: str = field("the config key, flag or 'layout file' it came from")
+
+
+@record
+class DraftSummary:
+    """The speculative-decoding drafter whose layers sit on the last PP stage."""
+
+    method: str = field("eagle, eagle3 or mtp")
+    num_layers: int = field("drafter (or MTP) layers added after the target's")
+
+
+@record
+class ModelSection:
+    """The model as kvcalc read it."""
+
+    name: str = field("free text from the layout or config")
+    num_layers: int = field("decoder layers of the target model")
+    dtype: str = field("torch dtype the model is served in")
+    layer_kinds: dict[str, int] = field("decoder layers per layer kind")
+    layer_kinds_from: str = field("where the layer kinds came from")
+    fields: list[ModelField] = field("every model field the numbers rest on, with its source")
+    draft: DraftSummary | None = field("the drafter, or null")
+
+
+@record
+class ParallelSection:
+    """One engine's parallelism."""
+
+    tensor_parallel_size: int = field("TP")
+    pipeline_parallel_size: int = field("PP")
+    data_parallel_size: int = field("DP: engines, each with its own CPU pool")
+    world_size: int = field("vLLM's world_size: PP x TP, times DP under external_launcher")
+
+
+@record
+class CacheSection:
+    """Cache settings as the selected release settles them."""
+
+    kv_cache_dtype: str = field("vLLM's --kv-cache-dtype string")
+    kv_cache_memory: list[int] | None = field("KV memory per GPU in bytes (one value, or one per worker)")
+    num_gpu_blocks_override: int | None = field("--num-gpu-blocks-override")
+    max_model_len: int = field("tokens of the longest request")
+    max_num_batched_tokens: int = field("tokens per scheduler step")
+    enable_prefix_caching: bool = field("prefix caching on, after vLLM's default")
+    mamba_cache_mode: str | None = field("Mamba cache mode (none | align | all); null without Mamba layers")
+    mamba_block_size: int | None = field("Mamba group block size in tokens")
+    hybrid_kv_cache_manager: bool = field("the hybrid KV cache manager is on")
+    hybrid_kv_cache_manager_reason: str = field("why it is on or off")
+
+
+@record
+class SpecSummary:
+    """A KV cache spec: its kind, block size and page, and the fields of that kind."""
+
+    kind: str = field("full_attention | sliding_attention | chunked_attention | mla | mla_indexer | mamba | "
+                      "uniform_type | cross_attention")
+    block_size: int = field("tokens per GPU block of this spec")
+    page_size_bytes: int = field("bytes one layer of this spec needs per GPU block")
+    member_kinds: list[str] | None = field("uniform_type: the member specs' kinds", omit_if_none=True)
+    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True)
+    state_shapes: list[list[int]] | None = field("mamba: per-sequence state shapes", omit_if_none=True)
+    state_dtypes: list[str] | None = field("mamba: their dtypes", omit_if_none=True)
+    real_page_size_bytes: int | None = field("mamba: the page before padding", omit_if_none=True)
+    num_kv_heads: int | None = field("attention: KV heads per rank", omit_if_none=True)
+    head_size: int | None = field("attention: key head size", omit_if_none=True)
+    dtype: str | None = field("attention: element dtype", omit_if_none=True)
+    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True)
+    attention_chunk_size: int | None = field("chunked local attention chunk", omit_if_none=True)
+    cache_dtype_str: str | None = field("MLA: the cache-dtype string", omit_if_none=True)
+
+
+@record
+class GroupSummary(SpecSummary):
+    """A KV cache group: its spec and its layers."""
+
+    layers: list[str] = field("vLLM's layer names, in registration order")
+
+
+@record
+class TensorEntry:
+    """One KV cache tensor of a worker."""
+
+    size: int | None = field("bytes; null when the GPU block count is unknown")
+    page_bytes: int = field("bytes per GPU block")
+    shared_by: list[str] = field("the layers that view it")
+
+
+@record
+class BackingAllocation:
+    """0.30+: the one GPU allocation the tensors are views of."""
+
+    bytes_per_block: int = field("bytes per GPU block")
+    size: int | None = field("bytes")
+
+
+@record
+class WorkerSection:
+    """One PP stage's workers (its TP ranks are identical)."""
+
+    pp_rank: int = field("pipeline stage")
+    decoder_layers: list[int] = field("[first, end) decoder layer indices")
+    num_blocks: int | None = field("GPU blocks after the min over workers")
+    num_blocks_before_min: int | None = field("this stage's own GPU block count")
+    bytes_per_block: int = field("b_w: the stage's bytes per GPU block")
+    total_bytes: int | None = field("KV cache bytes on one GPU")
+    tensors: list[TensorEntry] = field("vLLM's KVCacheTensor list")
+    backing_allocation: BackingAllocation | None = field("0.30+: the single backing allocation; else null")
+
+
+@record
+class GpuSection:
+    """The GPU KV cache vLLM builds, and what it logs."""
+
+    block_size: int = field("the engine's block size: the smallest group block size")
+    attention_block_size: int = field("attention block size after defaults and the hybrid bump")
+    num_blocks: int | None = field("GPU blocks (null without KV memory)")
+    kv_cache_size_tokens: int | None = field("the logged 'GPU KV cache size' in tokens")
+    max_concurrency: float | None = field("the logged maximum concurrency")
+    log_family: str = field("L1 | L2 | L3: which log formulas the release uses")
+    log_lines: list[str] = field("the lines vLLM logs")
+    grouping: str = field("empty | uniform | uniform_type | hybrid")
+    groups: list[GroupSummary] = field("KV cache groups")
+    scheduler_groups: list[SpecSummary] = field("rank 0's groups as the scheduler sees them (UniformType flattened)")
+    workers: list[WorkerSection] = field("one per PP stage")
+
+
+@record
+class OutOfBoundsIds:
+    """CPU ids the scheduler may hand out that a worker never allocated."""
+
+    pp_rank: int = field("the worst stage")
+    first: int = field("first bad id")
+    last: int = field("last bad id")
+
+
+@record
+class FamilyEntry:
+    """One release family's CPU count on this layout (scheduler and every stage)."""
+
+    family: str = field("family id")
+    versions: str = field("its releases")
+    kv_bytes_per_block: int = field("scheduler: bytes per GPU block x copies")
+    kv_bytes_per_offloaded_block: int = field("scheduler: bytes per CPU block/chunk before alignment")
+    num_blocks_scheduler: int = field("CPU blocks/chunks the scheduler hands out")
+    num_blocks_workers: list[int] = field("CPU blocks/chunks each PP stage's workers allocate")
+    kv_bytes_per_block_workers: list[int] = field("per stage: bytes per GPU block x copies")
+    cpu_tokens_scheduler: int = field("tokens the scheduler believes it holds")
+    cpu_tokens_safe: int = field("tokens every worker has room for")
+    out_of_bounds: bool = field("the scheduler can hand out ids a worker lacks")
+    out_of_bounds_ids: OutOfBoundsIds | None = field("the bad id range, or null")
+    pinned_bytes_per_worker: list[int] = field("host bytes pinned per worker, per stage")
+    pinned_bytes_per_engine: int = field("host bytes pinned by one engine")
+    pinned_bytes_all_replicas: int = field("x DP")
+    unused_bytes: int = field("budget minus pinned")
+    wasted_bytes_per_worker: list[int] = field("rows a worker pinned that the scheduler never uses, per stage")
+    note: str | None = field("how this family's own releases would lay the model out, when that differs")
+    unit: str = field("blocks | chunks")
+    block_size_factor: int = field("offloaded block / GPU block (blocks_per_chunk from 0.26)")
+    copies: int = field("copies of each block: world size, or 1 for replicated MLA")
+    replicated: bool = field("MLA stored once (0.28+)")
+    alignment: int = field("bytes each CPU chunk is rounded up to")
+    aligned_bytes: int = field("scheduler: bytes per CPU block/chunk after alignment")
+    padding_bytes: int = field("aligned minus unaligned")
+    shared_region: bool = field("one shared host region per engine (0.28+)")
+    vllm_version: str | None = field("with --compare-versions: the release standing for the family",
+                                     omit_if_none=True)
+
+
+@record
+class OffloadSection:
+    """The native offloading connector's CPU pool."""
+
+    cpu_bytes_to_use: int = field("the CPU budget of one engine, bytes")
+    cpu_bytes_source: str = field("what the budget was given as")
+    block_size: int = field("offloaded block size in tokens (selected family)")
+    block_size_factor: int = field("offloaded block / GPU block")
+    startup_error: str | None = field("why the selected release's connector fails at start-up, or null")
+    selected: FamilyEntry | None = field("the selected release's family entry")
+    errors: dict[str, str] = field("family id -> why that family's connector fails at init")
+    old: FamilyEntry | None = field("the 0.14.0-0.19.1 formula on this layout")
+    fixed: FamilyEntry | None = field("the 0.20.0+ formula on this layout")
+    out_of_bounds: bool = field("the selected release goes out of bounds")
+    pinned_bytes_per_engine: int | None = field("selected: host bytes pinned by one engine")
+    unused_bytes: int | None = field("selected: budget minus pinned")
+    data_parallel_size: int = field("engines")
+    cpu_bytes_all_replicas: int = field("budget x DP")
+    families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
+                                                    omit_if_none=True)
+
+
+@record
+class Check:
+    """One --check gate."""
+
+    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | "
+                      "min_cpu_tokens")
+    passed: bool = field("the gate passed")
+    reason: str = field("why, with the numbers")
+
+
+@record
+class PlannedRelease:
+    """One column of --compare-versions: what that release builds and how many CPU blocks it gets."""
+
+    vllm_version: str = field("release")
+    family: str = field("its family")
+    warning: str | None = field("a note on how the release was modelled")
+    hybrid_kv_cache_manager: bool = field("HMA on")
+    grouping: str = field("grouping rule")
+    num_groups: int = field("KV cache groups")
+    gpu_num_blocks: int | None = field("GPU blocks")
+    kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
+    max_concurrency: float | None = field("logged maximum concurrency")
+    startup_error: str | None = field("why its offloading connector fails at start-up, or null")
+    offload: FamilyEntry | None = field("its family entry")
+
+
+@record
+class RefusedRelease:
+    """A --compare-versions release that refuses the layout before any number exists."""
+
+    vllm_version: str = field("release")
+    family: None = field("null: refused")
+    startup_error: str = field("the refusal")
+    offload: None = field("null")
+
+
+@record
+class VerifySection:
+    """--verify: the tensors rebuilt on torch's meta device."""
+
+    ok: bool = field("every view tiles its tensor")
+    torch_version: str = field("torch used")
+    tensors_checked: int = field("tensors rebuilt")
+    views_checked: int = field("layer views checked")
+    summary: str = field("one line")
+
+
+@record
+class Report:
+    """kvcalc plan --format json, schema version 1."""
+
+    schema_version: int = field("1")
+    kvcalc_version: str = field("kvcalc release")
+    source: str = field("the input file")
+    vllm_version: str = field("the selected vLLM release")
+    family: str = field("old | fixed | packed | config | replicated | single-alloc")
+    model: ModelSection = field("the model")
+    parallel: ParallelSection = field("parallelism")
+    cache: CacheSection = field("cache settings")
+    gpu: GpuSection = field("the GPU KV cache")
+    offload: OffloadSection = field("the CPU offload pool")
+    notes: list[str] = field("informational notes (also on stderr)")
+    warnings: list[str] = field("things to act on (also on stderr)")
+    checks: list[Check] | None = field("with --check: the gates", omit_if_none=True)
+    releases: list[PlannedRelease | RefusedRelease] | None = field("with --compare-versions: one entry per release",
+                                                                    omit_if_none=True)
+    verify: VerifySection | None = field("with --verify", omit_if_none=True)
+
+
+@record
+class RefusedReport:
+    """kvcalc plan --check --format json when the selected release refuses the layout at start-up."""
+
+    schema_version: int = field("1")
+    vllm_version: str = field("the selected vLLM release")
+    source: str = field("the input file")
+    checks: list[Check] = field("the failed startup gate")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Builders
+
+def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
+    kw: dict = {"kind": spec.kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
     if isinstance(spec, UniformTypeKVCacheSpecs):
-        out["member_kinds"] = sorted({s.kind for s in spec.distinct_specs})
-        out["member_pages"] = sorted({s.page_size_bytes for s in spec.distinct_specs})
+        kw["member_kinds"] = sorted({s.kind for s in spec.distinct_specs})
+        kw["member_pages"] = sorted({s.page_size_bytes for s in spec.distinct_specs})
     elif isinstance(spec, MambaSpec):
-        out["state_shapes"] = [list(s) for s in spec.shapes]
-        out["state_dtypes"] = list(spec.dtypes)
-        out["real_page_size_bytes"] = spec.real_page_size_bytes
+        kw["state_shapes"] = [list(s) for s in spec.shapes]
+        kw["state_dtypes"] = list(spec.dtypes)
+        kw["real_page_size_bytes"] = spec.real_page_size_bytes
     else:
-        out["num_kv_heads"] = spec.num_kv_heads
-        out["head_size"] = spec.head_size
-        out["dtype"] = spec.dtype
-        for key in ("sliding_window", "attention_chunk_size", "cache_dtype_str"):
-            if getattr(spec, key, None) is not None:
-                out[key] = getattr(spec, key)
-    return out
+        kw.update(num_kv_heads=spec.num_kv_heads, head_size=spec.head_size, dtype=spec.dtype,
+                  sliding_window=getattr(spec, "sliding_window", None),
+                  attention_chunk_size=getattr(spec, "attention_chunk_size", None),
+                  cache_dtype_str=getattr(spec, "cache_dtype_str", None))
+    return cls(**kw, **extra)
 
 
-def formula_entry(plan: Plan, name: str) -> dict | None:
-    """One family's CPU count on this plan: the keys of `old`/`fixed` plus copies, alignment, padding."""
+def family_entry(plan: Plan, name: str, *, with_note: bool = True) -> FamilyEntry | None:
+    """One family's CPU count on this plan. `with_note` plans the model a second time when the family's own
+    releases would lay it out differently (only reports that show the note ask for it)."""
     r = plan.offload.results.get(name)
     if r is None:
         return None
     fam = FAMILIES[name]
     worst = min((s for s in r.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks, default=None)
     dp = plan.layout.parallel.data_parallel_size
-    return {
-        "family": fam.id,
-        "versions": fam.versions,
-        "kv_bytes_per_block": r.scheduler.kv_bytes_per_block,
-        "kv_bytes_per_offloaded_block": r.scheduler.kv_bytes_per_offloaded_block,
-        "num_blocks_scheduler": r.scheduler.num_blocks,
-        "num_blocks_workers": [s.count.num_blocks for s in r.stages],
-        "kv_bytes_per_block_workers": [s.count.kv_bytes_per_block for s in r.stages],
-        "cpu_tokens_scheduler": r.tokens_scheduler,
-        "cpu_tokens_safe": r.tokens_safe,
-        "out_of_bounds": r.out_of_bounds,
-        "out_of_bounds_ids": None if worst is None else {
-            "pp_rank": worst.pp_rank, "first": worst.bad_ids[0], "last": worst.bad_ids[1]},
-        "pinned_bytes_per_worker": [s.pinned_bytes_per_worker for s in r.stages],
-        "pinned_bytes_per_engine": r.pinned_bytes_per_engine,
-        "pinned_bytes_all_replicas": r.pinned_bytes_per_engine * dp,
-        "unused_bytes": r.unused_bytes,
-        "wasted_bytes_per_worker": [s.wasted_bytes_per_worker for s in r.stages],
-        "note": plan.formula_notes.get(name),
-        "unit": "chunks" if r.chunks else "blocks",
-        "block_size_factor": r.factor,
-        "copies": r.scheduler.copies,
-        "replicated": r.replicated,
-        "alignment": FAMILIES[name].rule.alignment,
-        "aligned_bytes": r.scheduler.aligned_bytes,
-        "padding_bytes": r.scheduler.padding_bytes,
-        "shared_region": r.shared_region,
-    }
+    return FamilyEntry(
+        family=fam.id, versions=fam.versions,
+        kv_bytes_per_block=r.scheduler.kv_bytes_per_block,
+        kv_bytes_per_offloaded_block=r.scheduler.kv_bytes_per_offloaded_block,
+        num_blocks_scheduler=r.scheduler.num_blocks,
+        num_blocks_workers=[s.count.num_blocks for s in r.stages],
+        kv_bytes_per_block_workers=[s.count.kv_bytes_per_block for s in r.stages],
+        cpu_tokens_scheduler=r.tokens_scheduler, cpu_tokens_safe=r.tokens_safe, out_of_bounds=r.out_of_bounds,
+        out_of_bounds_ids=None if worst is None else OutOfBoundsIds(pp_rank=worst.pp_rank, first=worst.bad_ids[0],
+                                                                    last=worst.bad_ids[1]),
+        pinned_bytes_per_worker=[s.pinned_bytes_per_worker for s in r.stages],
+        pinned_bytes_per_engine=r.pinned_bytes_per_engine,
+        pinned_bytes_all_replicas=r.pinned_bytes_per_engine * dp,
+        unused_bytes=r.unused_bytes,
+        wasted_bytes_per_worker=[s.wasted_bytes_per_worker for s in r.stages],
+        note=plan.formula_notes.get(name) if with_note else None,
+        unit="chunks" if r.chunks else "blocks", block_size_factor=r.factor, copies=r.scheduler.copies,
+        replicated=r.replicated, alignment=fam.rule.alignment, aligned_bytes=r.scheduler.aligned_bytes,
+        padding_bytes=r.scheduler.padding_bytes, shared_region=r.shared_region,
+    )
 
 
 def _one(values: tuple) -> object:
@@ -78,14 +355,12 @@ def _one(values: tuple) -> object:
     return values[0] if len(set(values)) == 1 else list(values)
 
 
-def model_fields(plan: Plan) -> list[dict]:
+def model_fields(plan: Plan) -> list[ModelField]:
     """The model fields the numbers rest on, with where each came from, for checking against a config."""
     m = plan.layout.model
     prov = dict(plan.layout.provenance)
-    kinds = m.layer_types
     rows: list[tuple[str, object]] = [("dtype", m.dtype)]
-    attn = [i for i, k in enumerate(kinds) if k in ("full_attention", "sliding_attention", "chunked_attention",
-                                                     "full_attention+mamba")]
+    attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     if attn:
         rows += [("num_kv_heads", _one(tuple(m.num_kv_heads[i] for i in attn))),
                  ("head_size", _one(tuple(m.head_size[i] for i in attn)))]
@@ -100,104 +375,130 @@ def model_fields(plan: Plan) -> list[dict]:
     if m.draft is not None:
         rows += [(f"draft.{k}", getattr(m.draft, k)) for k in ("method", "num_layers", "num_kv_heads", "head_size")
                  if getattr(m.draft, k) is not None]
-    out = [{"field": k, "value": v, "from": prov.get(f"model.{k}", "layout file")} for k, v in rows]
+    out = [ModelField(field_=k, value=v, from_=prov.get(f"model.{k}", "layout file")) for k, v in rows]
     if m.mamba is not None:
         for key in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
             value = getattr(plan.layout.cache, key)
-            out.append({"field": f"cache.{key}", "value": value,
-                        "from": prov.get(f"cache.{key}", "layout file" if value != "auto" else "default")})
+            out.append(ModelField(field_=f"cache.{key}", value=value,
+                                  from_=prov.get(f"cache.{key}", "layout file" if value != "auto" else "default")))
     return out
 
 
-def build_report(plan: Plan) -> dict:
-    lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
-    gpu, off = plan.gpu, plan.offload
-    kinds = Counter(lay.model.layer_types)
-    selected = formula_entry(plan, plan.selected)
-    old, fixed = formula_entry(plan, "old"), formula_entry(plan, "fixed")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kvcalc_version": __version__,
-        "source": lay.source,
-        "vllm_version": plan.behaviour.version,
-        "family": plan.behaviour.family.id,
-        "model": {
-            "name": lay.model.name,
-            "num_layers": lay.model.num_layers,
-            "dtype": lay.model.dtype,
-            "layer_kinds": dict(sorted(kinds.items())),
-            "layer_kinds_from": dict(plan.layout.provenance).get("model.layer_types", "layout file"),
-            "fields": model_fields(plan),
-            "draft": None if lay.model.draft is None else {
-                "method": lay.model.draft.method, "num_layers": lay.model.draft.num_layers},
-        },
-        "parallel": {
-            "tensor_parallel_size": par.tensor_parallel_size,
-            "pipeline_parallel_size": par.pipeline_parallel_size,
-            "data_parallel_size": par.data_parallel_size,
-            "world_size": par.world_size,
-        },
-        "cache": {
-            "kv_cache_dtype": cache.kv_cache_dtype,
-            "kv_cache_memory": None if cache.kv_cache_memory is None else list(cache.kv_cache_memory),
-            "num_gpu_blocks_override": cache.num_gpu_blocks_override,
-            "max_model_len": cache.max_model_len,
-            "max_num_batched_tokens": cache.max_num_batched_tokens,
-            "enable_prefix_caching": plan.layers.enable_prefix_caching,
-            "mamba_cache_mode": plan.layers.mamba_cache_mode if lay.model.has_mamba else None,
-            "mamba_block_size": plan.layers.mamba_block_size,
-            "hybrid_kv_cache_manager": plan.hma_enabled,
-            "hybrid_kv_cache_manager_reason": plan.hma_reason,
-        },
-        "gpu": {
-            "block_size": gpu.hash_block_size,  # the engine's block size: the smallest group block size
-            "attention_block_size": plan.layers.block_size,
-            "num_blocks": gpu.num_blocks,
-            "kv_cache_size_tokens": None if plan.logs is None else plan.logs.kv_cache_size_tokens,
-            "max_concurrency": None if plan.logs is None else plan.logs.max_concurrency,
-            "log_family": plan.behaviour.log_family,
-            "log_lines": [] if plan.logs is None else list(plan.logs.lines),
-            "grouping": plan.grouping.rule,
-            "groups": [dict(spec_summary(g.spec), layers=list(g.layer_names)) for g in plan.grouping.groups],
-            "scheduler_groups": [spec_summary(g.spec) for g in gpu.scheduler_groups],
-            "workers": [
-                {
-                    "pp_rank": w.pp_rank,
-                    "decoder_layers": list(plan.layers.stages[w.pp_rank].decoder_layers),
-                    "num_blocks": w.num_blocks,
-                    "num_blocks_before_min": w.num_blocks_before_min,
-                    "bytes_per_block": w.bytes_per_block,
-                    "total_bytes": w.total_bytes,
-                    "tensors": [{"size": t.size, "page_bytes": t.page_bytes, "shared_by": list(t.shared_by)}
-                                for t in w.tensors],
-                    # 0.30+: the tensors above are per-layer views inside one backing allocation, and vLLM's
-                    # KVCacheTensor entries each carry that allocation's total size.
-                    "backing_allocation": {"bytes_per_block": w.bytes_per_block, "size": w.total_bytes}
-                    if plan.behaviour.rule.single_allocation else None,
-                }
-                for w in gpu.workers
-            ],
-        },
-        "offload": {
-            "cpu_bytes_to_use": off.cpu_bytes_to_use,
-            "cpu_bytes_source": lay.offload.cpu_bytes_source,
-            "block_size": off.block_size,
-            "block_size_factor": off.block_size_factor,
-            "startup_error": off.startup_error,
-            "selected": selected,
-            "errors": dict(plan.offload.errors),
-            "old": old,
-            "fixed": fixed,
-            "out_of_bounds": bool(selected and selected["out_of_bounds"]),
-            "pinned_bytes_per_engine": None if selected is None else selected["pinned_bytes_per_engine"],
-            "unused_bytes": None if selected is None else selected["unused_bytes"],
-            "data_parallel_size": par.data_parallel_size,
-            "cpu_bytes_all_replicas": off.cpu_bytes_to_use * par.data_parallel_size,
-        },
-        "notes": list(plan.notes),
-        "warnings": list(plan.warnings),
-    }
+def gpu_section(plan: Plan) -> GpuSection:
+    gpu = plan.gpu
+    single = plan.behaviour.rule.single_allocation
+    return GpuSection(
+        block_size=gpu.hash_block_size, attention_block_size=plan.layers.block_size, num_blocks=gpu.num_blocks,
+        kv_cache_size_tokens=None if plan.logs is None else plan.logs.kv_cache_size_tokens,
+        max_concurrency=None if plan.logs is None else plan.logs.max_concurrency,
+        log_family=plan.behaviour.log_family, log_lines=[] if plan.logs is None else list(plan.logs.lines),
+        grouping=plan.grouping.rule,
+        groups=[spec_summary(g.spec, GroupSummary, layers=list(g.layer_names)) for g in plan.grouping.groups],
+        scheduler_groups=[spec_summary(g.spec) for g in gpu.scheduler_groups],
+        workers=[
+            WorkerSection(
+                pp_rank=w.pp_rank, decoder_layers=list(plan.layers.stages[w.pp_rank].decoder_layers),
+                num_blocks=w.num_blocks, num_blocks_before_min=w.num_blocks_before_min,
+                bytes_per_block=w.bytes_per_block, total_bytes=w.total_bytes,
+                tensors=[TensorEntry(size=t.size, page_bytes=t.page_bytes, shared_by=list(t.shared_by))
+                         for t in w.tensors],
+                # 0.30+: the tensors above are per-layer views inside one backing allocation, and vLLM's
+                # KVCacheTensor entries each carry that allocation's total size.
+                backing_allocation=BackingAllocation(bytes_per_block=w.bytes_per_block, size=w.total_bytes)
+                if single else None,
+            )
+            for w in gpu.workers
+        ],
+    )
 
+
+def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, FamilyEntry] | None = None
+                    ) -> OffloadSection:
+    off, par = plan.offload, plan.layout.parallel
+    selected = family_entry(plan, plan.selected, with_note=with_notes)
+    entries = {name: (selected if name == plan.selected else family_entry(plan, name, with_note=with_notes))
+               for name in ("old", "fixed")}
+    return OffloadSection(
+        cpu_bytes_to_use=off.cpu_bytes_to_use, cpu_bytes_source=plan.layout.offload.cpu_bytes_source,
+        block_size=off.block_size, block_size_factor=off.block_size_factor, startup_error=off.startup_error,
+        selected=selected, errors=dict(off.errors), old=entries["old"], fixed=entries["fixed"],
+        out_of_bounds=bool(selected and selected.out_of_bounds),
+        pinned_bytes_per_engine=None if selected is None else selected.pinned_bytes_per_engine,
+        unused_bytes=None if selected is None else selected.unused_bytes,
+        data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=off.cpu_bytes_to_use * par.data_parallel_size,
+        families=families,
+    )
+
+
+def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
+    """One column of --compare-versions."""
+    if not isinstance(result, Plan):
+        return RefusedRelease(vllm_version=version, family=None, startup_error=result.one_line(), offload=None)
+    return PlannedRelease(
+        vllm_version=version, family=result.behaviour.family.id, warning=result.behaviour.warning,
+        hybrid_kv_cache_manager=result.hma_enabled, grouping=result.grouping.rule,
+        num_groups=len(result.grouping.groups), gpu_num_blocks=result.gpu.num_blocks,
+        kv_cache_size_tokens=None if result.logs is None else result.logs.kv_cache_size_tokens,
+        max_concurrency=None if result.logs is None else result.logs.max_concurrency,
+        startup_error=result.offload.startup_error, offload=family_entry(result, result.selected),
+    )
+
+
+def build_report(plan: Plan, *, releases: list[tuple[str, object]] | None = None, gates=None,
+                 verify: VerifySection | None = None) -> Report:
+    """The report, built once. `releases` (from plan.compare) adds the comparison; `gates` is a callable
+    (gpu section, offload section, parallel section) -> checks, evaluated on the sections before assembly."""
+    lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
+    kinds = Counter(lay.model.layer_types)
+    rel = None
+    families = None
+    if releases is not None:
+        rel = [release_entry(v, r) for v, r in releases]
+        families = {}
+        for e in rel:
+            if isinstance(e, PlannedRelease) and e.offload is not None:
+                families[e.family] = _with_version(e.offload, e.vllm_version)
+    gpu = gpu_section(plan)
+    offload = offload_section(plan, families=families)
+    parallel = ParallelSection(tensor_parallel_size=par.tensor_parallel_size,
+                               pipeline_parallel_size=par.pipeline_parallel_size,
+                               data_parallel_size=par.data_parallel_size, world_size=par.world_size)
+    return Report(
+        schema_version=SCHEMA_VERSION, kvcalc_version=__version__, source=lay.source,
+        vllm_version=plan.behaviour.version, family=plan.behaviour.family.id,
+        model=ModelSection(
+            name=lay.model.name, num_layers=lay.model.num_layers, dtype=lay.model.dtype,
+            layer_kinds={k.value: n for k, n in sorted(kinds.items())},
+            layer_kinds_from=dict(lay.provenance).get("model.layer_types", "layout file"),
+            fields=model_fields(plan),
+            draft=None if lay.model.draft is None else DraftSummary(method=lay.model.draft.method,
+                                                                    num_layers=lay.model.draft.num_layers),
+        ),
+        parallel=parallel,
+        cache=CacheSection(
+            kv_cache_dtype=cache.kv_cache_dtype,
+            kv_cache_memory=None if cache.kv_cache_memory is None else list(cache.kv_cache_memory),
+            num_gpu_blocks_override=cache.num_gpu_blocks_override, max_model_len=cache.max_model_len,
+            max_num_batched_tokens=cache.max_num_batched_tokens,
+            enable_prefix_caching=plan.layers.enable_prefix_caching,
+            mamba_cache_mode=plan.layers.mamba_cache_mode if lay.model.has_mamba else None,
+            mamba_block_size=plan.layers.mamba_block_size, hybrid_kv_cache_manager=plan.hma_enabled,
+            hybrid_kv_cache_manager_reason=plan.hma_reason,
+        ),
+        gpu=gpu, offload=offload, notes=list(plan.notes), warnings=list(plan.warnings),
+        checks=None if gates is None else gates(gpu, offload, parallel, plan.behaviour.version),
+        releases=rel, verify=verify,
+    )
+
+
+def _with_version(entry: FamilyEntry, version: str) -> FamilyEntry:
+    from .records import replace
+
+    return replace(entry, vllm_version=version)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Layer-name ranges for people
 
 _LAYER_RE = r"^model\.layers\.(\d+)\.(.+)$"
 
@@ -241,34 +542,3 @@ def _ranges(idx: list[int]) -> str:
             out.append(str(idx[i]))
             i += 1
     return ", ".join(out)
-
-
-def release_entry(version: str, result) -> dict:
-    """One column of --compare-versions: what that release builds and how many CPU blocks it gets."""
-    if not isinstance(result, Plan):
-        return {"vllm_version": version, "family": None, "startup_error": result.one_line(), "offload": None}
-    entry = formula_entry(result, result.selected)
-    return {
-        "vllm_version": version,
-        "family": result.behaviour.family.id,
-        "warning": result.behaviour.warning,
-        "hybrid_kv_cache_manager": result.hma_enabled,
-        "grouping": result.grouping.rule,
-        "num_groups": len(result.grouping.groups),
-        "gpu_num_blocks": result.gpu.num_blocks,
-        "kv_cache_size_tokens": None if result.logs is None else result.logs.kv_cache_size_tokens,
-        "max_concurrency": None if result.logs is None else result.logs.max_concurrency,
-        "startup_error": result.offload.startup_error,
-        "offload": entry,
-    }
-
-
-def add_comparison(report: dict, releases: list[tuple[str, object]]) -> dict:
-    entries = [release_entry(v, r) for v, r in releases]
-    report["releases"] = entries
-    families: dict[str, dict] = {}
-    for e in entries:
-        if e["family"] and e["offload"] is not None:
-            families[e["family"]] = dict(e["offload"], vllm_version=e["vllm_version"])
-    report["offload"]["families"] = families
-    return report

@@ -73,58 +73,12 @@ def layout_schema() -> dict:
 
 
 def output_schema() -> dict:
-    ints = {"type": "array", "items": _INT}
-    maybe_int = {"type": ["integer", "null"]}
-    entry = {
-        "type": ["object", "null"],
-        "required": ["family", "kv_bytes_per_block", "kv_bytes_per_offloaded_block", "num_blocks_scheduler",
-                     "num_blocks_workers", "out_of_bounds", "pinned_bytes_per_engine", "unused_bytes", "copies",
-                     "alignment", "padding_bytes", "unit"],
-        "properties": {
-            "family": {"type": "string"}, "kv_bytes_per_block": _INT, "kv_bytes_per_offloaded_block": _INT,
-            "num_blocks_scheduler": _INT, "num_blocks_workers": ints, "kv_bytes_per_block_workers": ints,
-            "cpu_tokens_scheduler": _INT, "cpu_tokens_safe": _INT, "out_of_bounds": {"type": "boolean"},
-            "pinned_bytes_per_worker": ints, "pinned_bytes_per_engine": _INT, "unused_bytes": {"type": "integer"},
-            "copies": _POS, "alignment": _POS, "padding_bytes": _INT, "unit": {"enum": ["blocks", "chunks"]},
-        },
-    }
-    worker = {"type": "object", "required": ["pp_rank", "num_blocks", "bytes_per_block", "tensors"],
-              "properties": {"pp_rank": _INT, "num_blocks": maybe_int, "bytes_per_block": _INT,
-                             "tensors": {"type": "array", "items": {
-                                 "type": "object", "required": ["size", "shared_by"],
-                                 "properties": {"size": maybe_int, "page_bytes": _INT,
-                                                "shared_by": {"type": "array", "items": {"type": "string"}}}}}}}
-    group = {"type": "object", "required": ["kind", "block_size", "page_size_bytes", "layers"],
-             "properties": {"kind": {"type": "string"}, "block_size": _POS, "page_size_bytes": _INT,
-                            "layers": {"type": "array", "items": {"type": "string"}}}}
-    check = {"type": "object", "required": ["name", "passed", "reason"],
-             "properties": {"name": {"type": "string"}, "passed": {"type": "boolean"}, "reason": {"type": "string"}}}
-    full = {
-        "type": "object",
-        "required": ["schema_version", "vllm_version", "family", "parallel", "gpu", "offload", "warnings"],
-        "properties": {
-            "schema_version": {"const": 1}, "vllm_version": {"type": "string"}, "family": {"type": "string"},
-            "parallel": {"type": "object", "required": ["tensor_parallel_size", "pipeline_parallel_size",
-                                                        "data_parallel_size", "world_size"]},
-            "gpu": {"type": "object",
-                    "required": ["block_size", "num_blocks", "kv_cache_size_tokens", "max_concurrency", "groups",
-                                 "workers"],
-                    "properties": {"block_size": _POS, "num_blocks": maybe_int,
-                                   "kv_cache_size_tokens": maybe_int, "max_concurrency": {"type": ["number", "null"]},
-                                   "groups": {"type": "array", "items": group},
-                                   "workers": {"type": "array", "items": worker}}},
-            "offload": {"type": "object",
-                        "required": ["cpu_bytes_to_use", "block_size_factor", "old", "fixed", "selected",
-                                     "out_of_bounds", "pinned_bytes_per_engine", "unused_bytes", "startup_error"],
-                        "properties": {"cpu_bytes_to_use": _INT, "block_size_factor": _POS, "old": entry,
-                                       "fixed": entry, "selected": entry, "out_of_bounds": {"type": "boolean"},
-                                       "families": {"type": "object", "additionalProperties": entry},
-                                       "startup_error": {"type": ["string", "null"]}}},
-            "checks": {"type": "array", "items": check},
-            "warnings": {"type": "array", "items": {"type": "string"}},
-        },
-    }
-    refused = {"type": "object", "required": ["schema_version", "vllm_version", "checks"],
-               "properties": {"schema_version": {"const": 1}, "checks": {"type": "array", "items": check}}}
+    """The JSON Schema of `kvcalc plan --format json`, generated from the report records (kvcalc.report)."""
+    from .records import json_schema
+    from .report import RefusedReport, Report
+
+    defs: dict = {}
+    full = json_schema(Report, defs=defs)
+    refused = json_schema(RefusedReport, defs=defs)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "kvcalc-output-v1",
-            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused]}
+            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused], "$defs": defs}

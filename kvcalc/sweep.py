@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from .errors import KvcalcError
 from .load import expand, validate
 from .plan import plan
+from .report import family_entry
 
 # sweep flag -> layout key path
 AXES = {
@@ -46,13 +47,11 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
         row["family"] = p.behaviour.family.id
         row["cpu_bytes_to_use"] = p.layout.offload.cpu_bytes_to_use
         row["gpu_num_blocks"] = p.gpu.num_blocks
-        r = p.offload.results.get(p.behaviour.formula)
-        if p.offload.startup_error or r is None:
+        e = family_entry(p, p.selected, with_note=False)  # the report's own entry, as `plan` shows it
+        if p.offload.startup_error or e is None:
             row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
         else:
-            row.update(cpu_blocks_scheduler=r.scheduler.num_blocks,
-                       cpu_blocks_worst_worker=min(s.count.num_blocks for s in r.stages),
-                       unit="chunks" if r.chunks else "blocks", out_of_bounds=r.out_of_bounds,
-                       cpu_tokens_safe=r.tokens_safe, pinned_bytes_per_engine=r.pinned_bytes_per_engine,
-                       unused_bytes=r.unused_bytes)
+            row.update(cpu_blocks_scheduler=e.num_blocks_scheduler, cpu_blocks_worst_worker=min(e.num_blocks_workers),
+                       unit=e.unit, out_of_bounds=e.out_of_bounds, cpu_tokens_safe=e.cpu_tokens_safe,
+                       pinned_bytes_per_engine=e.pinned_bytes_per_engine, unused_bytes=e.unused_bytes)
         yield row

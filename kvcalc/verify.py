@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .errors import KvcalcError, UnsupportedError
 from .kinds import KVQuant
+from .report import VerifySection
 from .specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, UniformTypeKVCacheSpecs
 
 
@@ -58,7 +59,7 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
     return [(typed.view(n, spec.block_size, spec.num_kv_heads, d + dv), 0)], 0
 
 
-def verify_plan(plan) -> dict:
+def verify_plan(plan) -> VerifySection:
     torch = _torch()
     tensors = views = 0
     for w in plan.gpu.workers:
@@ -92,11 +93,8 @@ def verify_plan(plan) -> dict:
                 if covered + padding != size:
                     raise VerifyError(f"PP stage {w.pp_rank}: {name}: views cover {covered} + {padding} padding bytes "
                                       f"of a {size}-byte tensor")
-    return {
-        "ok": True,
-        "torch_version": torch.__version__,
-        "tensors_checked": tensors,
-        "views_checked": views,
-        "summary": f"verify: {tensors} tensors and {views} layer views rebuilt on torch's meta device "
-                   f"(torch {torch.__version__}); every layer's views tile its tensor exactly",
-    }
+    return VerifySection(
+        ok=True, torch_version=torch.__version__, tensors_checked=tensors, views_checked=views,
+        summary=f"verify: {tensors} tensors and {views} layer views rebuilt on torch's meta device "
+                f"(torch {torch.__version__}); every layer's views tile its tensor exactly",
+    )

@@ -13,6 +13,7 @@ from rich.console import Console
 from conftest import EXAMPLES_DIR
 from kvcalc import load_layout, plan
 from kvcalc.render_table import render
+from kvcalc.records import replace
 from kvcalc.report import build_report
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
@@ -20,7 +21,7 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 
 def rendered(example: str) -> str:
     report = build_report(plan(load_layout(os.path.join(EXAMPLES_DIR, example))))
-    report["source"] = example  # the absolute path differs per checkout
+    report = replace(report, source=example)  # the absolute path differs per checkout
     buf = io.StringIO()
     console = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, emoji=False,
                       legacy_windows=False)

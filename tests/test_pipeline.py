@@ -278,3 +278,27 @@ def test_vllm_args_serves_the_config_directory(capsys):
     assert code == 0 and out.startswith(f"vllm serve {os.path.join(EXAMPLES_DIR, 'configs')} ")
     code, out, _ = run(capsys, "vllm-args", ex("llama-3.1-8b.yaml"))
     assert out.startswith("vllm serve MODEL ")
+
+
+def test_output_schema_rejects_documents_that_do_not_match(capsys):
+    # Generated from the report records: every key described, no key unknown, no key missing, types checked.
+    code, out, _ = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--format", "json")
+    doc = json.loads(out)
+    schema = output_schema()
+    jsonschema.validate(doc, schema)
+    assert schema["$defs"]["OffloadSection"]["properties"]["cpu_bytes_to_use"]["description"]
+    bad_docs = []
+    extra = json.loads(out)
+    extra["offload"]["surprise"] = 1
+    bad_docs.append(("an unknown key", extra))
+    missing = json.loads(out)
+    del missing["gpu"]["num_blocks"]
+    bad_docs.append(("a missing key", missing))
+    wrong = json.loads(out)
+    wrong["offload"]["selected"]["num_blocks_scheduler"] = "32768"
+    bad_docs.append(("a string where an integer belongs", wrong))
+    garbage = {"schema_version": 1, "vllm_version": "0.33.0", "checks": "no"}
+    bad_docs.append(("garbage", garbage))
+    for what, bad in bad_docs:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
