@@ -38,102 +38,76 @@ def _root() -> None:
     """kvcalc: vLLM's KV cache and CPU offload pool, before you start the server."""
 
 
-def _overrides(**flags) -> dict:
-    """CLI flag values -> {layout key path: (value, flag spelling)}; unset flags are left out."""
-    table = {
-        "tp": ("parallel.tensor_parallel_size", "--tp"),
-        "pp": ("parallel.pipeline_parallel_size", "--pp"),
-        "dp": ("parallel.data_parallel_size", "--dp"),
-        "block_size": ("cache.block_size", "--block-size"),
-        "kv_cache_dtype": ("cache.kv_cache_dtype", "--kv-cache-dtype"),
-        "kv_cache_memory": ("cache.kv_cache_memory", "--kv-cache-memory"),
-        "num_gpu_blocks_override": ("cache.num_gpu_blocks_override", "--num-gpu-blocks-override"),
-        "max_model_len": ("cache.max_model_len", "--max-model-len"),
-        "max_num_batched_tokens": ("cache.max_num_batched_tokens", "--max-num-batched-tokens"),
-        "prefix": ("cache.enable_prefix_caching", "--enable-prefix-caching"),
-        "hma": ("cache.hybrid_kv_cache_manager", "--hma/--no-hma"),
-        "cpu_bytes": ("offload.cpu_bytes_to_use", "--cpu-bytes"),
-        "kv_offloading_size": ("offload.kv_offloading_size", "--kv-offloading-size"),
-        "offload_block_size": ("offload.block_size", "--offload-block-size"),
-        "vllm_version": ("vllm.version", "--vllm-version"),
-        "draft_config": ("model.draft.hf_config", "--draft-config"),
-        "blocks_per_chunk": ("offload.blocks_per_chunk", "--blocks-per-chunk"),
-        "backend": ("parallel.distributed_executor_backend", "--distributed-executor-backend"),
-        "nnodes": ("parallel.nnodes", "--nnodes"),
-        "platform": ("vllm.platform", "--platform"),
-        "speculative": ("model.draft.method", "--speculative"),
-    }
-    out = {}
-    for name, value in flags.items():
-        if value is None:
-            continue
-        path, flag = table[name]
-        if name == "hma":
-            value = "on" if value else "off"
-        if name == "draft_config":
-            value = os.path.abspath(value)
-        out[path] = (value, flag)
-    return out
+def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
+    """Add every layout flag of the flag table (flags.LAYOUT_FLAGS) to a command as Typer options; the command
+    gets them as one `flags` dict. With `lists`, sweep axes take comma lists (as strings)."""
+    import inspect
+    import typing
+
+    from .flags import LAYOUT_FLAGS
+
+    chosen = [f for f in LAYOUT_FLAGS if f.name not in exclude]
+
+    def decorate(fn):
+        hints = typing.get_type_hints(fn)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation))
+               for p in inspect.signature(fn).parameters.values() if p.name != "flags"]
+        added = []
+        for f in chosen:
+            tp = str if lists and f.sweep else f.type
+            helptext = f"comma list. {f.help}" if lists and f.sweep else f.help
+            added.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[tp],
+                                           default=typer.Option(None, *f.spellings, help=helptext,
+                                                                rich_help_panel=f.group)))
+
+        def command(**kwargs):
+            values = {f.name: kwargs.pop(f.name) for f in chosen}
+            return fn(flags=values, **kwargs)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
+        command.__signature__ = inspect.Signature(params)
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__, command.__doc__ = fn.__name__, fn.__doc__
+        return command
+
+    return decorate
+
+
+def _layout_overrides(flags: dict) -> dict:
+    from .flags import overrides
+
+    return overrides(flags)
 
 
 @app.command()
+@layout_flags()
 def plan(
     layout: str = typer.Argument(..., help="layout YAML (schema v1), a Hugging Face config.json, or its directory"),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="tensor parallel size"),
-    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size", help="pipeline parallel size"),
-    dp: Optional[int] = typer.Option(None, "--dp", "--data-parallel-size", help="data parallel size (engines)"),
-    block_size: Optional[int] = typer.Option(None, "--block-size", help="GPU block size in tokens"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="vLLM's --kv-cache-dtype string"),
-    kv_cache_memory: Optional[str] = typer.Option(
-        None, "--kv-cache-memory", help=f"KV cache memory per GPU (vLLM's --kv-cache-memory-bytes). SIZE: {SIZE_HELP}"),
-    num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override"),
-    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="tokens; 128K = 131072, 128k = 128000"),
-    max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens"),
-    prefix: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching"),
-    cpu_bytes: Optional[str] = typer.Option(
-        None, "--cpu-bytes",
-        help=f"cpu_bytes_to_use: the CPU budget of ONE engine (all TP x PP workers of one DP replica). "
-             f"SIZE: {SIZE_HELP}"),
-    kv_offloading_size: Optional[float] = typer.Option(
-        None, "--kv-offloading-size", help="as vLLM's flag: GiB, converted as int(X * 2**30)"),
-    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size",
-                                                     help="offloaded block size in tokens"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release, 0.14.0 to 0.22.x"),
-    hma: Optional[bool] = typer.Option(None, "--hma/--no-hma", help="force the hybrid KV cache manager on/off"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table for people, json for pipelines"),
-    verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device"),
-    draft_config: Optional[str] = typer.Option(None, "--draft-config", help="an EAGLE/EAGLE3 drafter's config.json"),
-    speculative: Optional[str] = typer.Option(None, "--speculative", help="eagle | eagle3 | mtp"),
-    blocks_per_chunk: Optional[int] = typer.Option(None, "--blocks-per-chunk", help="0.26+: GPU blocks per CPU chunk"),
-    backend: Optional[str] = typer.Option(None, "--distributed-executor-backend",
-                                          help="mp | ray | uni | external_launcher"),
-    nnodes: Optional[int] = typer.Option(None, "--nnodes", help="nodes one engine spans"),
-    platform: Optional[str] = typer.Option(None, "--platform", help="cuda | rocm | xpu"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table for people, json for pipelines",
+                                     rich_help_panel="output"),
+    verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
+                                rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
-        None, "--compare-versions", help="comma-separated releases: one column per release"),
-    check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)"),
+        None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
+    check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
+                               rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
-                                              help=f"--check: host memory of one node. SIZE: {SIZE_HELP}"),
+                                              help=f"--check: host memory of one node. SIZE: {SIZE_HELP}",
+                                              rich_help_panel="checks"),
     min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
-                                                 help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)"),
+                                                 help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)",
+                                                 rich_help_panel="checks"),
     dp_local: Optional[int] = typer.Option(None, "--data-parallel-size-local",
-                                           help="--check: DP replicas on one node (default: all)"),
+                                           help="--check: DP replicas on one node (default: all)",
+                                           rich_help_panel="checks"),
+    flags: dict = None,
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from .load import load_layout
     from .plan import plan as make_plan
     from .report import build_report
 
-    overrides = _overrides(
-        tp=tp, pp=pp, dp=dp, block_size=block_size, kv_cache_dtype=kv_cache_dtype, kv_cache_memory=kv_cache_memory,
-        num_gpu_blocks_override=num_gpu_blocks_override, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, prefix=prefix, hma=hma, cpu_bytes=cpu_bytes,
-        kv_offloading_size=kv_offloading_size, offload_block_size=offload_block_size, vllm_version=vllm_version,
-        draft_config=draft_config, speculative=speculative, blocks_per_chunk=blocks_per_chunk, backend=backend,
-        nnodes=nnodes, platform=platform,
-    )
-    if cpu_bytes is not None and kv_offloading_size is not None:
-        raise KvcalcError("give --cpu-bytes or --kv-offloading-size, not both")
+    overrides = _layout_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, dp_local)
     loaded = load_layout(layout, overrides=overrides)
     try:
@@ -223,20 +197,10 @@ def _report_checks(checks) -> None:
 
 
 @app.command()
+@layout_flags()
 def init(
     config: str = typer.Argument(..., help="a Hugging Face config.json, or its directory"),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
-    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
-    dp: Optional[int] = typer.Option(None, "--dp", "--data-parallel-size"),
-    block_size: Optional[int] = typer.Option(None, "--block-size"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
-    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"SIZE: {SIZE_HELP}"),
-    max_model_len: Optional[str] = typer.Option(None, "--max-model-len"),
-    prefix: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching"),
-    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"SIZE: {SIZE_HELP}"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
-    draft_config: Optional[str] = typer.Option(None, "--draft-config", help="an EAGLE/EAGLE3 drafter's config.json"),
-    speculative: Optional[str] = typer.Option(None, "--speculative", help="eagle | eagle3 | mtp"),
+    flags: dict = None,
 ) -> None:
     """Write the layout YAML a config.json maps to, with where each value came from."""
     from .load import read_input, validate
@@ -244,10 +208,7 @@ def init(
 
     if not (os.path.isdir(config) or config.endswith(".json")):
         raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json or a directory holding one")
-    overrides = _overrides(tp=tp, pp=pp, dp=dp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
-                           kv_cache_memory=kv_cache_memory, max_model_len=max_model_len, prefix=prefix,
-                           cpu_bytes=cpu_bytes, vllm_version=vllm_version, draft_config=draft_config,
-                           speculative=speculative)
+    overrides = _layout_overrides(flags)
     top, origin, source = read_input(config, overrides=overrides)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     check = dict(top)
@@ -285,17 +246,11 @@ def versions(fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -
 
 
 @app.command("vllm-args")
+@layout_flags()
 def vllm_args(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
-    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
-    block_size: Optional[int] = typer.Option(None, "--block-size"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
-    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"SIZE: {SIZE_HELP}"),
-    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"SIZE: {SIZE_HELP}"),
-    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    flags: dict = None,
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
     import shlex
@@ -303,10 +258,7 @@ def vllm_args(
     from .load import load_layout
     from .vllm_args import build, startable_plan
 
-    overrides = _overrides(tp=tp, pp=pp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
-                           kv_cache_memory=kv_cache_memory, cpu_bytes=cpu_bytes,
-                           offload_block_size=offload_block_size, vllm_version=vllm_version)
-    loaded = load_layout(layout, overrides=overrides)
+    loaded = load_layout(layout, overrides=_layout_overrides(flags))
     with _naming(loaded.source):
         doc = build(*startable_plan(loaded))
     if fmt is OutputFormat.json:
@@ -324,17 +276,15 @@ def vllm_args(
 
 
 @app.command("size")
+@layout_flags(exclude=("cpu_bytes", "kv_offloading_size"))
 def size_cmd(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    cpu_tokens: Optional[str] = typer.Option(None, "--cpu-tokens", help="tokens to hold (2M = 2,097,152)"),
-    cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold"),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
-    pp: Optional[int] = typer.Option(None, "--pp", "--pipeline-parallel-size"),
-    block_size: Optional[int] = typer.Option(None, "--block-size"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype"),
-    offload_block_size: Optional[int] = typer.Option(None, "--offload-block-size"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    cpu_tokens: Optional[str] = typer.Option(None, "--cpu-tokens", help="tokens to hold (2M = 2,097,152)",
+                                             rich_help_panel="offload"),
+    cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
+                                             rich_help_panel="offload"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    flags: dict = None,
 ) -> None:
     """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), for every vLLM family."""
     from .load import _Reader, load_layout
@@ -345,8 +295,7 @@ def size_cmd(
     tokens = None if cpu_tokens is None else _Reader("--cpu-tokens", {}).human_int(cpu_tokens, "value", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
-    overrides = _overrides(tp=tp, pp=pp, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
-                           offload_block_size=offload_block_size, vllm_version=vllm_version)
+    overrides = _layout_overrides(flags)
     overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
     loaded = load_layout(layout, overrides=overrides)
     rows = size(loaded, tokens=tokens, blocks=cpu_blocks)
@@ -367,40 +316,31 @@ class SweepFormat(str, Enum):
 
 
 @app.command()
+@layout_flags(lists=True)
 def sweep(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    tp: Optional[str] = typer.Option(None, "--tp", "--tensor-parallel-size", help="comma list, e.g. 1,2,4,8"),
-    pp: Optional[str] = typer.Option(None, "--pp", "--pipeline-parallel-size", help="comma list"),
-    block_size: Optional[str] = typer.Option(None, "--block-size", help="comma list"),
-    cpu_bytes: Optional[str] = typer.Option(None, "--cpu-bytes", help=f"comma list. SIZE: {SIZE_HELP}"),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="comma list"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="comma list"),
-    offload_block_size: Optional[str] = typer.Option(None, "--offload-block-size", help="comma list"),
-    kv_cache_memory: Optional[str] = typer.Option(None, "--kv-cache-memory", help=f"one value. SIZE: {SIZE_HELP}"),
-    fmt: SweepFormat = typer.Option(SweepFormat.table, "--format", help="table | csv | jsonl"),
+    fmt: SweepFormat = typer.Option(SweepFormat.table, "--format", help="table | csv | jsonl",
+                                    rich_help_panel="output"),
+    flags: dict = None,
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
     from .load import read_input
     from .sweep import COLUMNS, grid, run
 
-    def ints(name: str, text: str | None) -> list | None:
+    from .flags import FLAGS, SWEEP_AXES
+
+    def values(name: str, text: str | None) -> list | None:
         if text is None:
             return None
-        out = []
-        for part in text.split(","):
-            part = part.strip()
-            if not part.isdigit():
-                raise KvcalcError(f"--{name}: expected a comma-separated list of integers, got {text!r}")
-            out.append(int(part))
-        return out
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if FLAGS[name].type is int:
+            if not parts or not all(p.isdigit() for p in parts):
+                raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of integers, got {text!r}")
+            return [int(p) for p in parts]
+        return parts
 
-    def strs(text: str | None) -> list | None:
-        return None if text is None else [p.strip() for p in text.split(",") if p.strip()]
-
-    axes = {"tp": ints("tp", tp), "pp": ints("pp", pp), "block_size": ints("block-size", block_size),
-            "cpu_bytes": strs(cpu_bytes), "kv_cache_dtype": strs(kv_cache_dtype), "vllm_version": strs(vllm_version),
-            "offload_block_size": ints("offload-block-size", offload_block_size)}
-    base = _overrides(kv_cache_memory=kv_cache_memory)
+    axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
+    base = _layout_overrides(flags)
     top, _, source = read_input(layout)
     points = grid(axes)
     rows = run(top, source, points, base)
@@ -437,18 +377,19 @@ def sweep(
 
 
 @app.command("check")
+@layout_flags(exclude=("cpu_bytes", "kv_offloading_size"))
 def check_cmd(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    log: str = typer.Option(..., "--log", help="a vLLM startup log"),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size"),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="default: the log's, else the layout's"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format"),
+    log: str = typer.Option(..., "--log", help="a vLLM startup log", rich_help_panel="input"),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    flags: dict = None,
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged; exit 1 on a mismatch."""
     from .load import _read_bytes, load_layout
     from .logcheck import check
 
-    overrides = _overrides(tp=tp, vllm_version=vllm_version)
+    vllm_version = flags["vllm_version"]
+    overrides = _layout_overrides(flags)
     overrides.setdefault("offload.cpu_bytes_to_use", (0, "--log"))
     loaded = load_layout(layout, overrides=overrides)
     text = _read_bytes(log, "a readable log file").decode("utf-8", "replace")

@@ -170,7 +170,7 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
         origin[path] = flag
         # A flag for one of two exclusive keys replaces the file's other one.
         other = _EXCLUSIVE.get(path)
-        if other and isinstance(top.get("offload"), dict):
+        if other and other not in overrides and isinstance(top.get("offload"), dict):
             top["offload"].pop(other.split(".", 1)[1], None)
     model = top.get("model")
     nextn = 0

@@ -11,6 +11,7 @@ from rich.text import Text
 from .records import record
 from .report import FamilyEntry, Report, collapse_layers
 from .units import format_bytes
+from .versions import FAMILIES
 
 
 @record
@@ -169,7 +170,7 @@ def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> Rend
 def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
     """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
     off = report.offload
-    cols = [("old 0.14.0–0.19.1", off.old, "old"), ("fixed 0.20.0–0.22", off.fixed, "fixed")]
+    cols = [(FAMILIES["old"].heading, off.old, "old"), (FAMILIES["fixed"].heading, off.fixed, "fixed")]
     if report.family not in ("old", "fixed"):
         cols.append((f"{report.family} {report.vllm_version}", off.selected, report.family))
     return cols

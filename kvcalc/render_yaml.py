@@ -14,8 +14,7 @@ _SECTIONS = ("model", "parallel", "cache", "offload", "vllm")
 
 
 def _scalar(value) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)  # quoted: '0.20' and 'on' must stay strings
+    # JSON is valid YAML; strings come out quoted, so '0.20' and 'on' stay strings.
     return json.dumps(value)
 
 

@@ -6,23 +6,16 @@ import itertools
 from collections.abc import Iterator
 
 from .errors import KvcalcError
+from .flags import SWEEP_AXES
 from .load import expand, validate
 from .plan import plan
 from .report import family_entry
 
-# sweep flag -> layout key path
-AXES = {
-    "tp": "parallel.tensor_parallel_size",
-    "pp": "parallel.pipeline_parallel_size",
-    "block_size": "cache.block_size",
-    "cpu_bytes": "offload.cpu_bytes_to_use",
-    "kv_cache_dtype": "cache.kv_cache_dtype",
-    "vllm_version": "vllm.version",
-    "offload_block_size": "offload.block_size",
-}
-COLUMNS = ("tp", "pp", "block_size", "cpu_bytes", "kv_cache_dtype", "vllm_version", "offload_block_size", "family",
-           "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
+# The sweep axes are the flag table's (flags.SWEEP_AXES); each row has them and these result columns.
+AXES = {f.name: f for f in SWEEP_AXES}
+RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
            "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "error")
+COLUMNS = tuple(AXES) + RESULTS
 
 
 def grid(axes: dict[str, list]) -> list[dict]:
@@ -36,7 +29,7 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
         row = {c: None for c in COLUMNS}
         row.update({k: point.get(k) for k in AXES})
         overrides = dict(base_flags or {})
-        overrides.update({AXES[k]: (v, f"--{k.replace('_', '-')}") for k, v in point.items()})
+        overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
         try:
             data, origin = expand(top, source=source, overrides=overrides)
             p = plan(validate(data, source=source, overrides=overrides, origin=origin))

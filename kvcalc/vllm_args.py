@@ -6,6 +6,7 @@ import json
 from .records import replace
 
 from .errors import KvcalcError
+from .flags import FLAGS
 from .layout import Layout, base_block_size
 from .plan import Plan, plan
 from .units import format_bytes
@@ -42,6 +43,11 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
     raise first_error
 
 
+def _v(name: str) -> str:
+    """vLLM's own spelling of a flag (the flag table's `vllm` column)."""
+    return FLAGS[name].vllm
+
+
 def gib_spelling(cpu_bytes: int) -> float | None:
     """The --kv-offloading-size value X with int(X * 2**30) == cpu_bytes, as vLLM converts it; None if no
     float does it (then only the kv_connector_extra_config spelling is exact)."""
@@ -55,28 +61,28 @@ def gib_spelling(cpu_bytes: int) -> float | None:
 def build(plan: Plan, changed: list[str] | None = None) -> dict:
     lay, cache, par = plan.layout, plan.layout.cache, plan.layout.parallel
     b = plan.behaviour
-    common: list[str] = ["--tensor-parallel-size", str(par.tensor_parallel_size)]
+    common: list[str] = [_v("tp"), str(par.tensor_parallel_size)]
     notes: list[str] = []
     if par.pipeline_parallel_size > 1:
-        common += ["--pipeline-parallel-size", str(par.pipeline_parallel_size)]
+        common += [_v("pp"), str(par.pipeline_parallel_size)]
     if par.data_parallel_size > 1:
-        common += ["--data-parallel-size", str(par.data_parallel_size)]
+        common += [_v("dp"), str(par.data_parallel_size)]
     if par.distributed_executor_backend != "mp":
-        common += ["--distributed-executor-backend", par.distributed_executor_backend]
+        common += [_v("backend"), par.distributed_executor_backend]
     # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's
     # own default cannot differ from kvcalc's.
     base_block = base_block_size(cache.block_size, lay.model.is_mla)
-    common += ["--block-size", str(base_block)]
+    common += [_v("block_size"), str(base_block)]
     if cache.kv_cache_dtype != "auto":
-        common += ["--kv-cache-dtype", cache.kv_cache_dtype]
+        common += [_v("kv_cache_dtype"), cache.kv_cache_dtype]
     if cache.kv_cache_memory is not None:
         if len(set(cache.kv_cache_memory)) == 1:
-            common += ["--kv-cache-memory-bytes", str(cache.kv_cache_memory[0])]
+            common += [_v("kv_cache_memory"), str(cache.kv_cache_memory[0])]
         else:
             notes.append("kv_cache_memory differs per worker: vLLM's --kv-cache-memory-bytes takes one value")
     if cache.num_gpu_blocks_override is not None:
-        common += ["--num-gpu-blocks-override", str(cache.num_gpu_blocks_override)]
-    common += ["--max-model-len", str(cache.max_model_len), "--max-num-batched-tokens",
+        common += [_v("num_gpu_blocks_override"), str(cache.num_gpu_blocks_override)]
+    common += [_v("max_model_len"), str(cache.max_model_len), _v("max_num_batched_tokens"),
                str(cache.max_num_batched_tokens)]
     if cache.enable_prefix_caching is not None or lay.model.has_mamba:
         common.append("--enable-prefix-caching" if plan.layers.enable_prefix_caching else "--no-enable-prefix-caching")
@@ -112,7 +118,7 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
         notes.append("--kv-offloading-size cannot carry block_size / blocks_per_chunk: use the --kv-transfer-config "
                      "spelling")
     else:
-        with_gib = common + ["--kv-offloading-size", repr(gib)]
+        with_gib = common + [_v("kv_offloading_size"), repr(gib)]
         notes.append(f"--kv-offloading-size {gib!r} is GiB: vLLM computes int({gib!r} * 2**30) = {cpu:,} B "
                      f"({format_bytes(cpu)}), the total for one engine")
     if plan.offload.startup_error:

@@ -39,7 +39,8 @@ def test_there_are_seven_examples():
 def test_every_example_prints_a_table_and_json(capsys, path):
     code, out, err = run(capsys, "plan", path)
     assert code == 0, err
-    assert "CPU offload" in out and "Verdict" in out
+    assert 'CPU offload' in out
+    assert 'Verdict' in out
     doc, _ = run_json(capsys, "plan", path)
     import jsonschema
 
@@ -71,13 +72,19 @@ def test_issue_command_kimi_eagle3_is_vector_b2(capsys):
     doc, err = run_json(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--cpu-bytes", "64G")
     off = doc["offload"]
     assert off["cpu_bytes_to_use"] == 68719476736
-    assert off["old"]["num_blocks_workers"] == [60] and off["old"]["num_blocks_scheduler"] == 3758
-    assert off["fixed"]["num_blocks_workers"] == [3765] and off["fixed"]["num_blocks_scheduler"] == 3765
-    assert off["out_of_bounds"] is True and off["selected"]["family"] == "old" and doc["family"] == "old"
+    assert off['old']['num_blocks_workers'] == [60]
+    assert off['old']['num_blocks_scheduler'] == 3758
+    assert off['fixed']['num_blocks_workers'] == [3765]
+    assert off['fixed']['num_blocks_scheduler'] == 3765
+    assert off['out_of_bounds'] is True
+    assert off['selected']['family'] == 'old'
+    assert doc['family'] == 'old'
     assert off["old"]["out_of_bounds_ids"] == {"pp_rank": 0, "first": 60, "last": 3757}
-    assert doc["gpu"]["num_blocks"] == 9412 and doc["gpu"]["kv_cache_size_tokens"] == 602368
+    assert doc['gpu']['num_blocks'] == 9412
+    assert doc['gpu']['kv_cache_size_tokens'] == 602368
     assert doc["gpu"]["groups"][0]["layers"][-1] == "model.layers.61.self_attn.attn"
-    assert "out-of-bounds" in err and err.count("\n") == 1
+    assert 'out-of-bounds' in err
+    assert err.count('\n') == 1
 
 
 def test_issue_command_llama_tp2_is_vector_a2(capsys):
@@ -87,7 +94,8 @@ def test_issue_command_llama_tp2_is_vector_a2(capsys):
     for f in ("old", "fixed"):
         assert doc["offload"][f]["num_blocks_scheduler"] == 32768
         assert doc["offload"][f]["kv_bytes_per_block"] == 1048576 * 2
-    assert doc["offload"]["out_of_bounds"] is False and doc["offload"]["unused_bytes"] == 0
+    assert doc['offload']['out_of_bounds'] is False
+    assert doc['offload']['unused_bytes'] == 0
 
 
 def test_deepseek_example_is_vector_b64(capsys):
@@ -99,18 +107,22 @@ def test_deepseek_example_is_vector_b64(capsys):
 
 def test_qwen3_next_example_is_vector_e1(capsys):
     doc, err = run_json(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"))
-    assert doc["gpu"]["block_size"] == 272 and doc["gpu"]["num_blocks"] == 12850
-    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 5140 and doc["family"] == "fixed"
+    assert doc['gpu']['block_size'] == 272
+    assert doc['gpu']['num_blocks'] == 12850
+    assert doc['offload']['fixed']['num_blocks_scheduler'] == 5140
+    assert doc['family'] == 'fixed'
     assert "272" in err
 
 
 def test_gpt_oss_example_on_old_release_folds(capsys):
     # Vector d1 at TP 2: HMA forced off with the offloader before 0.22 -> 72,817 blocks, 58,254 CPU blocks.
     doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.19.1")
-    assert doc["gpu"]["num_blocks"] == 72817 and len(doc["gpu"]["workers"][0]["tensors"]) == 36
+    assert doc['gpu']['num_blocks'] == 72817
+    assert len(doc['gpu']['workers'][0]['tensors']) == 36
     assert doc["offload"]["old"]["num_blocks_scheduler"] == 58254
     doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"))
-    assert doc["gpu"]["num_blocks"] == 145635 and doc["offload"]["fixed"]["num_blocks_scheduler"] == 116508
+    assert doc['gpu']['num_blocks'] == 145635
+    assert doc['offload']['fixed']['num_blocks_scheduler'] == 116508
 
 
 def test_kv_offloading_size_is_gib_as_vllm_converts(capsys):
@@ -129,8 +141,10 @@ def test_flags_override_file(capsys):
     doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--pp", "2", "--block-size", "32",
                       "--kv-cache-memory", "20GiB", "--offload-block-size", "64", "--max-model-len", "64K",
                       "--vllm-version", "0.20.0", "--dp", "2")
-    assert doc["parallel"]["pipeline_parallel_size"] == 2 and doc["gpu"]["block_size"] == 32
-    assert doc["cache"]["max_model_len"] == 65536 and doc["vllm_version"] == "0.20.0"
+    assert doc['parallel']['pipeline_parallel_size'] == 2
+    assert doc['gpu']['block_size'] == 32
+    assert doc['cache']['max_model_len'] == 65536
+    assert doc['vllm_version'] == '0.20.0'
     # 16 layers x 32 tokens x 4096 B per stage: 20 GiB / (32 * 131072 ... ) exact:
     page = 32 * 8 * 256 * 2
     assert doc["gpu"]["num_blocks"] == 20 * GIB // page // 16
@@ -140,7 +154,8 @@ def test_flags_override_file(capsys):
 
 def test_zero_budget_gives_zero_blocks_and_a_warning(capsys):
     doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0")
-    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 0 and doc["offload"]["old"]["num_blocks_scheduler"] == 0
+    assert doc['offload']['fixed']['num_blocks_scheduler'] == 0
+    assert doc['offload']['old']['num_blocks_scheduler'] == 0
     assert "0 CPU blocks" in err
 
 
@@ -157,7 +172,8 @@ def test_every_format_has_a_renderer(capsys):
     assert set(RENDERERS) == set(OutputFormat)
     for fmt in OutputFormat:
         code, out, _ = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--format", fmt.value)
-        assert code == 0 and out.strip()
+        assert code == 0
+        assert out.strip()
 
 
 def test_json_is_byte_identical_across_runs(capsys):
@@ -169,7 +185,8 @@ def test_json_is_byte_identical_across_runs(capsys):
 def test_python_dash_m(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kvcalc", "plan", ex("llama-3.1-8b.yaml"), "--format", "json"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and json.loads(r.stdout)["offload"]["fixed"]["num_blocks_scheduler"] == 32768
+    assert r.returncode == 0
+    assert json.loads(r.stdout)['offload']['fixed']['num_blocks_scheduler'] == 32768
 
 
 def test_verify_rebuilds_views_on_meta(capsys):
@@ -177,7 +194,8 @@ def test_verify_rebuilds_views_on_meta(capsys):
     for name in ("kimi-k2.5-eagle3-tp4.yaml", "qwen3-next-80b-tp4.yaml", "gpt-oss-120b.yaml"):
         doc, _ = run_json(capsys, "plan", ex(name), "--verify")
         v = doc["verify"]
-        assert v["ok"] and v["tensors_checked"] == sum(len(w["tensors"]) for w in doc["gpu"]["workers"])
+        assert v['ok']
+        assert v['tensors_checked'] == sum((len(w['tensors']) for w in doc['gpu']['workers']))
 
 
 def test_verify_without_torch_says_how(capsys, monkeypatch):
@@ -191,7 +209,9 @@ def test_verify_without_torch_says_how(capsys, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_torch)
     code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--verify")
-    assert code == 2 and "kvcalc[torch]" in err and out == ""
+    assert code == 2
+    assert 'kvcalc[torch]' in err
+    assert out == ''
 
 
 # ------------------------------------------------------------------ refusals: one line, exit 2
@@ -214,7 +234,8 @@ def refuse(capsys, *args, must=()):
     code, out, err = run(capsys, *args)
     assert code == 2, (out, err)
     assert out == ""
-    assert err.count("\n") == 1 and err.startswith("kvcalc: error: ")
+    assert err.count('\n') == 1
+    assert err.startswith('kvcalc: error: ')
     assert "Traceback" not in err
     for m in must:
         assert m in err, err
@@ -281,7 +302,8 @@ def test_usage_errors_are_one_line(capsys):
 def test_other_family_layout_noted(capsys):
     # Vector e1: 0.14-0.21 refuse Qwen3-Next with the offloader (rule A); vector d2: 0.22 keeps HMA on for gpt-oss.
     doc, _ = run_json(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"))
-    assert "refuse" in doc["offload"]["old"]["note"] and doc["offload"]["fixed"]["note"] is None
+    assert 'refuse' in doc['offload']['old']['note']
+    assert doc['offload']['fixed']['note'] is None
     doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.19.1")
     assert "116,508" in doc["offload"]["fixed"]["note"]
     doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"))
@@ -296,13 +318,16 @@ def test_without_kv_memory_cpu_counts_still_exact(capsys, tmp_path):
     p = tmp_path / "kimi-no-memory.yaml"
     p.write_text(text)
     doc, err = run_json(capsys, "plan", str(p))
-    assert doc["gpu"]["num_blocks"] is None and doc["gpu"]["kv_cache_size_tokens"] is None
+    assert doc['gpu']['num_blocks'] is None
+    assert doc['gpu']['kv_cache_size_tokens'] is None
     assert all(t["size"] is None for t in doc["gpu"]["workers"][0]["tensors"])
-    assert doc["offload"]["old"]["num_blocks_workers"] == [60] and doc["offload"]["old"]["num_blocks_scheduler"] == 3758
+    assert doc['offload']['old']['num_blocks_workers'] == [60]
+    assert doc['offload']['old']['num_blocks_scheduler'] == 3758
     assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 3765
     assert "--kv-cache-memory" in err
     code, out, _ = run(capsys, "plan", str(p))
-    assert code == 0 and "GPU block count unknown" in out
+    assert code == 0
+    assert 'GPU block count unknown' in out
 
 
 def test_compare_versions(capsys):
@@ -311,21 +336,29 @@ def test_compare_versions(capsys):
     fams = doc["offload"]["families"]
     assert set(fams) == {"old", "fixed", "replicated", "single-alloc"}
     # Vector b2: OLD-w 60 / OLD-s 3,758; FIXED = 0.28 = 0.33 = 3,765.
-    assert fams["old"]["num_blocks_workers"] == [60] and fams["old"]["num_blocks_scheduler"] == 3758
+    assert fams['old']['num_blocks_workers'] == [60]
+    assert fams['old']['num_blocks_scheduler'] == 3758
     assert {fams[f]["num_blocks_scheduler"] for f in ("fixed", "replicated", "single-alloc")} == {3765}
-    assert fams["old"]["out_of_bounds"] and not fams["single-alloc"]["out_of_bounds"]
+    assert fams['old']['out_of_bounds']
+    assert not fams['single-alloc']['out_of_bounds']
     refused = doc["releases"][-1]
-    assert refused["family"] is None and "num_cpu_blocks" in refused["startup_error"]
+    assert refused['family'] is None
+    assert 'num_cpu_blocks' in refused['startup_error']
     code, out, _ = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--compare-versions", "0.19.1,0.33.0")
-    assert code == 0 and "release by release" in out
+    assert code == 0
+    assert 'release by release' in out
 
 
 def test_selected_entry_has_family_keys(capsys):
     doc, _ = run_json(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.28.0")
     sel = doc["offload"]["selected"]
-    assert doc["family"] == "replicated" and sel["family"] == "replicated"
-    assert sel["copies"] == 1 and sel["alignment"] == 4096 and sel["padding_bytes"] == 0
-    assert sel["num_blocks_scheduler"] == 15279 and doc["offload"]["out_of_bounds"] is False
+    assert doc['family'] == 'replicated'
+    assert sel['family'] == 'replicated'
+    assert sel['copies'] == 1
+    assert sel['alignment'] == 4096
+    assert sel['padding_bytes'] == 0
+    assert sel['num_blocks_scheduler'] == 15279
+    assert doc['offload']['out_of_bounds'] is False
     assert doc["gpu"]["log_lines"] == ["GPU KV cache size: 611,136 tokens, Maximum concurrency for 131,072 tokens "
                                        "per request: 4.66x"]
 
@@ -336,9 +369,11 @@ def test_versions_command(capsys):
     assert [f["family"] for f in doc["families"]] == ["manual", "old", "fixed", "packed", "config", "replicated",
                                                       "single-alloc"]
     assert doc["default_version"] == "0.33.0"
-    assert main(["versions"]) == 0 and "single-alloc" in capsys.readouterr().out
+    assert main(['versions']) == 0
+    assert 'single-alloc' in capsys.readouterr().out
 
 
 def test_unread_release_warns(capsys):
     doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.1")
-    assert doc["family"] == "replicated" and "not read" in err
+    assert doc['family'] == 'replicated'
+    assert 'not read' in err

@@ -65,7 +65,8 @@ def test_nemotron_nas_example_by_hand(capsys):
     assert main(["plan", "examples/nemotron-nas-varying-heads.yaml", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     off = doc["offload"]
-    assert doc["gpu"]["num_blocks"] == n_gpu and doc["gpu"]["grouping"] == "uniform_type"
+    assert doc['gpu']['num_blocks'] == n_gpu
+    assert doc['gpu']['grouping'] == 'uniform_type'
     assert off["old"]["num_blocks_workers"] == [16 * GIB // (sigma * 10 * 2)]
     assert off["old"]["num_blocks_scheduler"] == 16 * GIB // (2 * 4096 * 10 * 2)
     assert off["fixed"]["num_blocks_scheduler"] == 16 * GIB // (sigma * 2)

@@ -26,7 +26,9 @@ def sel(p):
 def test_a_dense_every_family(version, extra, cpu):
     p = make_plan({**LLAMA8B, **extra}, version)
     s, w, r = sel(p)
-    assert s == cpu and set(w) == {cpu} and not r.out_of_bounds
+    assert s == cpu
+    assert set(w) == {cpu}
+    assert not r.out_of_bounds
 
 
 @pytest.mark.parametrize("version,family", [("0.28.0", "replicated"), ("0.30.0", "single-alloc"),
@@ -40,17 +42,23 @@ def test_b_mla_single_copy(version, family, block, replicated, region, unused, n
     p = make_plan(base, version)
     assert p.behaviour.formula == family
     s, w, r = sel(p)
-    assert (s, w) == (replicated, [replicated]) and r.replicated and r.scheduler.copies == 1
-    assert r.pinned_bytes_per_engine == region and r.unused_bytes == unused
+    assert (s, w) == (replicated, [replicated])
+    assert r.replicated
+    assert r.scheduler.copies == 1
+    assert r.pinned_bytes_per_engine == region
+    assert r.unused_bytes == unused
     ray = make_plan({**base, "parallel": {"tensor_parallel_size": 4, "distributed_executor_backend": "ray"}},
                     version)
-    assert sel(ray)[0] == not_replicated and sel(ray)[2].scheduler.copies == 4
+    assert sel(ray)[0] == not_replicated
+    assert sel(ray)[2].scheduler.copies == 4
 
 
 def test_b16_padding_matters():
     r = sel(make_plan({**MLA61, "cache": {"block_size": 16}, "parallel": {"tensor_parallel_size": 4}}, "0.28.0"))[2]
-    assert r.scheduler.kv_bytes_per_offloaded_block == 1124352 and r.scheduler.aligned_bytes == 1126400
-    assert C // 1124352 == 61119 and r.scheduler.num_blocks == 61008
+    assert r.scheduler.kv_bytes_per_offloaded_block == 1124352
+    assert r.scheduler.aligned_bytes == 1126400
+    assert C // 1124352 == 61119
+    assert r.scheduler.num_blocks == 61008
 
 
 def test_replication_platforms():
@@ -68,7 +76,9 @@ def test_b2_eagle3_not_replicated(version):
     layout["model"] = {**MLA61["model"], "draft": {"method": "eagle3", "num_layers": 1, "num_kv_heads": 8,
                                                    "head_size": 128}}
     s, w, r = sel(make_plan(layout, version))
-    assert (s, w) == (3765, [3765]) and not r.replicated and r.scheduler.padding_bytes == 0
+    assert (s, w) == (3765, [3765])
+    assert not r.replicated
+    assert r.scheduler.padding_bytes == 0
 
 
 def test_b3_v32():
@@ -77,11 +87,13 @@ def test_b3_v32():
     # 0.28-0.30: UniformType is not plain MLA -> not replicated; 12,305,408 padded to 12,308,480 -> 5,583.
     for version in ("0.28.0", "0.30.0"):
         s, w, r = sel(make_plan(layout, version))
-        assert (s, w) == (5583, [5583]) and r.scheduler.aligned_bytes == 12308480
+        assert (s, w) == (5583, [5583])
+        assert r.scheduler.aligned_bytes == 12308480
     # 0.32+: MLA and the indexer both declare one shard -> kv_tp_replicas = TP -> one copy. The spec gives
     # 22,310 as an illustration with every backend alignment 1 (what kvcalc models): 3,076,352 -> 3,080,192.
     s, w, r = sel(make_plan(layout, "0.33.0"))
-    assert r.replicated and s == C // 3080192 == 22310
+    assert r.replicated
+    assert s == C // 3080192 == 22310
 
 
 @pytest.mark.parametrize("version", ["0.28.0", "0.33.0"])
@@ -115,10 +127,12 @@ def test_e1_prefix_caching_off_fails_on_026_naming_the_flag():
 @pytest.mark.parametrize("version", LATER)
 def test_f_uneven_pp_is_oob_in_every_family(version):
     f1 = sel(make_plan({**MLA61, "cache": {"block_size": 64}, "parallel": {"pipeline_parallel_size": 4}}, version))
-    assert f1[:2] == (15534, [15534, 15534, 14563, 15534]) and f1[2].out_of_bounds
+    assert f1[:2] == (15534, [15534, 15534, 14563, 15534])
+    assert f1[2].out_of_bounds
     assert f1[2].stages[2].bad_ids == (14563, 15533)
     f2 = sel(make_plan({**MLA61, "cache": {"block_size": 64}, "parallel": {"pipeline_parallel_size": 2}}, version))
-    assert f2[:2] == (15033, [15033, 15534]) and not f2[2].out_of_bounds
+    assert f2[:2] == (15033, [15033, 15534])
+    assert not f2[2].out_of_bounds
 
 
 def test_l3_log_line():
@@ -127,13 +141,17 @@ def test_l3_log_line():
                             "request: 2.50x",)
     # d2 TP1 on L3: N / (8,192 full + 521 SW blocks) = 72,817 / 8,713 = 8.36x, 1,095,405 tokens.
     d2 = make_plan(GPT_OSS, "0.33.0")
-    assert d2.logs.kv_cache_size_tokens == 1095405 and f"{d2.logs.max_concurrency:.2f}" == "8.36"
+    assert d2.logs.kv_cache_size_tokens == 1095405
+    assert f'{d2.logs.max_concurrency:.2f}' == '8.36'
 
 
 def test_blocks_per_chunk_026():
     p = make_plan({**LLAMA8B, "offload": {"blocks_per_chunk": 16}}, "0.26.0")
     s, _, r = sel(p)
-    assert s == 2048 and r.chunks and r.factor == 16 and r.tokens_scheduler == 2048 * 16 * 16
+    assert s == 2048
+    assert r.chunks
+    assert r.factor == 16
+    assert r.tokens_scheduler == 2048 * 16 * 16
     both = make_plan({**LLAMA8B, "offload": {"blocks_per_chunk": 16, "block_size": 256}}, "0.26.0")
     assert "mutually exclusive" in both.offload.startup_error
     assert make_plan({**LLAMA8B, "offload": {"blocks_per_chunk": 16, "block_size": 256}}, "0.22.1") \
@@ -154,7 +172,8 @@ def test_external_launcher_multiplies_world_by_dp():
 ])
 def test_version_mapping(version, family, warned):
     b = behaviour_for(version)
-    assert b.family.id == family and (b.warning is not None) == warned
+    assert b.family.id == family
+    assert (b.warning is not None) == warned
 
 
 def test_unread_031_keeps_030_replication_test():

@@ -107,14 +107,16 @@ def config_paths(data) -> list[str]:
 
 
 def assert_contract(code, out, err, path, data=None):
-    assert "Traceback" not in err and "Traceback" not in out
+    assert 'Traceback' not in err
+    assert 'Traceback' not in out
     assert code in (0, 2), (code, err)
     if code == 0:
         doc = json.loads(out)
         assert_integers(doc)
     else:
         assert out == "", out
-        assert err.count("\n") == 1 and err.startswith("kvcalc: error: "), err
+        assert err.count('\n') == 1, err
+        assert err.startswith('kvcalc: error: '), err
         assert any(p in err for p in [path, *config_paths(data)]), err
 
 
@@ -170,9 +172,12 @@ def test_mutated_inputs_with_flags_and_table(case, flags):
     file = write(kind, data, "flags")
     extra = [] if kind == "yaml" else ["--cpu-bytes", "64G", "--kv-cache-memory", "40GiB"]
     code, out, err = run_cli("plan", file, *extra, *flags)
-    assert "Traceback" not in err and code in ((0, 1, 2) if "--check" in flags else (0, 2)), (code, err)
+    assert 'Traceback' not in err, (code, err)
+    assert code in ((0, 1, 2) if '--check' in flags else (0, 2)), (code, err)
     if code == 2:
-        assert out == "" and err.count("\n") == 1 and any(p in err for p in [file, *config_paths(data)]), err
+        assert out == '', err
+        assert err.count('\n') == 1, err
+        assert any((p in err for p in [file, *config_paths(data)])), err
 
 
 @given(value=HOSTILE, key=st.sampled_from(["model.num_layers", "model.num_kv_heads", "model.head_size",
@@ -204,7 +209,10 @@ def test_garbage_files(raw, suffix):
 
 def refusal(*args, name):
     code, out, err = run_cli("plan", *args)
-    assert code == 2 and out == "" and err.count("\n") == 1 and name in err, (code, err)
+    assert code == 2, (code, err)
+    assert out == '', (code, err)
+    assert err.count('\n') == 1, (code, err)
+    assert name in err, (code, err)
     return err
 
 

@@ -13,14 +13,16 @@ def group_layers(specs: dict, **kw):
 
 def test_uniform_single_group():
     g = group_layers({n: full() for n in names(4)}, hma_enabled=True, threshold=(3, 2))
-    assert g.rule == "uniform" and len(g.groups) == 1
+    assert g.rule == 'uniform'
+    assert len(g.groups) == 1
 
 
 def test_rule_e_threshold_changed_in_018():
     # 10 full + 7 sliding: 10 < 1.5*7 = 10.5 -> group_size 10 (0.18+), but 10 >= 1.25*7 = 8.75 -> 7 (0.14-0.17).
     specs = {**{n: full() for n in names(10)}, **{n: sw() for n in names(7, 10)}}
     new = group_layers(dict(specs), hma_enabled=True, threshold=(3, 2))
-    assert [len(g.layer_names) for g in new.groups] == [10, 7] and new.padding_layers == 3
+    assert [len(g.layer_names) for g in new.groups] == [10, 7]
+    assert new.padding_layers == 3
     old = group_layers(dict(specs), hma_enabled=True, threshold=(5, 4))
     # group_size 7: full bucket of 10 -> cdiv(10, 7) = 2 strided groups (5, 5), sliding bucket -> 1 group of 7.
     assert [len(g.layer_names) for g in old.groups] == [5, 5, 7]
@@ -30,7 +32,9 @@ def test_rule_e_threshold_changed_in_018():
 def test_rule_a_folds_sliding_into_full():
     specs = {**{n: full() for n in names(2)}, **{n: sw() for n in names(2, 2)}}
     g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
-    assert g.rule == "uniform" and g.folded and g.groups[0].spec.sliding_window == 128
+    assert g.rule == 'uniform'
+    assert g.folded
+    assert g.groups[0].spec.sliding_window == 128
 
 
 def test_rule_a_two_windows_is_a_hard_error():
@@ -42,14 +46,16 @@ def test_rule_a_two_windows_is_a_hard_error():
 def test_rule_a_fold_with_different_shapes_is_uniform_type():
     specs = {**{n: full(h=8) for n in names(2)}, **{n: sw(h=4) for n in names(2, 2)}}
     g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
-    assert g.rule == "uniform_type" and g.groups[0].spec.page_size_bytes == 2 * 65536 + 2 * 32768
+    assert g.rule == 'uniform_type'
+    assert g.groups[0].spec.page_size_bytes == 2 * 65536 + 2 * 32768
 
 
 def test_chunked_fold():
     ch = chunked()
     specs = {**{n: ch for n in names(3)}, **{n: full() for n in names(1, 3)}}
     g = group_layers(specs, hma_enabled=False, threshold=(3, 2))
-    assert g.rule == "uniform" and g.groups[0].spec.attention_chunk_size == 8192
+    assert g.rule == 'uniform'
+    assert g.groups[0].spec.attention_chunk_size == 8192
     # HMA on: 3 chunked + 1 full -> group_size 1 (3 >= 1.5) -> 4 groups of 1.
     h = group_layers(specs, hma_enabled=True, threshold=(3, 2))
     assert [len(x.layer_names) for x in h.groups] == [1, 1, 1, 1]
@@ -58,7 +64,8 @@ def test_chunked_fold():
 def test_rule_d_grows_smaller_pages():
     specs = {**{n: full(h=8) for n in names(2)}, **{n: sw(h=4) for n in names(2, 2)}}
     g = group_layers(specs, hma_enabled=True, threshold=(3, 2))
-    assert g.rule == "hybrid" and {x.spec.page_size_bytes for x in g.groups} == {65536}
+    assert g.rule == 'hybrid'
+    assert {x.spec.page_size_bytes for x in g.groups} == {65536}
     assert sorted(x.spec.block_size for x in g.groups) == [16, 32]
 
 

@@ -26,12 +26,12 @@ def fixture(name):
 
 
 def layout_of(name, *flags):
-    from kvcalc.cli import _overrides
+    from kvcalc.flags import overrides as _overrides
     args = dict(zip(flags[::2], flags[1::2]))
-    ov = _overrides(tp=int(args.get("--tp", 1)), cpu_bytes="64G", kv_cache_memory="40GiB",
+    ov = _overrides(dict(tp=int(args.get("--tp", 1)), cpu_bytes="64G", kv_cache_memory="40GiB",
                     max_model_len=args.get("--max-model-len"), prefix=args.get("--prefix"),
                     vllm_version=args.get("--vllm-version"), draft_config=args.get("--draft-config"),
-                    speculative=args.get("--speculative"))
+                    speculative=args.get("--speculative")))
     return load_layout(fixture(name), overrides=ov)
 
 
@@ -63,7 +63,8 @@ def test_attention_models(name, tp, kinds, heads, head, window, chunk):
     assert dict(Counter(lay.model.layer_types)) == kinds
     p = plan(lay)
     first = stage_specs(p)[0][1]
-    assert first.num_kv_heads == heads and first.head_size == head
+    assert first.num_kv_heads == heads
+    assert first.head_size == head
     assert lay.model.sliding_window == window or "sliding_attention" not in kinds
     assert lay.model.attention_chunk_size == chunk or "chunked_attention" not in kinds
 
@@ -72,7 +73,8 @@ def test_gemma3_pattern_and_gemma2_even_layers():
     g3 = layout_of("gemma-3-1b.json").model.layer_types
     assert [i for i, k in enumerate(g3) if k == "full_attention"] == [5, 11, 17, 23]  # (i+1) % 6 == 0
     g2 = layout_of("gemma-2-9b.json").model.layer_types
-    assert g2[0] == "sliding_attention" and g2[1] == "full_attention"
+    assert g2[0] == 'sliding_attention'
+    assert g2[1] == 'full_attention'
     assert layout_of("gemma-2-9b.json").model.dtype == "bfloat16"  # float32 checkpoint served in bf16
 
 
@@ -100,7 +102,8 @@ def test_bytes_per_token_match_shared_models(name, per_token):
 def test_mla_models(name, layers, d):
     p = plan(layout_of(name, "--tp", "4"))
     specs = stage_specs(p)
-    assert len(specs) == layers and {s.kind for _, s in specs} == {"mla"}
+    assert len(specs) == layers
+    assert {s.kind for _, s in specs} == {'mla'}
     assert {(s.num_kv_heads, s.head_size) for _, s in specs} == {(1, d)}  # one unsharded head on every rank
     assert p.layers.block_size == 64
 
@@ -108,15 +111,18 @@ def test_mla_models(name, layers, d):
 def test_deepseek_v32_indexer():
     p = plan(layout_of("deepseek-v3.2-exp.json", "--tp", "4"))
     specs = stage_specs(p)
-    assert len(specs) == 122 and specs[0][0].endswith("indexer.k_cache")
-    assert specs[0][1].head_size == 128 + 4 and specs[0][1].page_size_bytes == 64 * 132
+    assert len(specs) == 122
+    assert specs[0][0].endswith('indexer.k_cache')
+    assert specs[0][1].head_size == 128 + 4
+    assert specs[0][1].page_size_bytes == 64 * 132
     assert p.grouping.rule == "uniform_type"
 
 
 def test_deepseek_mtp_from_num_nextn_predict_layers():
     p = plan(layout_of("deepseek-v3.json", "--tp", "4", "--speculative", "mtp"))
     names = [n for n, _ in stage_specs(p)]
-    assert len(names) == 62 and names[-1] == "model.layers.61.mtp_block.self_attn.attn"
+    assert len(names) == 62
+    assert names[-1] == 'model.layers.61.mtp_block.self_attn.attn'
     assert p.grouping.rule == "uniform"
     with open(fixture("deepseek-v3.json")) as fh:
         assert 62 * 1152 == json.load(fh)["_derived_bf16"]["with_mtp_layer_bytes_per_token"]
@@ -125,7 +131,8 @@ def test_deepseek_mtp_from_num_nextn_predict_layers():
 def test_mtp_without_nextn_layers_is_refused(capsys):
     assert main(["plan", fixture("kimi-k2.json"), *FLAGS, "--speculative", "mtp"]) == 2
     err = capsys.readouterr().err
-    assert "num_nextn_predict_layers" in err and err.count("\n") == 1
+    assert 'num_nextn_predict_layers' in err
+    assert err.count('\n') == 1
 
 
 def test_eagle3_draft_config_reproduces_vector_b2(capsys):
@@ -134,15 +141,19 @@ def test_eagle3_draft_config_reproduces_vector_b2(capsys):
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"]["draft"] == {"method": "eagle3", "num_layers": 1}
-    assert doc["offload"]["old"]["num_blocks_workers"] == [60] and doc["offload"]["old"]["num_blocks_scheduler"] == 3758
-    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 3765 and doc["gpu"]["num_blocks"] == 9412
+    assert doc['offload']['old']['num_blocks_workers'] == [60]
+    assert doc['offload']['old']['num_blocks_scheduler'] == 3758
+    assert doc['offload']['fixed']['num_blocks_scheduler'] == 3765
+    assert doc['gpu']['num_blocks'] == 9412
 
 
 def test_eagle1_wrapper_draft_merges_with_llama():
     lay = layout_of("llama-3.1-8b.json", "--draft-config", fixture("eagle-llama3-8b.json"))
-    assert lay.model.draft.method == "eagle" and lay.model.draft.head_size == 128
+    assert lay.model.draft.method == 'eagle'
+    assert lay.model.draft.head_size == 128
     p = plan(lay)
-    assert p.grouping.rule == "uniform" and len(p.grouping.groups[0].layer_names) == 33
+    assert p.grouping.rule == 'uniform'
+    assert len(p.grouping.groups[0].layer_names) == 33
 
 
 # ---------------------------------------------------------------- Mamba and linear attention
@@ -155,7 +166,8 @@ def mamba_specs(p):
 def test_qwen3_next_gated_delta_net():
     p = plan(layout_of("qwen3-next-80b-a3b.json", "--tp", "4"))
     m = mamba_specs(p)
-    assert len(m) == 36 and m[0].shapes == ((3, 2048), (8, 128, 128))
+    assert len(m) == 36
+    assert m[0].shapes == ((3, 2048), (8, 128, 128))
     with open(fixture("qwen3-next-80b-a3b.json")) as fh:
         derived = json.load(fh)["_derived_bf16"]
     p1 = plan(layout_of("qwen3-next-80b-a3b.json", "--tp", "1"))
@@ -189,7 +201,8 @@ def test_nemotron_h_pattern_and_float32_ssm_state():
         pattern = json.load(fh)["hybrid_override_pattern"]
     lay = layout_of("nemotron-h-8b.json")
     kinds = lay.model.layer_types
-    assert kinds.count("mamba") == pattern.count("M") and kinds.count("full_attention") == pattern.count("*")
+    assert kinds.count('mamba') == pattern.count('M')
+    assert kinds.count('full_attention') == pattern.count('*')
     assert kinds.count("none") == pattern.count("-")
     p = plan(lay)
     m = mamba_specs(p)[0]
@@ -201,13 +214,15 @@ def test_nemotron_h_pattern_and_float32_ssm_state():
 def test_nemotron_h_block_1152_with_prefix_caching_on_0191():
     # vllm-kv-model.md section 1: Nemotron-H-8B at TP 1 aligns to block 1152 with prefix caching on 0.19.1.
     p = plan(layout_of("nemotron-h-8b.json", "--prefix", True, "--vllm-version", "0.22.1"))
-    assert p.layers.mamba_cache_mode == "all" and p.layers.block_size == 1152
+    assert p.layers.mamba_cache_mode == 'all'
+    assert p.layers.block_size == 1152
 
 
 def test_falcon_h1_attention_then_mamba_in_every_layer():
     p = plan(layout_of("falcon-h1-7b.json", "--prefix", True))
     names = [n for n, _ in stage_specs(p)]
-    assert len(names) == 88 and names[:2] == ["model.layers.0.self_attn.attn", "model.layers.0.mamba"]
+    assert len(names) == 88
+    assert names[:2] == ['model.layers.0.self_attn.attn', 'model.layers.0.mamba']
     m = mamba_specs(p)[0]
     assert m.real_page_size_bytes == (3 * (3072 + 2 * 256) + 24 * 128 * 256) * 2
     assert [len(g.layer_names) for g in p.grouping.groups] == [44, 44]
@@ -216,7 +231,8 @@ def test_falcon_h1_attention_then_mamba_in_every_layer():
 def test_decilm_per_layer_heads():
     lay = layout_of("decilm-block-configs.json")
     assert lay.model.layer_types == ("full_attention", "none", "full_attention", "none")
-    assert lay.model.num_kv_heads[0] == 64 // 8 and lay.model.num_kv_heads[2] == 64 // 16
+    assert lay.model.num_kv_heads[0] == 64 // 8
+    assert lay.model.num_kv_heads[2] == 64 // 16
     assert layout_of("decilm-7b.json").model.num_kv_heads == (4, 4, 2, 1)
     assert plan(layout_of("decilm-7b.json")).grouping.rule == "uniform_type"
 
@@ -233,7 +249,8 @@ def test_init_then_plan_equals_plan_on_config(name, tmp_path, capsys):
         flags.append("--enable-prefix-caching")
     assert main(["init", fixture(name), *flags]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out
-    assert "# " in text and yaml.safe_load(text)["schema_version"] == 1
+    assert '# ' in text
+    assert yaml.safe_load(text)['schema_version'] == 1
     path = tmp_path / "layout.yaml"
     path.write_text(text)
     assert main(["plan", str(path), "--format", "json"]) == 0
@@ -280,7 +297,9 @@ def test_unmapped_or_incomplete_config_is_one_line(config, must, tmp_path, capsy
     path.write_text(json.dumps(config))
     assert main(["plan", str(path), *FLAGS]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and str(path) in err
+    assert out == ''
+    assert err.count('\n') == 1
+    assert str(path) in err
     for m in must:
         assert m in err
 

@@ -165,16 +165,19 @@ def test_drafter_goes_to_last_pp_stage():
               "parallel": {"pipeline_parallel_size": 2}}
     p = make_plan(layout)
     assert [n for n, _ in p.layers.stages[1].layers][-1] == "model.layers.4.self_attn.attn"
-    assert len(p.layers.stages[0].layers) == 2 and len(p.layers.stages[1].layers) == 3
+    assert len(p.layers.stages[0].layers) == 2
+    assert len(p.layers.stages[1].layers) == 3
     # Stage 1 has 3 layers for stage 0's 2: its workers need more bytes per block -> OOB on every formula.
-    assert p.offload.results["fixed"].out_of_bounds and p.offload.results["old"].out_of_bounds
+    assert p.offload.results['fixed'].out_of_bounds
+    assert p.offload.results['old'].out_of_bounds
 
 
 def test_mtp_layer_copies_mla_and_merges():
     layout = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
                         "draft": {"method": "mtp", "num_layers": 1}}, "parallel": {"tensor_parallel_size": 4}}
     p = make_plan(layout)
-    assert p.grouping.rule == "uniform" and len(p.grouping.groups[0].layer_names) == 62
+    assert p.grouping.rule == 'uniform'
+    assert len(p.grouping.groups[0].layer_names) == 62
     assert p.grouping.groups[0].layer_names[-1] == "model.layers.61.mtp_block.self_attn.attn"
     # deepseek-v3.json: with_mtp_layer_bytes_per_token = 71424 = 62 * 1152.
     assert 62 * p.grouping.groups[0].spec.page_size_bytes // 64 == model_json("deepseek-v3.json")[
@@ -190,7 +193,8 @@ def test_jamba_prefix_caching_mode_all_aligns_to_chunk():
                         "mamba_d_conv": 4}}
     p = make_plan({"model": layout}, "0.22.1", cache={"enable_prefix_caching": True})
     assert p.layers.mamba_cache_mode == "all"
-    assert p.layers.block_size == 2048 and p.layers.mamba_block_size == 2048
+    assert p.layers.block_size == 2048
+    assert p.layers.mamba_block_size == 2048
     assert {g.spec.page_size_bytes for g in p.grouping.groups} == {2048 * 4096}
     # 28 Mamba + 4 attention layers: 28 >= 1.5 * 4 -> group_size 4 -> 7 Mamba groups + 1 attention group.
     assert [len(g.layer_names) for g in p.grouping.groups] == [4] * 8
@@ -202,7 +206,8 @@ def test_short_conv_and_linear_attention_states():
           "mamba": {"kind": "short_conv", "hidden_size": 2048, "conv_L_cache": 3}}
     p = make_plan({"model": sc, "parallel": {"tensor_parallel_size": 2}}, "0.22.1")
     spec = p.layers.stages[0].layers[0][1]
-    assert spec.shapes == ((2, 1024),) and spec.real_page_size_bytes == 2 * 1024 * 2
+    assert spec.shapes == ((2, 1024),)
+    assert spec.real_page_size_bytes == 2 * 1024 * 2
     la = {"num_layers": 2, "layer_types": ["mamba", "full_attention"], "num_kv_heads": 8, "head_size": 128,
           "mamba": {"kind": "linear_attention", "num_attention_heads": 64, "head_dim": 128}}
     p = make_plan({"model": la, "parallel": {"tensor_parallel_size": 8}}, "0.22.1")

@@ -37,7 +37,8 @@ def checks_of(doc):
 def test_check_passes_with_exit_0(capsys):
     code, out, err = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.33.0", "--check",
                          "--format", "json")
-    assert code == 0 and err == ""
+    assert code == 0
+    assert err == ''
     checks = checks_of(json.loads(out))
     assert all(c["passed"] for c in checks.values())
     assert set(checks) == {"startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu"}
@@ -48,9 +49,11 @@ def test_check_fails_on_out_of_bounds_with_exit_1(capsys):
                          "--host-memory", "512GiB", "--min-cpu-tokens", "2M")
     assert code == 1
     checks = checks_of(json.loads(out))
-    assert not checks["out_of_bounds"]["passed"] and "60..3,757" in checks["out_of_bounds"]["reason"]
+    assert not checks['out_of_bounds']['passed']
+    assert '60..3,757' in checks['out_of_bounds']['reason']
     # The old workers hold 60 blocks x 64 tokens = 3,840 tokens < 2M (2,097,152) and < the GPU's 602,368.
-    assert not checks["min_cpu_tokens"]["passed"] and "3,840" in checks["min_cpu_tokens"]["reason"]
+    assert not checks['min_cpu_tokens']['passed']
+    assert '3,840' in checks['min_cpu_tokens']['reason']
     assert not checks["cpu_smaller_than_gpu"]["passed"]
     assert checks["host_memory"]["passed"]  # 1,095,106,560 B pinned (vector b2) <= 512 GiB
     assert "check failed: out_of_bounds" in err
@@ -60,7 +63,8 @@ def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
     # Vector a1: 64 GiB pinned per engine; 4 DP replicas on one node need 256 GiB.
     args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json"]
     code, out, _ = run(capsys, *args, "--host-memory", "255GiB")
-    assert code == 1 and not checks_of(json.loads(out))["host_memory"]["passed"]
+    assert code == 1
+    assert not checks_of(json.loads(out))['host_memory']['passed']
     code, out, _ = run(capsys, *args, "--host-memory", "256GiB")
     assert code == 0
     code, out, _ = run(capsys, *args, "--host-memory", "128GiB", "--data-parallel-size-local", "2")
@@ -69,7 +73,8 @@ def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
 
 def test_zero_budget_fails_a_gate(capsys):
     code, out, _ = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0", "--check", "--format", "json")
-    assert code == 1 and not checks_of(json.loads(out))["zero_cpu_blocks"]["passed"]
+    assert code == 1
+    assert not checks_of(json.loads(out))['zero_cpu_blocks']['passed']
 
 
 def test_startup_refusal_is_a_failed_gate_under_check(capsys):
@@ -77,22 +82,28 @@ def test_startup_refusal_is_a_failed_gate_under_check(capsys):
                          "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert doc["checks"][0]["name"] == "startup" and not doc["checks"][0]["passed"]
+    assert doc['checks'][0]['name'] == 'startup'
+    assert not doc['checks'][0]['passed']
     jsonschema.validate(doc, output_schema())
     # Without --check the same refusal is an error (exit 2), one line.
     code, out, err = run(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.19.1")
-    assert code == 2 and out == "" and err.count("\n") == 1
+    assert code == 2
+    assert out == ''
+    assert err.count('\n') == 1
 
 
 def test_offload_startup_error_is_a_failed_gate(capsys):
     code, out, _ = run(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"), "--no-enable-prefix-caching", "--check",
                        "--format", "json")
-    assert code == 1 and not checks_of(json.loads(out))["startup"]["passed"]
+    assert code == 1
+    assert not checks_of(json.loads(out))['startup']['passed']
 
 
 def test_bad_threshold_is_usage_error(capsys):
     code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--check", "--host-memory", "lots")
-    assert code == 2 and out == "" and err.count("\n") == 1
+    assert code == 2
+    assert out == ''
+    assert err.count('\n') == 1
 
 
 # ------------------------------------------------------------------ size
@@ -103,11 +114,13 @@ def test_size_per_family(capsys):
     assert code == 0
     fams = {r["family"]: r for r in json.loads(out)["families"]}
     # 2M = 2,097,152 tokens = 32,768 blocks of 64. fixed: 32,768 x 18,251,776 (4,562,944 x 4 workers).
-    assert fams["fixed"]["num_blocks"] == 32768 and fams["fixed"]["cpu_bytes_to_use"] == 32768 * 18251776
+    assert fams['fixed']['num_blocks'] == 32768
+    assert fams['fixed']['cpu_bytes_to_use'] == 32768 * 18251776
     assert fams["single-alloc"]["cpu_bytes_to_use"] == 32768 * 18251776  # already 4096-aligned
     # old: the worker needs 4,562,944 x 62 x 4 per block; the scheduler then counts more: unfixable.
     assert fams["old"]["cpu_bytes_to_use"] == 32768 * 4562944 * 62 * 4
-    assert fams["old"]["out_of_bounds_at_any_budget"] and "no budget" in fams["old"]["note"]
+    assert fams['old']['out_of_bounds_at_any_budget']
+    assert 'no budget' in fams['old']['note']
     assert not fams["fixed"]["out_of_bounds_at_any_budget"]
     assert int(fams["fixed"]["kv_offloading_size_gib"] * GIB) >= fams["fixed"]["cpu_bytes_to_use"]
 
@@ -126,7 +139,8 @@ def test_size_budget_really_holds_the_target(capsys):
 
 def test_size_needs_one_target(capsys):
     code, _, err = run(capsys, "size", ex("deepseek-v3-tp4.yaml"))
-    assert code == 2 and "exactly one" in err
+    assert code == 2
+    assert 'exactly one' in err
 
 
 # ------------------------------------------------------------------ sweep
@@ -142,7 +156,8 @@ def test_sweep_csv_with_invalid_rows(capsys):
     assert {(r["tp"], r["cpu_bytes"], r["cpu_blocks_scheduler"]) for r in good} == {
         ("1", "16G", "8192"), ("1", "64G", "32768"), ("2", "16G", "8192"), ("2", "64G", "32768")}
     bad = [r for r in rows if r["error"]]
-    assert len(bad) == 2 and all("num_kv_heads" in r["error"] for r in bad)
+    assert len(bad) == 2
+    assert all(('num_kv_heads' in r['error'] for r in bad))
 
 
 def test_sweep_jsonl_versions(capsys):
@@ -155,9 +170,11 @@ def test_sweep_jsonl_versions(capsys):
 
 def test_sweep_table_and_bad_list(capsys):
     code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--block-size", "16,32")
-    assert code == 0 and "2 point(s)" in out
+    assert code == 0
+    assert '2 point(s)' in out
     code, _, err = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--tp", "1,x")
-    assert code == 2 and "--tp" in err
+    assert code == 2
+    assert '--tp' in err
 
 
 # ------------------------------------------------------------------ vllm-args
@@ -181,7 +198,8 @@ def test_vllm_args_both_spellings(capsys):
 def test_vllm_args_adds_what_the_release_needs(capsys):
     code, out, err = run(capsys, "vllm-args", ex("qwen3-next-80b-tp4.yaml"), "--vllm-version", "0.21.0")
     assert code == 0
-    assert "--no-disable-hybrid-kv-cache-manager" in out and "--enable-prefix-caching" in out
+    assert '--no-disable-hybrid-kv-cache-manager' in out
+    assert '--enable-prefix-caching' in out
     assert "added --no-disable-hybrid-kv-cache-manager" in err
 
 
@@ -225,7 +243,8 @@ def test_check_log_without_kv_lines(capsys, tmp_path):
     p = tmp_path / "empty.log"
     p.write_text("INFO starting\n")
     rc, out, err = run(capsys, "check", ex("llama-3.1-8b.yaml"), "--log", str(p))
-    assert rc == 2 and "no KV cache line" in err
+    assert rc == 2
+    assert 'no KV cache line' in err
 
 
 # ------------------------------------------------------------------ schemas
@@ -267,15 +286,18 @@ def test_layout_schema_rejects_what_kvcalc_rejects():
 
 def test_piped_table_has_no_box_characters_or_colour(capsys):
     code, out, _ = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"))
-    assert code == 0 and "\x1b[" not in out
+    assert code == 0
+    assert '\x1b[' not in out
     assert not set(out) & set("─━│┃┏┓┗┛█")
-    assert "Memory tiers" in out and "#" in out
+    assert 'Memory tiers' in out
+    assert '#' in out
 
 
 def test_vllm_args_serves_the_config_directory(capsys):
     code, out, _ = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), "--tp", "4",
                        "--cpu-bytes", "64G")
-    assert code == 0 and out.startswith(f"vllm serve {os.path.join(EXAMPLES_DIR, 'configs')} ")
+    assert code == 0
+    assert out.startswith(f"vllm serve {os.path.join(EXAMPLES_DIR, 'configs')} ")
     code, out, _ = run(capsys, "vllm-args", ex("llama-3.1-8b.yaml"))
     assert out.startswith("vllm serve MODEL ")
 

@@ -95,7 +95,8 @@ def test_offload_invariants(data):
     p = planned(data)
     budget = p.layout.offload.cpu_bytes_to_use
     for r in p.offload.results.values():
-        assert 0 <= r.pinned_bytes_per_engine <= budget and r.unused_bytes == budget - r.pinned_bytes_per_engine
+        assert 0 <= r.pinned_bytes_per_engine <= budget
+        assert r.unused_bytes == budget - r.pinned_bytes_per_engine
         for s in r.stages:
             assert s.out_of_bounds == (r.scheduler.num_blocks > s.count.num_blocks)
     old, fixed = p.offload.results.get("old"), p.offload.results.get("fixed")

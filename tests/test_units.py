@@ -31,6 +31,8 @@ def test_kv_offloading_size_conversion(gib, expected):
 
 
 def test_helpers():
-    assert cdiv(131072, 272) == 482 and round_up(1124352, 4096) == 1126400
-    assert format_bytes(68719476736) == "64 GiB" and format_bytes(3242196992) == "3.02 GiB"
+    assert cdiv(131072, 272) == 482
+    assert round_up(1124352, 4096) == 1126400
+    assert format_bytes(68719476736) == '64 GiB'
+    assert format_bytes(3242196992) == '3.02 GiB'
     assert format_bytes(1023) == "1023 B"

@@ -48,7 +48,8 @@ def test_a_dense(tp, pp, offload_block, page, n_gpu, tensors, bw, tokens, conc, 
     assert f"{p.logs.max_concurrency:.2f}" == conc
     for formula in ("old", "fixed"):
         sched, workers, r = counts(p, formula)
-        assert sched == cpu and workers == [cpu] * pp
+        assert sched == cpu
+        assert workers == [cpu] * pp
         assert not r.out_of_bounds
         assert all(s.pinned_bytes_per_worker == pinned for s in r.stages)
         assert r.unused_bytes == 0
@@ -70,9 +71,11 @@ def test_b_pure_mla(block, page, n_gpu, tensor, bw, tokens, cpu, pinned, unused)
     assert p.grouping.groups[0].spec.page_size_bytes == page
     assert p.gpu.num_blocks == n_gpu
     w = p.gpu.workers[0]
-    assert len(w.tensors) == 61 and {t.size for t in w.tensors} == {tensor}
+    assert len(w.tensors) == 61
+    assert {t.size for t in w.tensors} == {tensor}
     assert w.bytes_per_block == bw
-    assert p.logs.kv_cache_size_tokens == tokens and f"{p.logs.max_concurrency:.2f}" == "4.66"
+    assert p.logs.kv_cache_size_tokens == tokens
+    assert f'{p.logs.max_concurrency:.2f}' == '4.66'
     for formula in ("old", "fixed"):
         sched, workers, r = counts(p, formula)
         assert (sched, workers) == (cpu, [cpu])
@@ -82,7 +85,8 @@ def test_b_pure_mla(block, page, n_gpu, tensor, bw, tokens, cpu, pinned, unused)
 
 def test_b_mla_default_block_is_64():
     p = make_plan({**MLA61, "parallel": {"tensor_parallel_size": 4}})
-    assert p.layers.block_size == 64 and p.gpu.num_blocks == 9549
+    assert p.layers.block_size == 64
+    assert p.gpu.num_blocks == 9549
 
 
 # ---------------------------------------------------------------- (b2) MLA + EAGLE3
@@ -99,12 +103,14 @@ def test_b2_mla_plus_eagle3_is_uniform_type():
     p = kimi_eagle3()
     assert p.grouping.rule == "uniform_type"
     g = p.grouping.groups[0]
-    assert len(g.layer_names) == 62 and g.spec.page_size_bytes == 61 * 73728 + 65536 == 4562944
+    assert len(g.layer_names) == 62
+    assert g.spec.page_size_bytes == 61 * 73728 + 65536 == 4562944
     assert g.layer_names[-1] == "model.layers.61.self_attn.attn"
     assert p.gpu.num_blocks == A // 4562944 == 9412
     sizes = [t.size for t in p.gpu.workers[0].tensors]
     assert sizes == [693927936] * 61 + [616824832]
-    assert p.logs.kv_cache_size_tokens == 602368 and f"{p.logs.max_concurrency:.2f}" == "4.60"
+    assert p.logs.kv_cache_size_tokens == 602368
+    assert f'{p.logs.max_concurrency:.2f}' == '4.60'
 
 
 def test_b2_old_formula_out_of_bounds():
@@ -113,9 +119,11 @@ def test_b2_old_formula_out_of_bounds():
     assert r.stages[0].count.kv_bytes_per_block == 4562944 * 62 * 4 == 1131610112
     assert r.scheduler.kv_bytes_per_block == 73728 * 62 * 4 == 18284544
     assert (sched, workers) == (3758, [60])
-    assert r.out_of_bounds and r.stages[0].bad_ids == (60, 3757)
+    assert r.out_of_bounds
+    assert r.stages[0].bad_ids == (60, 3757)
     assert r.stages[0].pinned_bytes_per_worker == 273776640
-    assert r.pinned_bytes_per_engine == 1095106560 and r.unused_bytes == 67624370176
+    assert r.pinned_bytes_per_engine == 1095106560
+    assert r.unused_bytes == 67624370176
 
 
 def test_b2_fixed_formula():
@@ -124,7 +132,8 @@ def test_b2_fixed_formula():
     assert (sched, workers) == (3765, [3765])
     assert not r.out_of_bounds
     assert r.stages[0].pinned_bytes_per_worker == 17179484160
-    assert r.pinned_bytes_per_engine == 68717936640 and r.unused_bytes == 1540096
+    assert r.pinned_bytes_per_engine == 68717936640
+    assert r.unused_bytes == 1540096
 
 
 # ---------------------------------------------------------------- (b3) DeepSeek-V3.2
@@ -135,20 +144,27 @@ def test_b3_v32_indexer_first():
               "cache": {"block_size": 64, "kv_cache_dtype": "fp8_ds_mla"}, "parallel": {"tensor_parallel_size": 4}}
     p = make_plan(layout)
     g = p.grouping.groups[0]
-    assert p.grouping.rule == "uniform_type" and len(g.layer_names) == 122
+    assert p.grouping.rule == 'uniform_type'
+    assert len(g.layer_names) == 122
     assert g.layer_names[0] == "model.layers.0.self_attn.indexer.k_cache"
     assert g.spec.page_size_bytes == 61 * (64 * 656 + 64 * 132) == 3076352
     assert p.gpu.num_blocks == 13961
     sizes = [t.size for t in p.gpu.workers[0].tensors]
-    assert sizes[0::2] == [117942528] * 61 and sizes[1::2] == [586138624] * 61
-    assert p.logs.kv_cache_size_tokens == 893504 and f"{p.logs.max_concurrency:.2f}" == "6.82"
+    assert sizes[0::2] == [117942528] * 61
+    assert sizes[1::2] == [586138624] * 61
+    assert p.logs.kv_cache_size_tokens == 893504
+    assert f'{p.logs.max_concurrency:.2f}' == '6.82'
     sched, workers, r = counts(p, "old")
-    assert (sched, workers) == (16668, [45]) and r.stages[0].bad_ids == (45, 16667)
-    assert r.stages[0].pinned_bytes_per_worker == 138435840 and r.unused_bytes == 68165733376
+    assert (sched, workers) == (16668, [45])
+    assert r.stages[0].bad_ids == (45, 16667)
+    assert r.stages[0].pinned_bytes_per_worker == 138435840
+    assert r.unused_bytes == 68165733376
     sched, workers, r = counts(p, "fixed")
     assert r.scheduler.kv_bytes_per_block == 12305408
-    assert (sched, workers) == (5584, [5584]) and not r.out_of_bounds
-    assert r.stages[0].pinned_bytes_per_worker == 17178349568 and r.unused_bytes == 6078464
+    assert (sched, workers) == (5584, [5584])
+    assert not r.out_of_bounds
+    assert r.stages[0].pinned_bytes_per_worker == 17178349568
+    assert r.unused_bytes == 6078464
 
 
 # ---------------------------------------------------------------- (c) per-layer KV heads
@@ -166,16 +182,21 @@ def test_c_varying_heads(tp, heads, sigma, n_gpu, tokens, conc, old_s, bad_last,
     layout = {"model": {"num_layers": 32, "num_kv_heads": heads * 16, "head_size": 128},
               "cache": {"block_size": 16}, "parallel": {"tensor_parallel_size": tp}}
     p = make_plan(layout)
-    assert p.grouping.rule == "uniform_type" and p.grouping.groups[0].spec.page_size_bytes == sigma
+    assert p.grouping.rule == 'uniform_type'
+    assert p.grouping.groups[0].spec.page_size_bytes == sigma
     assert p.gpu.num_blocks == n_gpu
-    assert p.logs.kv_cache_size_tokens == tokens and f"{p.logs.max_concurrency:.2f}" == conc
+    assert p.logs.kv_cache_size_tokens == tokens
+    assert f'{p.logs.max_concurrency:.2f}' == conc
     sched, workers, r = counts(p, "old")
     assert (sched, workers) == (old_s, [1365])
     assert r.stages[0].bad_ids == (1365, bad_last)
-    assert r.stages[0].pinned_bytes_per_worker == pinned_old and r.unused_bytes == 66572517376
+    assert r.stages[0].pinned_bytes_per_worker == pinned_old
+    assert r.unused_bytes == 66572517376
     sched, workers, r = counts(p, "fixed")
-    assert (sched, workers) == (43690, [43690]) and not r.out_of_bounds
-    assert r.stages[0].pinned_bytes_per_worker == pinned_fixed and r.unused_bytes == 1048576
+    assert (sched, workers) == (43690, [43690])
+    assert not r.out_of_bounds
+    assert r.stages[0].pinned_bytes_per_worker == pinned_fixed
+    assert r.unused_bytes == 1048576
 
 
 # ---------------------------------------------------------------- (d) gpt-oss sliding/full
@@ -190,13 +211,18 @@ GPT_OSS = {"model": {"num_layers": 36, "layer_pattern": ["sliding_attention", "f
     (4, 1193041920, 145635, 2330160, "17.78")])
 def test_d1_hma_off_folds(tp, tensor, n_gpu, tokens, conc):
     p = make_plan({**GPT_OSS, "parallel": {"tensor_parallel_size": tp}}, "0.19.1")
-    assert not p.hma_enabled and p.grouping.folded and p.grouping.rule == "uniform"
-    assert p.gpu.num_blocks == n_gpu and {t.size for t in p.gpu.workers[0].tensors} == {tensor}
+    assert not p.hma_enabled
+    assert p.grouping.folded
+    assert p.grouping.rule == 'uniform'
+    assert p.gpu.num_blocks == n_gpu
+    assert {t.size for t in p.gpu.workers[0].tensors} == {tensor}
     assert len(p.gpu.workers[0].tensors) == 36
-    assert p.logs.kv_cache_size_tokens == tokens and f"{p.logs.max_concurrency:.2f}" == conc
+    assert p.logs.kv_cache_size_tokens == tokens
+    assert f'{p.logs.max_concurrency:.2f}' == conc
     for formula in ("old", "fixed"):
         sched, workers, r = counts(p, formula)
-        assert (sched, workers) == (58254, [58254]) and r.unused_bytes == 262144
+        assert (sched, workers) == (58254, [58254])
+        assert r.unused_bytes == 262144
 
 
 @pytest.mark.parametrize("tp,tensor,n_gpu,l1,l2,conc", [
@@ -204,25 +230,32 @@ def test_d1_hma_off_folds(tp, tensor, n_gpu, tokens, conc):
     (4, 2386092032, 291271, 2330160, 4381667, "33.43")])
 def test_d2_hma_on_two_groups(tp, tensor, n_gpu, l1, l2, conc):
     p = make_plan({**GPT_OSS, "parallel": {"tensor_parallel_size": tp}}, "0.22.1")
-    assert p.hma_enabled and p.grouping.rule == "hybrid" and len(p.grouping.groups) == 2
+    assert p.hma_enabled
+    assert p.grouping.rule == 'hybrid'
+    assert len(p.grouping.groups) == 2
     assert [len(g.layer_names) for g in p.grouping.groups] == [18, 18]
     w = p.gpu.workers[0]
-    assert len(w.tensors) == 18 and {t.size for t in w.tensors} == {tensor}
+    assert len(w.tensors) == 18
+    assert {t.size for t in w.tensors} == {tensor}
     assert w.tensors[3].shared_by == ("model.layers.6.self_attn.attn", "model.layers.7.self_attn.attn")
     assert p.gpu.num_blocks == n_gpu
-    assert p.logs.kv_cache_size_tokens == l2 and f"{p.logs.max_concurrency:.2f}" == conc
+    assert p.logs.kv_cache_size_tokens == l2
+    assert f'{p.logs.max_concurrency:.2f}' == conc
     # The same config logged by a <= 0.20 release (L1): N // G * B.
     assert n_gpu // 2 * 16 == l1
     sched, workers, r = counts(p, "fixed")
-    assert (sched, workers) == (116508, [116508]) and r.unused_bytes == 262144
+    assert (sched, workers) == (116508, [116508])
+    assert r.unused_bytes == 262144
     assert counts(p, "old")[0] == 116508  # "the formula would give 116,508"
 
 
 def test_d2_gpt_oss_20b_with_hma():
     p = make_plan({**GPT_OSS, "model": {**GPT_OSS["model"], "num_layers": 24}}, "0.22.1")
     assert [len(g.layer_names) for g in p.grouping.groups] == [12, 12]
-    assert {t.size for t in p.gpu.workers[0].tensors} == {3579117568} and p.gpu.num_blocks == 109226
-    assert p.logs.kv_cache_size_tokens == 1643116 and f"{p.logs.max_concurrency:.2f}" == "12.54"
+    assert {t.size for t in p.gpu.workers[0].tensors} == {3579117568}
+    assert p.gpu.num_blocks == 109226
+    assert p.logs.kv_cache_size_tokens == 1643116
+    assert f'{p.logs.max_concurrency:.2f}' == '12.54'
     assert counts(p, "fixed")[0] == 174762
 
 
@@ -248,19 +281,25 @@ def test_e_qwen3_next(tp, block, page, tensor, n_gpu, bw, conc, l2, pinned):
     assert p.grouping.groups[0].layer_names[:2] == ("model.layers.0.linear_attn", "model.layers.4.linear_attn")
     assert {g.spec.page_size_bytes for g in p.grouping.groups} == {page}
     w = p.gpu.workers[0]
-    assert len(w.tensors) == 12 and {t.size for t in w.tensors} == {tensor}
+    assert len(w.tensors) == 12
+    assert {t.size for t in w.tensors} == {tensor}
     assert len(w.tensors[0].shared_by) == 4
-    assert p.gpu.num_blocks == n_gpu and w.bytes_per_block == bw
-    assert f"{p.logs.max_concurrency:.2f}" == conc and p.logs.kv_cache_size_tokens == l2
+    assert p.gpu.num_blocks == n_gpu
+    assert w.bytes_per_block == bw
+    assert f'{p.logs.max_concurrency:.2f}' == conc
+    assert p.logs.kv_cache_size_tokens == l2
     sched, workers, r = counts(p, "fixed")
-    assert (sched, workers) == (5140, [5140]) and not r.out_of_bounds
-    assert r.stages[0].pinned_bytes_per_worker == pinned and r.unused_bytes == 1048576
+    assert (sched, workers) == (5140, [5140])
+    assert not r.out_of_bounds
+    assert r.stages[0].pinned_bytes_per_worker == pinned
+    assert r.unused_bytes == 1048576
 
 
 def test_e1_l1_tokens_under_020_with_forced_hma():
     p = make_plan({**QWEN3_NEXT, "parallel": {"tensor_parallel_size": 4},
                    "cache": {"enable_prefix_caching": True, "hybrid_kv_cache_manager": "on"}}, "0.21.0")
-    assert p.hma_enabled and p.logs.family == "L2"
+    assert p.hma_enabled
+    assert p.logs.family == 'L2'
     assert p.gpu.num_blocks // 4 * 272 == 873664
 
 
@@ -273,9 +312,12 @@ def test_e1_hma_off_is_a_startup_error():
 def test_e1_prefix_caching_off_fails_offload_divisibility():
     p = make_plan({**QWEN3_NEXT, "parallel": {"tensor_parallel_size": 4},
                    "cache": {"enable_prefix_caching": False}}, "0.22.1")
-    assert p.layers.block_size == 272 and p.layers.mamba_block_size == 131072
-    assert f"{p.logs.max_concurrency:.2f}" == "26.49" and p.logs.kv_cache_size_tokens == 3472732
-    assert p.offload.startup_error and "131072" in p.offload.startup_error
+    assert p.layers.block_size == 272
+    assert p.layers.mamba_block_size == 131072
+    assert f'{p.logs.max_concurrency:.2f}' == '26.49'
+    assert p.logs.kv_cache_size_tokens == 3472732
+    assert p.offload.startup_error
+    assert '131072' in p.offload.startup_error
     assert 131072 % 272 == 240
 
 
@@ -311,11 +353,15 @@ def test_f_uneven_pp(pp, split, before, n_gpu, bws, workers, sched, tokens, conc
     assert [w.num_blocks_before_min for w in p.gpu.workers] == before
     assert p.gpu.num_blocks == n_gpu
     assert [w.bytes_per_block for w in p.gpu.workers] == bws
-    assert p.logs.kv_cache_size_tokens == tokens and f"{p.logs.max_concurrency:.2f}" == conc
+    assert p.logs.kv_cache_size_tokens == tokens
+    assert f'{p.logs.max_concurrency:.2f}' == conc
     s, w, r = counts(p, formula)
     assert (s, w) == (sched, workers)
-    assert [st.pinned_bytes_per_worker for st in r.stages] == pinned and r.unused_bytes == unused
+    assert [st.pinned_bytes_per_worker for st in r.stages] == pinned
+    assert r.unused_bytes == unused
     if pp == 4:
-        assert r.out_of_bounds and r.stages[2].bad_ids == (14563, 15533)
+        assert r.out_of_bounds
+        assert r.stages[2].bad_ids == (14563, 15533)
     else:
-        assert not r.out_of_bounds and r.stages[1].wasted_bytes_per_worker == 1108131840
+        assert not r.out_of_bounds
+        assert r.stages[1].wasted_bytes_per_worker == 1108131840
