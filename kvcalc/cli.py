@@ -222,13 +222,23 @@ def init(
     sys.stdout.write(text)
 
 
-@app.command()
-def versions(fmt: OutputFormat = typer.Option(OutputFormat.table, "--format")) -> None:
-    """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
-    from .versions import DEFAULT_VERSION, releases_table
+class VersionsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
 
+
+@app.command()
+def versions(fmt: VersionsFormat = typer.Option(VersionsFormat.table, "--format",
+                                                help="table | json | markdown (the README's table)")) -> None:
+    """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
+    from .versions import DEFAULT_VERSION, families_markdown, releases_table
+
+    if fmt is VersionsFormat.markdown:
+        sys.stdout.write(families_markdown())
+        return
     rows = releases_table()
-    if fmt is OutputFormat.json:
+    if fmt is VersionsFormat.json:
         import json
 
         sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows}, indent=2) + "\n")

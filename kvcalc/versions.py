@@ -54,6 +54,7 @@ class Family:
     summary: str
     readme_formula: str  # the README table's "CPU count" cell
     action: str  # what a user should do about it
+    readme_action: str  # the README table's "what to do" cell (markdown)
 
 
 _OLD = OffloadRule(unit="page_x_tensors", chunks=False, alignment=1, replication=False, shared_region=False,
@@ -65,34 +66,40 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
     Family(id="manual", first=(0, 0, 0), versions="<= 0.13.x", heading="manual", representative=None, rule=None,
            summary="no formula: num_cpu_blocks is set by hand in kv_connector_extra_config",
            readme_formula="none: you set `num_cpu_blocks` yourself",
-           action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes"),
+           action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes",
+           readme_action='kvcalc refuses; that number is the pool'),
     Family(id="old", first=(0, 14, 0), versions="0.14.0 - 0.19.1", heading="old 0.14.0–0.19.1",
            representative="0.19.1", rule=_OLD,
            summary="C // (page x len(tensors) x world_size x f): counts a UniformType group's layers twice",
            readme_formula="`C // (page × len(tensors) × W × f)`",
            action="upgrade to >= 0.20.0 if your layout is UniformType (MLA + EAGLE, V3.2, per-layer heads, "
-                  "skipped fp8 layers): stores go out of bounds"),
+                  "skipped fp8 layers): stores go out of bounds",
+           readme_action='**upgrade to ≥ 0.20.0 if your layout is UniformType** (MLA + EAGLE, DeepSeek-V3.2, per-layer KV heads, fp8 skip layers): workers get ~1/L of the blocks the scheduler hands out → out-of-bounds stores'),
     Family(id="fixed", first=(0, 20, 0), versions="0.20.0 - 0.22.x", heading="fixed 0.20.0–0.22",
            representative="0.22.1", rule=_FIXED,
            summary="C // ((sum(tensor sizes) // num_blocks) x world_size x f): the worker's true bytes",
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
-           action="safe for UniformType; uneven PP stages still go out of bounds"),
+           action="safe for UniformType; uneven PP stages still go out of bounds",
+           readme_action='safe for UniformType; HMA stays off with the connector until 0.22'),
     Family(id="packed", first=(0, 24, 0), versions="0.24.x", heading="packed", representative="0.24.0",
            rule=_FIXED, summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
-           action="same counts as fixed for every classic layout"),
+           action="same counts as fixed for every classic layout",
+           readme_action='same numbers for classic layouts'),
     Family(id="config", first=(0, 26, 0), versions="0.26.x", heading="config", representative="0.26.0",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=1, replication=False,
                             shared_region=False, single_allocation=False),
            summary="build_offloading_config: chunks of blocks_per_chunk GPU blocks (block_size x DCP)",
            readme_formula="chunks of `blocks_per_chunk` blocks",
-           action="counts are chunks; blocks_per_chunk and block_size are exclusive"),
+           action="counts are chunks; blocks_per_chunk and block_size are exclusive",
+           readme_action='hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`'),
     Family(id="replicated", first=(0, 28, 0), versions="0.28.x", heading="replicated", representative="0.28.0",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True,
                             shared_region=True, single_allocation=False),
            summary="4096-byte aligned chunks in one shared host region; pure MLA under TP-only mp stored once",
            readme_formula="chunks rounded up to 4096 B in one shared region; pure MLA TP-only `mp` stored once",
-           action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget"),
+           action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
+           readme_action='pure-MLA TP runs get TP× more CPU blocks'),
     Family(id="single-alloc", first=(0, 30, 0), versions="0.30.x - 0.33.x", heading="single-alloc",
            representative="0.33.0",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True,
@@ -100,7 +107,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            summary="one backing GPU allocation: bytes per block from size[0] // num_blocks; 0.32+ replicas test",
            readme_formula="as replicated, bytes per block from the one backing allocation; 0.32+ `kv_tp_replicas` "
                           "test",
-           action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like"),
+           action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
+           readme_action='V3.2 stored once too; 0.33 hybrid block sizes are approximate'),
 )}
 REPRESENTATIVE = {f.id: f.representative for f in FAMILIES.values() if f.representative}
 
@@ -237,6 +245,15 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
     if behaviour.hma_default_with_connector:
         return True, "on: the OffloadingConnector supports the hybrid manager (0.22.0+)"
     return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
+
+
+def families_markdown() -> str:
+    """The README's families table, from the records (a test checks the README against it)."""
+    rows = ["| family | releases | CPU count | what to do |", "|---|---|---|---|"]
+    for f in FAMILIES.values():
+        versions = f.versions.replace(" - ", " – ").replace("<= ", "≤ ")
+        rows.append(f"| `{f.id}` | {versions} | {f.readme_formula} | {f.readme_action} |")
+    return "\n".join(rows) + "\n"
 
 
 def releases_table() -> list[dict]:
