@@ -28,6 +28,7 @@ from .layout import (
     ParallelLayout,
     base_block_size,
 )
+from .records import replace
 from .units import MODEL_DTYPES, SizeError, gib_float_to_bytes, parse_size, scaled_floor
 from .versions import DEFAULT_VERSION, behaviour_for
 
@@ -262,14 +263,15 @@ def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str
 
 
 def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,
-             origin: dict[str, str] | None = None) -> Layout:
-    """An expanded layout dict -> Layout, or a LayoutError naming the key (and the flag that set it)."""
+             origin: dict[str, str] | None = None, model: ModelLayout | None = None) -> Layout:
+    """An expanded layout dict -> Layout, or a LayoutError naming the key (and the flag that set it).
+    `model`: the already validated `model` section of this same dict (a sweep validates it once)."""
     r = _Reader(source, {path: flag for path, (_, flag) in (overrides or {}).items()})
     if top.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise r.fail("schema_version", f"{SCHEMA_VERSION}", top.get("schema_version"))
     if "model" not in top:
         raise r.fail("model", "a model section (see the README's layout format)")
-    model = _model(r, top.get("model"))
+    model = model or _model(r, top.get("model"))
     parallel = _parallel(r, top.get("parallel"), model)
     mpe = top["model"].get("max_position_embeddings") if isinstance(top.get("model"), dict) else None
     if mpe is not None:
@@ -289,6 +291,19 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source,
                   platform=platform,
                   provenance=tuple(sorted((origin or {}).items())))
+
+
+def validate_offload(top: dict, base: Layout, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    """`base` with the offload section of `top` (a layout dict that differs from base's only there)."""
+    r = _Reader(base.source, {path: flag for path, (_, flag) in (overrides or {}).items()})
+    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache))
+
+
+def validate_model(top: dict, *, source: str) -> ModelLayout:
+    """The `model` section of an expanded layout dict alone."""
+    if "model" not in top:
+        raise LayoutError(source, "model", "a model section (see the README's layout format)")
+    return _model(_Reader(source, {}), top.get("model"))
 
 
 def _model(r: _Reader, data: Any) -> ModelLayout:

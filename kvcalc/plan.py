@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
 from .errors import KvcalcError
 from .grouping import Grouping, group_layers
@@ -66,8 +67,20 @@ def _other_family_note(layout: Layout, selected: Plan) -> dict[str, str]:
                    + (", out of bounds" if r.out_of_bounds else "")}
 
 
-def plan(layout: Layout) -> Plan:
-    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas."""
+class GpuStage(NamedTuple):
+    """Everything a plan computes before the CPU budget enters: a sweep over budgets reuses it."""
+
+    behaviour: Behaviour
+    hma_enabled: bool
+    hma_reason: str
+    layers: LayerPlan
+    grouping: Grouping
+    gpu: GpuPlan
+    logs: LogNumbers | None
+
+
+def plan_gpu(layout: Layout) -> GpuStage:
+    """Layout -> layers -> groups -> tensors and GPU blocks (no CPU budget involved)."""
     behaviour = behaviour_for(layout.vllm_version)
     model = layout.model
     wants_off = None
@@ -84,6 +97,15 @@ def plan(layout: Layout) -> Plan:
     )
     device = ("XPU" if layout.platform == "xpu" else "GPU") if behaviour.log_device_prefix else "GPU"
     logs = log_numbers(gpu.workers[0], layer_plan.usage, behaviour.log_family, device)
+    return GpuStage(behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan, grouping=grouping,
+                    gpu=gpu, logs=logs)
+
+
+def plan(layout: Layout, stage: GpuStage | None = None) -> Plan:
+    """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas. `stage`: the
+    GPU stage of a layout that differs from this one only in its offload section (a sweep over budgets)."""
+    behaviour, hma, why, layer_plan, grouping, gpu, logs = stage or plan_gpu(layout)
+    model = layout.model
     par = layout.parallel
     settings = OffloadSettings(
         cpu_bytes=layout.offload.cpu_bytes_to_use, block_size=layout.offload.block_size,

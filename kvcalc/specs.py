@@ -306,7 +306,9 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
 
 
 def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:
-    """Merge by the first spec's class rule, as `specs[0].merge(specs)` does in vLLM."""
+    """Merge by the first spec's class rule, as `specs[0].merge(specs)` does in vLLM (one spec merges to itself)."""
+    if len(specs) == 1:
+        return specs[0]
     return type(specs[0]).merge(specs)
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from .errors import KvcalcError
 from .flags import SWEEP_AXES
-from .load import expand, validate
-from .plan import plan
+from .load import expand, validate, validate_model, validate_offload
+from .plan import plan, plan_gpu
 from .report import family_entry
 
 # The sweep axes are the flag table's (flags.SWEEP_AXES); each row has them and these result columns.
@@ -16,6 +16,7 @@ AXES = {f.name: f for f in SWEEP_AXES}
 RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
            "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "error")
 COLUMNS = tuple(AXES) + RESULTS
+_SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 
 def grid(axes: dict[str, list]) -> list[dict]:
@@ -24,15 +25,39 @@ def grid(axes: dict[str, list]) -> list[dict]:
 
 
 def run(top: dict, source: str, points: list[dict], base_flags: dict | None = None) -> Iterator[dict]:
-    """Yield one row per point, in order. `top` is the expanded layout dict (config already read)."""
+    """Yield one row per point, in order. `top` is the expanded layout dict (config already read).
+
+    The sweep axes never touch the model section, so it is validated once (with the base flags) and shared
+    by every point, unless a base flag sets a model key or the model itself is refused (then each row says why)."""
+    model = None
+    if not any(path.startswith("model.") for path in (base_flags or {})):
+        try:
+            data, _ = expand(top, source=source, overrides=dict(base_flags or {}))
+            model = validate_model(data, source=source)
+        except KvcalcError:
+            model = None
+    # Points that differ only in the CPU budget share everything before the offload stage: validate and plan
+    # the rest once per combination of the other axes, then re-run only the offload stage per budget.
+    shared: dict[tuple, tuple] = {}
     for point in points:
         row = {c: None for c in COLUMNS}
         row.update({k: point.get(k) for k in AXES})
         overrides = dict(base_flags or {})
         overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
+        key = tuple((k, v) for k, v in point.items() if k != "cpu_bytes") if "cpu_bytes" in point else None
         try:
             data, origin = expand(top, source=source, overrides=overrides)
-            p = plan(validate(data, source=source, overrides=overrides, origin=origin))
+            if key in shared:
+                base, stage = shared[key]
+                p = plan(validate_offload(data, base, overrides=overrides), stage)
+            else:
+                layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
+                stage = plan_gpu(layout)
+                if key is not None:
+                    if len(shared) >= _SHARED_LIMIT:
+                        shared.clear()  # bounded memory, whatever the grid
+                    shared[key] = (layout, stage)
+                p = plan(layout, stage)
         except KvcalcError as e:
             row["error"] = e.one_line()
             yield row
