@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
+from functools import cached_property
 from enum import Enum
 from typing import Optional
 
@@ -38,39 +39,53 @@ def _root() -> None:
     """kvcalc: vLLM's KV cache and CPU offload pool, before you start the server."""
 
 
+class _FlagCommand:
+    """A command with every layout flag of the flag table added as Typer options, built when Typer first reads
+    its signature (only the command being run is built: start-up time is a target)."""
+
+    def __init__(self, fn, exclude: tuple[str, ...], lists: bool):
+        self.fn, self.exclude, self.lists = fn, exclude, lists
+        self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
+        self.__globals__ = fn.__globals__
+
+    @cached_property
+    def _built(self):
+        import inspect
+        import typing
+
+        from .flags import LAYOUT_FLAGS
+
+        chosen = [f for f in LAYOUT_FLAGS if f.name not in self.exclude]
+        hints = typing.get_type_hints(self.fn)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+               for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"]
+        added = []
+        for f in chosen:
+            listed = self.lists and f.sweep
+            added.append(inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str if listed else f.type],
+                default=typer.Option(None, *f.spellings, help=f"comma list. {f.help}" if listed else f.help,
+                                     rich_help_panel=f.group)))
+        params = own + added
+        return chosen, inspect.Signature(params), {p.name: p.annotation for p in params}
+
+    @property
+    def __signature__(self):
+        return self._built[1]
+
+    @property
+    def __annotations__(self):
+        return self._built[2]
+
+    def __call__(self, **kwargs):
+        values = {f.name: kwargs.pop(f.name) for f in self._built[0]}
+        return self.fn(flags=values, **kwargs)
+
+
 def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
     """Add every layout flag of the flag table (flags.LAYOUT_FLAGS) to a command as Typer options; the command
     gets them as one `flags` dict. With `lists`, sweep axes take comma lists (as strings)."""
-    import inspect
-    import typing
-
-    from .flags import LAYOUT_FLAGS
-
-    chosen = [f for f in LAYOUT_FLAGS if f.name not in exclude]
-
-    def decorate(fn):
-        hints = typing.get_type_hints(fn)
-        own = [p.replace(annotation=hints.get(p.name, p.annotation))
-               for p in inspect.signature(fn).parameters.values() if p.name != "flags"]
-        added = []
-        for f in chosen:
-            tp = str if lists and f.sweep else f.type
-            helptext = f"comma list. {f.help}" if lists and f.sweep else f.help
-            added.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[tp],
-                                           default=typer.Option(None, *f.spellings, help=helptext,
-                                                                rich_help_panel=f.group)))
-
-        def command(**kwargs):
-            values = {f.name: kwargs.pop(f.name) for f in chosen}
-            return fn(flags=values, **kwargs)
-
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
-        command.__signature__ = inspect.Signature(params)
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        command.__name__, command.__doc__ = fn.__name__, fn.__doc__
-        return command
-
-    return decorate
+    return lambda fn: _FlagCommand(fn, exclude, lists)
 
 
 def _layout_overrides(flags: dict) -> dict:

@@ -549,13 +549,38 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
     return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)
 
 
+_C_LOADER_DEPTH = 64  # nesting a layout never needs; deeper input goes to the pure-Python loader
+
+
+def _shallow(text: str) -> bool:
+    """An upper bound on the nesting depth is small: flow brackets (counted even inside quotes), indentation,
+    and block entries on one line. libyaml's composer recurses in C and overflows the stack on deep nesting
+    (`[` x 100,000 segfaults), so only input this check bounds goes to the C loader."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    if deepest > _C_LOADER_DEPTH // 2:
+        return False
+    for line in text.splitlines():
+        stripped = line.lstrip(" -")
+        if len(line) - len(stripped) > _C_LOADER_DEPTH or line.count(": ") > 4:
+            return False
+    return True
+
+
 def parse_yaml(text: str, *, source: str) -> Any:
     import yaml
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise LayoutError(source, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+    loader = getattr(yaml, "CSafeLoader", None) if len(text) <= 1 << 16 and _shallow(text) else None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=loader or yaml.SafeLoader)  # noqa: S506 - safe loaders only
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""

@@ -3,7 +3,7 @@
 A `@record` class behaves as `@dataclass(frozen=True, kw_only=True)`: fields from annotations, defaults,
 equality and hashing by class and fields, a repr, assignment refused. What differs is the cost: defining a
 dataclass compiles four to six methods (~1 ms each class here, and kvcalc's start-up time is a target), while a
-record compiles its `__init__` only when the class is first instantiated, and shares the other methods.
+record compiles nothing: its `__init__` is a closure over the field table, and the other methods are shared.
 
 `field(doc=...)` attaches the description the generated JSON Schema carries; `to_json` turns records, enums,
 tuples and dicts into plain JSON values; `json_schema` derives the schema from the annotations.
@@ -84,27 +84,31 @@ def _repr(self):
 
 
 def _make_init(cls):
-    """Compile cls.__init__ from its fields (once, on first instantiation)."""
-    ns: dict[str, Any] = {"_MISSING": MISSING}
-    params, body = [], []
-    for f in cls.__record_fields__:
-        if f.factory is not None:
-            ns[f"_f_{f.name}"] = f.factory
-            params.append(f"{f.name}=_MISSING")
-            body.append(f"    if {f.name} is _MISSING: {f.name} = _f_{f.name}()")
-        elif f.default is not MISSING:
-            ns[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-        else:
-            params.append(f.name)
-    body.append("    d = self.__dict__")
-    body += [f"    d[{f.name!r}] = {f.name}" for f in cls.__record_fields__]
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    star = "*, " if params else ""
-    src = f"def __init__(self, {star}{', '.join(params)}):\n" + "\n".join(body) + "\n"
-    exec(src, ns)  # noqa: S102 - generated from the class's own field names
-    return ns["__init__"]
+    """cls.__init__ from its fields: keyword-only, with defaults and factories, unknown and missing names refused.
+    A closure over the field table, no generated source: compiling one costs ~0.15 ms a class at start-up."""
+    fields_ = cls.__record_fields__
+    allowed = frozenset(f.name for f in fields_)
+    required = frozenset(f.name for f in fields_ if f.default is MISSING and f.factory is None)
+    optional = tuple((f.name, f.default, f.factory) for f in fields_ if f.name not in required)
+    post_init = getattr(cls, "__post_init__", None)
+    name = cls.__name__
+
+    def __init__(self, **kwargs):
+        keys = kwargs.keys()
+        if not keys <= allowed:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(keys - allowed)}")
+        if not required <= keys:
+            raise TypeError(f"{name}() missing keyword arguments {sorted(required - keys)}")
+        d = self.__dict__
+        d.update(kwargs)
+        if len(kwargs) < len(fields_):
+            for key, default, factory in optional:
+                if key not in kwargs:
+                    d[key] = factory() if factory is not None else default
+        if post_init is not None:
+            post_init(self)
+
+    return __init__
 
 
 def record(cls=None, *, cache_hash: bool = False):
@@ -131,12 +135,7 @@ def record(cls=None, *, cache_hash: bool = False):
         else:
             cls.__record_key__ = staticmethod(attrgetter(*names)) if names else staticmethod(lambda obj: ())
 
-        def __init__(self, **kwargs):
-            init = _make_init(cls)
-            cls.__init__ = init
-            init(self, **kwargs)
-
-        cls.__init__ = __init__
+        cls.__init__ = _make_init(cls)
         cls.__setattr__ = _setattr
         cls.__delattr__ = _delattr
         cls.__eq__ = _eq
