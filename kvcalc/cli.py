@@ -6,8 +6,7 @@ import os
 import sys
 from contextlib import contextmanager
 from functools import cached_property
-from enum import Enum
-from typing import Optional
+from typing import Literal, Optional, get_args
 
 import typer
 
@@ -20,9 +19,15 @@ from .errors import KvcalcError, StartupRefusal
 from .units import SIZE_HELP
 
 
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
+# --format values as Literal types, which Typer turns into choices (an Enum class per command costs start-up time).
+OutputFormat = Literal["table", "json"]
+SweepFormat = Literal["table", "csv", "jsonl"]
+VersionsFormat = Literal["table", "json", "markdown"]
+OUTPUT_FORMATS = get_args(OutputFormat)
+
+
+def _format(help: str = "", **kw):
+    return typer.Option("table", "--format", help=help or None, **kw)
 
 
 APP_SETTINGS = dict(
@@ -98,8 +103,7 @@ def _layout_overrides(flags: dict) -> dict:
 @layout_flags()
 def plan(
     layout: str = typer.Argument(..., help="layout YAML (schema v1), a Hugging Face config.json, or its directory"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table for people, json for pipelines",
-                                     rich_help_panel="output"),
+    fmt: OutputFormat = _format("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
@@ -135,7 +139,7 @@ def plan(
         from .report import RefusedReport
 
         checks = refused(loaded.vllm_version, e.one_line())
-        if fmt is OutputFormat.json:
+        if fmt == "json":
             _print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
                                       checks=checks))
         _report_checks(checks)
@@ -237,23 +241,16 @@ def init(
     sys.stdout.write(text)
 
 
-class VersionsFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
 @app.command()
-def versions(fmt: VersionsFormat = typer.Option(VersionsFormat.table, "--format",
-                                                help="table | json | markdown (the README's table)")) -> None:
+def versions(fmt: VersionsFormat = _format("markdown: the README's families table")) -> None:
     """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
     from .versions import DEFAULT_VERSION, families_markdown, releases_table
 
-    if fmt is VersionsFormat.markdown:
+    if fmt == "markdown":
         sys.stdout.write(families_markdown())
         return
     rows = releases_table()
-    if fmt is VersionsFormat.json:
+    if fmt == "json":
         import json
 
         sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows}, indent=2) + "\n")
@@ -274,7 +271,7 @@ def versions(fmt: VersionsFormat = typer.Option(VersionsFormat.table, "--format"
 @layout_flags()
 def vllm_args(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    fmt: OutputFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
@@ -286,7 +283,7 @@ def vllm_args(
     loaded = load_layout(layout, overrides=_layout_overrides(flags))
     with _naming(loaded.source):
         doc = build(*startable_plan(loaded))
-    if fmt is OutputFormat.json:
+    if fmt == "json":
         _print_json(doc)
     else:
         # A config.json's directory is the model to serve; a layout YAML does not name one.
@@ -308,7 +305,7 @@ def size_cmd(
                                              rich_help_panel="offload"),
     cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
                                              rich_help_panel="offload"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    fmt: OutputFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), for every vLLM family."""
@@ -324,7 +321,7 @@ def size_cmd(
     overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
     loaded = load_layout(layout, overrides=overrides)
     rows = size(loaded, tokens=tokens, blocks=cpu_blocks)
-    if fmt is OutputFormat.json:
+    if fmt == "json":
         _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
                      "target_blocks": cpu_blocks, "families": rows})
         return
@@ -334,18 +331,11 @@ def size_cmd(
     _console(100).print(render_sizing(rows, tokens, cpu_blocks, Style(plain=_plain())))
 
 
-class SweepFormat(str, Enum):
-    table = "table"
-    csv = "csv"
-    jsonl = "jsonl"
-
-
 @app.command()
 @layout_flags(lists=True)
 def sweep(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    fmt: SweepFormat = typer.Option(SweepFormat.table, "--format", help="table | csv | jsonl",
-                                    rich_help_panel="output"),
+    fmt: SweepFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
@@ -374,12 +364,12 @@ def sweep(
         from rich.progress import track
 
         rows = track(rows, total=len(points), description="sweep", console=Console(stderr=True), transient=True)
-    if fmt is SweepFormat.jsonl:
+    if fmt == "jsonl":
         import json
 
         for row in rows:
             sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
-    elif fmt is SweepFormat.csv:
+    elif fmt == "csv":
         import csv
 
         writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
@@ -406,7 +396,7 @@ def sweep(
 def check_cmd(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
     log: str = typer.Option(..., "--log", help="a vLLM startup log", rich_help_panel="input"),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", rich_help_panel="output"),
+    fmt: OutputFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged; exit 1 on a mismatch."""
@@ -422,7 +412,7 @@ def check_cmd(
         text = "\n".join(line for line in text.splitlines() if "version" not in line)
     with _naming(loaded.source):
         result = check(loaded, text, source=log)
-    if fmt is OutputFormat.json:
+    if fmt == "json":
         _print_json(result)
     else:
         from rich.table import Table
@@ -441,19 +431,15 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-class SchemaKind(str, Enum):
-    layout = "layout"
-    output = "output"
-
-
 @app.command()
-def schema(kind: SchemaKind = typer.Argument(..., help="layout (the YAML input) or output (the JSON output)")) -> None:
+def schema(kind: Literal["layout", "output"] = typer.Argument(
+        ..., help="layout (the YAML input) or output (the JSON output)")) -> None:
     """Print the JSON Schema of the layout YAML or of the JSON output."""
     import json
 
     from .schema import layout_schema, output_schema
 
-    doc = layout_schema() if kind is SchemaKind.layout else output_schema()
+    doc = layout_schema() if kind == "layout" else output_schema()
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
@@ -477,7 +463,7 @@ def _print_json(report) -> None:
 
 
 # Every --format value maps to exactly one renderer (a test walks the enum).
-RENDERERS = {OutputFormat.table: _print_table, OutputFormat.json: _print_json}
+RENDERERS = {"table": _print_table, "json": _print_json}
 
 
 def _plain() -> bool:

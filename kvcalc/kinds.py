@@ -21,6 +21,10 @@ class LayerKind(str, Enum):
     NONE = "none"
     FULL_MAMBA = "full_attention+mamba"  # Falcon-H1: attention, then Mamba, in every layer
 
+    # str's own hash and equality (Enum's __hash__ is a Python call: kinds are hashed per run in hot paths);
+    # LayerKind.FULL == "full_attention" either way.
+    __hash__ = str.__hash__
+
     def __str__(self) -> str:
         return self.value
 

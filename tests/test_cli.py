@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLES_DIR
-from kvcalc.cli import RENDERERS, OutputFormat, main
+from kvcalc.cli import OUTPUT_FORMATS, RENDERERS, main
 
 GIB = 1 << 30
 EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.yaml")))
@@ -169,9 +169,9 @@ def test_zero_gpu_blocks_never_divides_by_zero(capsys):
 
 
 def test_every_format_has_a_renderer(capsys):
-    assert set(RENDERERS) == set(OutputFormat)
-    for fmt in OutputFormat:
-        code, out, _ = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--format", fmt.value)
+    assert set(RENDERERS) == set(OUTPUT_FORMATS)
+    for fmt in OUTPUT_FORMATS:
+        code, out, _ = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--format", fmt)
         assert code == 0
         assert out.strip()
 
