@@ -6,8 +6,12 @@ Pure data and two small helpers; the CLI builds its Typer options from these row
 
 from __future__ import annotations
 
+from .records import record
+
 import os
-from typing import Any, NamedTuple
+from typing import Any
+
+from .records import record
 
 from .units import SIZE_HELP
 from .versions import DEFAULT_VERSION, supported_range
@@ -16,7 +20,8 @@ from .versions import DEFAULT_VERSION, supported_range
 GROUPS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
 
 
-class Flag(NamedTuple):
+@record
+class Flag:
     name: str  # the Python parameter name
     spellings: tuple[str, ...]  # CLI spellings; "--a/--b" is an on/off pair
     path: str  # the layout key path the flag sets
@@ -40,52 +45,56 @@ class Flag(NamedTuple):
         return raw
 
 
+def _flag(name: str, spellings: tuple[str, ...], path: str, type_: type, help_: str, group: str, **kw) -> Flag:
+    return Flag(name=name, spellings=spellings, path=path, type=type_, help=help_, group=group, **kw)
+
+
 # Rows in the order sweep columns appear (tp, pp, block_size, cpu_bytes, kv_cache_dtype, vllm_version,
 # offload_block_size); --help groups them by `group`.
 LAYOUT_FLAGS: tuple[Flag, ...] = (
-    Flag("tp", ("--tp", "--tensor-parallel-size"), "parallel.tensor_parallel_size", int, "tensor parallel size",
+    _flag("tp", ("--tp", "--tensor-parallel-size"), "parallel.tensor_parallel_size", int, "tensor parallel size",
          "parallelism", sweep=True, vllm="--tensor-parallel-size"),
-    Flag("pp", ("--pp", "--pipeline-parallel-size"), "parallel.pipeline_parallel_size", int,
+    _flag("pp", ("--pp", "--pipeline-parallel-size"), "parallel.pipeline_parallel_size", int,
          "pipeline parallel size", "parallelism", sweep=True, vllm="--pipeline-parallel-size"),
-    Flag("dp", ("--dp", "--data-parallel-size"), "parallel.data_parallel_size", int, "data parallel size (engines)",
+    _flag("dp", ("--dp", "--data-parallel-size"), "parallel.data_parallel_size", int, "data parallel size (engines)",
          "parallelism", vllm="--data-parallel-size"),
-    Flag("backend", ("--distributed-executor-backend",), "parallel.distributed_executor_backend", str,
+    _flag("backend", ("--distributed-executor-backend",), "parallel.distributed_executor_backend", str,
          "mp | ray | uni | external_launcher", "parallelism", vllm="--distributed-executor-backend"),
-    Flag("nnodes", ("--nnodes",), "parallel.nnodes", int, "nodes one engine spans", "parallelism", vllm="--nnodes"),
-    Flag("block_size", ("--block-size",), "cache.block_size", int, "GPU block size in tokens", "cache", sweep=True,
+    _flag("nnodes", ("--nnodes",), "parallel.nnodes", int, "nodes one engine spans", "parallelism", vllm="--nnodes"),
+    _flag("block_size", ("--block-size",), "cache.block_size", int, "GPU block size in tokens", "cache", sweep=True,
          vllm="--block-size"),
-    Flag("kv_cache_memory", ("--kv-cache-memory",), "cache.kv_cache_memory", str,
+    _flag("kv_cache_memory", ("--kv-cache-memory",), "cache.kv_cache_memory", str,
          f"KV cache memory per GPU (vLLM's --kv-cache-memory-bytes). SIZE: {SIZE_HELP}", "cache",
          vllm="--kv-cache-memory-bytes"),
-    Flag("num_gpu_blocks_override", ("--num-gpu-blocks-override",), "cache.num_gpu_blocks_override", int,
+    _flag("num_gpu_blocks_override", ("--num-gpu-blocks-override",), "cache.num_gpu_blocks_override", int,
          "GPU blocks, instead of the count from memory", "cache", vllm="--num-gpu-blocks-override"),
-    Flag("max_model_len", ("--max-model-len",), "cache.max_model_len", str, "tokens; 128K = 131072, 128k = 128000",
+    _flag("max_model_len", ("--max-model-len",), "cache.max_model_len", str, "tokens; 128K = 131072, 128k = 128000",
          "cache", vllm="--max-model-len"),
-    Flag("max_num_batched_tokens", ("--max-num-batched-tokens",), "cache.max_num_batched_tokens", str,
+    _flag("max_num_batched_tokens", ("--max-num-batched-tokens",), "cache.max_num_batched_tokens", str,
          "tokens per scheduler step", "cache", vllm="--max-num-batched-tokens"),
-    Flag("prefix", ("--enable-prefix-caching/--no-enable-prefix-caching",), "cache.enable_prefix_caching", bool,
+    _flag("prefix", ("--enable-prefix-caching/--no-enable-prefix-caching",), "cache.enable_prefix_caching", bool,
          "prefix caching on/off (default: vLLM's)", "cache", vllm="--enable-prefix-caching",
          label="--enable-prefix-caching"),
-    Flag("hma", ("--hma/--no-hma",), "cache.hybrid_kv_cache_manager", bool, "force the hybrid KV cache manager on/off",
+    _flag("hma", ("--hma/--no-hma",), "cache.hybrid_kv_cache_manager", bool, "force the hybrid KV cache manager on/off",
          "cache", vllm="--no-disable-hybrid-kv-cache-manager"),
-    Flag("cpu_bytes", ("--cpu-bytes",), "offload.cpu_bytes_to_use", str,
+    _flag("cpu_bytes", ("--cpu-bytes",), "offload.cpu_bytes_to_use", str,
          f"cpu_bytes_to_use: the CPU budget of ONE engine (all TP x PP workers of one DP replica). SIZE: {SIZE_HELP}",
          "offload", sweep=True),
-    Flag("kv_offloading_size", ("--kv-offloading-size",), "offload.kv_offloading_size", float,
+    _flag("kv_offloading_size", ("--kv-offloading-size",), "offload.kv_offloading_size", float,
          "as vLLM's flag: GiB, converted as int(X * 2**30)", "offload", vllm="--kv-offloading-size"),
-    Flag("kv_cache_dtype", ("--kv-cache-dtype",), "cache.kv_cache_dtype", str, "vLLM's --kv-cache-dtype string",
+    _flag("kv_cache_dtype", ("--kv-cache-dtype",), "cache.kv_cache_dtype", str, "vLLM's --kv-cache-dtype string",
          "cache", sweep=True, vllm="--kv-cache-dtype"),
-    Flag("vllm_version", ("--vllm-version",), "vllm.version", str,
+    _flag("vllm_version", ("--vllm-version",), "vllm.version", str,
          f"vLLM release, {supported_range()} (default {DEFAULT_VERSION}); `kvcalc versions` lists the families",
          "release", sweep=True),
-    Flag("platform", ("--platform",), "vllm.platform", str, "cuda | rocm | xpu", "release"),
-    Flag("offload_block_size", ("--offload-block-size",), "offload.block_size", int, "offloaded block size in tokens",
+    _flag("platform", ("--platform",), "vllm.platform", str, "cuda | rocm | xpu", "release"),
+    _flag("offload_block_size", ("--offload-block-size",), "offload.block_size", int, "offloaded block size in tokens",
          "offload", sweep=True),
-    Flag("blocks_per_chunk", ("--blocks-per-chunk",), "offload.blocks_per_chunk", int,
+    _flag("blocks_per_chunk", ("--blocks-per-chunk",), "offload.blocks_per_chunk", int,
          "0.26+: GPU blocks per CPU chunk", "offload"),
-    Flag("draft_config", ("--draft-config",), "model.draft.hf_config", str, "an EAGLE/EAGLE3 drafter's config.json",
+    _flag("draft_config", ("--draft-config",), "model.draft.hf_config", str, "an EAGLE/EAGLE3 drafter's config.json",
          "input"),
-    Flag("speculative", ("--speculative",), "model.draft.method", str, "eagle | eagle3 | mtp", "input"),
+    _flag("speculative", ("--speculative",), "model.draft.method", str, "eagle | eagle3 | mtp", "input"),
 )
 FLAGS: dict[str, Flag] = {f.name: f for f in LAYOUT_FLAGS}
 SWEEP_AXES: tuple[Flag, ...] = tuple(f for f in LAYOUT_FLAGS if f.sweep)

@@ -7,7 +7,9 @@ its shape function; adding a KV dtype is one `KV_DTYPES` row.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Callable, NamedTuple
+from typing import Callable
+
+from .records import record
 
 
 class LayerKind(str, Enum):
@@ -56,7 +58,8 @@ class KVQuant(str, Enum):
     NVFP4 = "nvfp4"  # each head dim x packs into x//2 data + x//16 scale bytes (0.20.0+)
 
 
-class KVDtype(NamedTuple):
+@record
+class KVDtype:
     name: str
     storage: str | None  # torch dtype of the cache tensor; None: the model's dtype
     quant: KVQuant
@@ -65,22 +68,26 @@ class KVDtype(NamedTuple):
 
 _0 = (0, 0, 0)
 _020 = (0, 20, 0)
+def _kv(name: str, storage: str | None, quant: KVQuant, since: tuple[int, int, int]) -> KVDtype:
+    return KVDtype(name=name, storage=storage, quant=quant, since=since)
+
+
 KV_DTYPES: dict[str, KVDtype] = {d.name: d for d in (
-    KVDtype("auto", None, KVQuant.NONE, _0),
-    KVDtype("bfloat16", "bfloat16", KVQuant.NONE, _0),
-    KVDtype("float16", "float16", KVQuant.NONE, _0),
-    KVDtype("half", "float16", KVQuant.NONE, _0),
-    KVDtype("float32", "float32", KVQuant.NONE, _0),
-    KVDtype("float", "float32", KVQuant.NONE, _0),
-    KVDtype("fp8", "uint8", KVQuant.NONE, _0),
-    KVDtype("fp8_e4m3", "uint8", KVQuant.NONE, _0),
-    KVDtype("fp8_e5m2", "uint8", KVQuant.NONE, _0),
-    KVDtype("fp8_inc", "uint8", KVQuant.NONE, _0),
-    KVDtype("int8", "uint8", KVQuant.NONE, _0),
-    KVDtype("fp8_ds_mla", "uint8", KVQuant.NONE, _0),  # MLA only: 656 B per token
-    KVDtype("int8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
-    KVDtype("fp8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
-    KVDtype("nvfp4", "uint8", KVQuant.NVFP4, _020),
+    _kv("auto", None, KVQuant.NONE, _0),
+    _kv("bfloat16", "bfloat16", KVQuant.NONE, _0),
+    _kv("float16", "float16", KVQuant.NONE, _0),
+    _kv("half", "float16", KVQuant.NONE, _0),
+    _kv("float32", "float32", KVQuant.NONE, _0),
+    _kv("float", "float32", KVQuant.NONE, _0),
+    _kv("fp8", "uint8", KVQuant.NONE, _0),
+    _kv("fp8_e4m3", "uint8", KVQuant.NONE, _0),
+    _kv("fp8_e5m2", "uint8", KVQuant.NONE, _0),
+    _kv("fp8_inc", "uint8", KVQuant.NONE, _0),
+    _kv("int8", "uint8", KVQuant.NONE, _0),
+    _kv("fp8_ds_mla", "uint8", KVQuant.NONE, _0),  # MLA only: 656 B per token
+    _kv("int8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
+    _kv("fp8_per_token_head", "uint8", KVQuant.PER_TOKEN_HEAD, _020),
+    _kv("nvfp4", "uint8", KVQuant.NVFP4, _020),
 )}
 KV_CACHE_DTYPES = tuple(KV_DTYPES)
 
@@ -147,7 +154,8 @@ def _linear_attention(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int
     return [(g["num_attention_heads"] // tp, g["head_dim"], g["head_dim"])]
 
 
-class MambaKind(NamedTuple):
+@record
+class MambaKind:
     name: str
     module: str  # vLLM's module name in the reference model of that kind (the layer name's suffix)
     fields: tuple[str, ...]  # required, under their Hugging Face names
@@ -160,19 +168,23 @@ class MambaKind(NamedTuple):
     refuses_float32: bool  # vLLM refuses a float32 state for it
 
 
+def _mamba(name: str, module: str, fields: tuple[str, ...], optional: tuple[str, ...], shapes, **flags) -> MambaKind:
+    return MambaKind(name=name, module=module, fields=fields, optional=optional, shapes=shapes, **flags)
+
+
 MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
-    MambaKind("mamba1", "mamba", ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"), ("chunk_size",),
+    _mamba("mamba1", "mamba", ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"), ("chunk_size",),
               _mamba1, mode_all=True, single_state=False, refuses_float32=False),
-    MambaKind("mamba2", "mixer", ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
+    _mamba("mamba2", "mixer", ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
               ("chunk_size", "intermediate_size"), _mamba2, mode_all=True, single_state=False,
               refuses_float32=False),
-    MambaKind("gated_delta_net", "linear_attn",
+    _mamba("gated_delta_net", "linear_attn",
               ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel_dim"), (), _gated_delta_net, mode_all=False, single_state=False,
               refuses_float32=False),
-    MambaKind("short_conv", "conv", ("hidden_size", "conv_L_cache"), (), _short_conv, mode_all=False,
+    _mamba("short_conv", "conv", ("hidden_size", "conv_L_cache"), (), _short_conv, mode_all=False,
               single_state=True, refuses_float32=False),
-    MambaKind("linear_attention", "self_attn", ("num_attention_heads", "head_dim"), (), _linear_attention,
+    _mamba("linear_attention", "self_attn", ("num_attention_heads", "head_dim"), (), _linear_attention,
               mode_all=False, single_state=True, refuses_float32=True),
 )}
 MAMBA_KIND_NAMES = tuple(MAMBA_KINDS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import NamedTuple
 
 from .errors import StartupRefusal, UnsupportedError
 from .records import record
@@ -30,7 +29,8 @@ HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every CPU chunk up to 
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
 
 
-class OffloadRule(NamedTuple):
+@record
+class OffloadRule:
     """How a family turns a worker's KV layout and the CPU budget into a CPU block (chunk) count."""
 
     unit: str  # "page_x_tensors" (0.14-0.19.1: page x len(tensors)) | "bytes_per_block" (sum(sizes) // num_blocks)
