@@ -114,11 +114,11 @@ class ModelLayout:
         """The layer kinds present."""
         return frozenset(self.layer_types)
 
-    @property
+    @cached_property
     def is_mla(self) -> bool:
         return LayerKind.MLA in self.kinds
 
-    @property
+    @cached_property
     def has_mamba(self) -> bool:
         return any(k.mamba for k in self.kinds)
 
@@ -169,12 +169,13 @@ class CacheLayout:
     mamba_block_size: int | None = None
     mamba_cache_mode: str = "auto"
 
-    def memory_for(self, worker: int) -> int | None:
+    def least_memory(self, workers: range) -> tuple[int, int] | None:
+        """(the smallest KV memory among these workers, that worker), or None without KV memory."""
         if self.kv_cache_memory is None:
             return None
         if len(self.kv_cache_memory) == 1:
-            return self.kv_cache_memory[0]
-        return self.kv_cache_memory[worker]
+            return self.kv_cache_memory[0], workers[0]
+        return min((self.kv_cache_memory[w], w) for w in workers)
 
 
 @record

@@ -168,10 +168,12 @@ def _side(rule: OffloadRule, s: OffloadSettings, unit: int, copies: int, factor:
                      kv_bytes_per_offloaded_block=per_offloaded, aligned_bytes=aligned, num_blocks=n)
 
 
-def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour) -> FormulaResult | str:
-    """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init."""
+def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour,
+             checked: tuple[str | None, int] | None = None) -> FormulaResult | str:
+    """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init.
+    `checked`: the connector's start-up check, when a family with the same chunk rule already ran it."""
     rule = FAMILIES[family_id].rule
-    error, factor = _startup_check(rule, gpu, s)
+    error, factor = checked or _startup_check(rule, gpu, s)
     if error:
         return error
     rank0 = gpu.workers[0]
@@ -220,8 +222,12 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
             isinstance(g.spec, ChunkedLocalAttentionSpec) for g in gpu.scheduler_groups):
         selected_error = ("the offloading scheduler accepts only full-attention and sliding-window groups with the "
                           "hybrid manager on; it asserts on this chunked-local group at startup")
+    checks: dict[bool, tuple[str | None, int]] = {}  # the start-up check depends only on the chunk rule
     for fam in dict.fromkeys(families):
-        out = evaluate(fam, gpu, s, behaviour)
+        rule = FAMILIES[fam].rule
+        if rule.chunks not in checks:
+            checks[rule.chunks] = _startup_check(rule, gpu, s)
+        out = evaluate(fam, gpu, s, behaviour, checks[rule.chunks])
         if isinstance(out, str):
             errors[fam] = out
         else:

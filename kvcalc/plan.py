@@ -92,7 +92,7 @@ def plan_gpu(layout: Layout) -> GpuStage:
     grouping = group_layers(layer_plan.runs, hma_enabled=hma, threshold=behaviour.group_threshold)
     gpu = build_gpu_plan(
         grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
-        memory_for_worker=layout.cache.memory_for,
+        memory=layout.cache.least_memory,
         num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
     )
     device = ("XPU" if layout.platform == "xpu" else "GPU") if behaviour.log_device_prefix else "GPU"

@@ -125,7 +125,7 @@ def build_gpu_plan(
     layer_plan: LayerPlan,
     *,
     tp: int,
-    memory_for_worker,  # callable worker index -> bytes or None
+    memory,  # callable: a range of worker indices -> (least KV memory, its worker) or None
     num_gpu_blocks_override: int | None,
 ) -> GpuPlan:
     warnings: list[str] = []
@@ -137,12 +137,11 @@ def build_gpu_plan(
         num_tensors, block_cost = _tensor_layout(proj) if groups else (0, 0)
         # TP ranks of a stage share their specs; the one with the least memory decides (num_blocks grows with
         # memory, and the startup memory check fails there first).
-        known = [(m, w) for w in range(stage.pp_rank * tp, stage.pp_rank * tp + tp)
-                 if (m := memory_for_worker(w)) is not None]
-        if not known:
+        least = memory(range(stage.pp_rank * tp, stage.pp_rank * tp + tp))
+        if least is None:
             stage_blocks = num_gpu_blocks_override  # no memory given: the override, or unknown (None)
         else:
-            avail, worker = min(known)
+            avail, worker = least
             if groups:
                 if avail <= 0:
                     raise StartupRefusal(f"vLLM refuses to start: worker {worker} has no available memory for the cache blocks "
