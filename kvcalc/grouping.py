@@ -54,9 +54,8 @@ def _respec(runs: tuple[Run, ...], mapping: dict[KVCacheSpec, KVCacheSpec]) -> t
 
 
 def _fold_hybrid(runs: tuple[Run, ...], values: list[KVCacheSpec]) -> tuple[tuple[Run, ...], bool]:
-    """Rule A (HMA off): fold sliding and chunked layers into full attention, or refuse as vLLM does."""
-    if is_uniform(values) or is_uniform_type(values):
-        return runs, False
+    """Rule A (HMA off), called when rules B and C fail: fold sliding and chunked layers into full attention, or
+    refuse as vLLM does."""
     local = (SlidingWindowSpec, ChunkedLocalAttentionSpec)
     folded: dict[KVCacheSpec, KVCacheSpec] = {}
     if any(isinstance(s, FullAttentionSpec) for s in values) and any(isinstance(s, local) for s in values):
@@ -131,14 +130,18 @@ def group_layers(runs: tuple[Run, ...], *, hma_enabled: bool, threshold: tuple[i
         return Grouping(groups=(), rule="empty", folded=False, padding_layers=0)
     values = list(spec_counts(runs))
     folded = False
-    if not hma_enabled:
+    uniform = is_uniform(values)
+    uniform_type = not uniform and is_uniform_type(values)
+    if not hma_enabled and not uniform and not uniform_type:
         runs, folded = _fold_hybrid(runs, values)
         if folded:
             values = list(spec_counts(runs))
-    if is_uniform(values):
+            uniform = is_uniform(values)
+            uniform_type = not uniform and is_uniform_type(values)
+    if uniform:
         return Grouping(groups=(KVCacheGroup(runs=runs, spec=merge_specs(values)),), rule="uniform", folded=folded,
                         padding_layers=0)
-    if is_uniform_type(values):
+    if uniform_type:
         return Grouping(groups=(KVCacheGroup(runs=runs, spec=UniformTypeKVCacheSpecs.of(runs)),),
                         rule="uniform_type", folded=folded, padding_layers=0)
     grown = _unify_page_size(values, runs)

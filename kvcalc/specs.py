@@ -316,6 +316,8 @@ def is_uniform(specs: list[KVCacheSpec]) -> bool:
     """Rule B: every spec merges into one (raises StartupRefusal on two windows, as vLLM does)."""
     if not specs:
         return False
+    if len(specs) > 1 and any(type(s) is not type(specs[0]) for s in specs):
+        return False  # every class's merge rule wants one class: answer without raising NotMergeable
     try:
         merge_specs(specs)
     except NotMergeable:

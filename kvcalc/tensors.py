@@ -80,7 +80,15 @@ class LogNumbers(NamedTuple):
     kv_cache_size_tokens: int
     max_concurrency: float  # vLLM computes it as a float and prints it with %.2f
     blocks_per_request: int
-    lines: tuple[str, ...]
+    max_model_len: int
+    device: str
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The lines vLLM prints (formatted on request: a sweep never shows them)."""
+        size = f"{self.device} KV cache size: {self.kv_cache_size_tokens:,} tokens"
+        conc = f"Maximum concurrency for {self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x"
+        return (f"{size}, {conc}",) if self.family == "L3" else (size, conc)
 
 
 def _project(groups: tuple[KVCacheGroup, ...], lo: int, hi: int) -> tuple[KVCacheGroup, ...]:
@@ -205,8 +213,5 @@ def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, devi
         tokens = worker.num_blocks // len(groups) * min(g.spec.block_size for g in groups) * usage.cp
     else:
         tokens = int(concurrency * usage.max_model_len)
-    size = f"{device or 'GPU'} KV cache size: {tokens:,} tokens"
-    conc = f"Maximum concurrency for {usage.max_model_len:,} tokens per request: {concurrency:.2f}x"
-    lines = (f"{size}, {conc}",) if log_family == "L3" else (size, conc)
     return LogNumbers(family=log_family, kv_cache_size_tokens=tokens, max_concurrency=concurrency,
-                      blocks_per_request=blocks_per_request, lines=lines)
+                      blocks_per_request=blocks_per_request, max_model_len=usage.max_model_len, device=device or "GPU")
