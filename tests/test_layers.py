@@ -213,3 +213,43 @@ def test_short_conv_and_linear_attention_states():
     p = make_plan({"model": la, "parallel": {"tensor_parallel_size": 8}}, "0.22.1")
     spec = p.layers.stages[0].layers[0][1]
     assert spec.real_page_size_bytes == 8 * 128 * 128 * 2
+
+
+# ---------------------------------------------------------------- the hybrid alignment, on its own (spec 4.3)
+
+def test_hybrid_alignment_qwen3_next_tp4():
+    from kvcalc.layers import hybrid_alignment
+
+    # Qwen3-Next at TP 4: one attention token = 2 heads // 4 -> 1 head x (256 + 256) x 2 B = 1,024 B.
+    # GDN state: conv (4 - 1 + 0) x (128*16*2 + 128*32) // 4 = 3 x 2,048 x 2 B = 12,288 B;
+    # ssm 32 // 4 x 128 x 128 x 2 B = 262,144 B; total 274,432 B.
+    a1, mp = 1024, 3 * 2048 * 2 + 8 * 128 * 128 * 2
+    assert mp == 274432
+    al = hybrid_alignment(mode="none", block_size=16, attention_token_page=a1, mamba_page=mp, kernel_block=16,
+                          mamba_chunk=2048)
+    # 16 * cdiv(274,432, 16 * 1,024) = 16 * 17 = 272 tokens; the page 272 x 1,024 = 278,528 pads the state.
+    assert al.block_size == 272
+    assert al.raised_from == 16
+    assert al.mamba_page_padded == 278528
+    assert al.mamba_block_size is None
+    # 0.20+ with a user block size of 32: kernel 32 -> 32 * cdiv(274,432, 32 * 1,024) = 32 * 9 = 288.
+    assert hybrid_alignment(mode="none", block_size=32, attention_token_page=a1, mamba_page=mp, kernel_block=32,
+                            mamba_chunk=2048).block_size == 288
+
+
+def test_hybrid_alignment_mode_all_and_align():
+    from kvcalc.layers import hybrid_alignment
+
+    # mode all: the block is a multiple of lcm(chunk, kernel) = lcm(2048, 16) = 2048 covering cdiv(mp, a1) tokens.
+    al = hybrid_alignment(mode="all", block_size=16, attention_token_page=4096, mamba_page=4 * 1024 * 1024,
+                          kernel_block=16, mamba_chunk=2048)
+    assert al.block_size == 2048  # cdiv(4 MiB, 4 KiB) = 1,024 tokens -> one chunk of 2,048
+    assert al.mamba_block_size == 2048
+    assert al.mamba_page_padded == 2048 * 4096
+    # mode align: the Mamba block follows the (bumped) attention block.
+    al = hybrid_alignment(mode="align", block_size=64, attention_token_page=4096, mamba_page=100,
+                          kernel_block=64, mamba_chunk=2048)
+    assert al.block_size == 64  # 64 * cdiv(100, 64 * 4096) = 64: no bump
+    assert al.raised_from is None
+    assert al.mamba_block_size == 64
+    assert al.mamba_page_padded == 64 * 4096
