@@ -116,8 +116,8 @@ def plan(
     min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
                                                  help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)",
                                                  rich_help_panel="checks"),
-    dp_local: Optional[int] = typer.Option(None, "--data-parallel-size-local",
-                                           help="--check: DP replicas on one node (default: all)",
+    shm_size: Optional[str] = typer.Option(None, "--shm-size",
+                                           help=f"--check: the node's or pod's /dev/shm size. SIZE: {SIZE_HELP}",
                                            rich_help_panel="checks"),
     flags: dict = None,
 ) -> None:
@@ -127,7 +127,7 @@ def plan(
     from .report import build_report
 
     overrides = _layout_overrides(flags)
-    thresholds = _thresholds(host_memory, min_cpu_tokens, dp_local)
+    thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
     loaded = load_layout(layout, overrides=overrides)
     try:
         p = make_plan(loaded)
@@ -152,7 +152,9 @@ def plan(
         from .gates import evaluate
 
         def gates(gpu, off, parallel, version):
-            return evaluate(gpu, off, parallel, version, **thresholds)
+            return evaluate(gpu, off, parallel, version, engines_per_node=loaded.parallel.engines_per_node,
+                            shm_checked=p.behaviour.shm_free_space_check,
+                            shm_message_named=p.behaviour.shm_message_named, **thresholds)
     releases = None
     if compare_versions is not None:
         from .plan import compare
@@ -194,16 +196,18 @@ def _naming(source: str):
         raise
 
 
-def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, dp_local: int | None) -> dict:
+def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None) -> dict:
     from .load import _Reader
     from .units import SizeError, parse_size
 
-    out: dict = {"dp_local": dp_local}
-    if host_memory is not None:
+    out: dict = {}
+    for key, flag, value in (("host_memory", "--host-memory", host_memory), ("shm_size", "--shm-size", shm_size)):
+        if value is None:
+            continue
         try:
-            out["host_memory"] = parse_size(host_memory)
+            out[key] = parse_size(value)
         except SizeError as e:
-            raise KvcalcError(f"--host-memory: expected {e}, got {host_memory!r}") from None
+            raise KvcalcError(f"{flag}: expected {e}, got {value!r}") from None
     if min_cpu_tokens is not None:
         out["min_cpu_tokens"] = _Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
     return out
@@ -305,30 +309,40 @@ def size_cmd(
                                              rich_help_panel="offload"),
     cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
                                              rich_help_panel="offload"),
+    resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
+                                           f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
     fmt: OutputFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
-    """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), for every vLLM family."""
+    """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), or the largest whose resident host
+    memory fits --resident, for every vLLM family, with the resident bytes and /dev/shm it implies."""
     from .load import _Reader, load_layout
     from .sizing import size
+    from .units import SizeError, parse_size
 
-    if (cpu_tokens is None) == (cpu_blocks is None):
-        raise KvcalcError("give exactly one of --cpu-tokens or --cpu-blocks")
+    if [cpu_tokens, cpu_blocks, resident].count(None) != 2:
+        raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks or --resident")
     tokens = None if cpu_tokens is None else _Reader("--cpu-tokens", {}).human_int(cpu_tokens, "value", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
+    limit = None
+    if resident is not None:
+        try:
+            limit = parse_size(resident)
+        except SizeError as e:
+            raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
     overrides = _layout_overrides(flags)
     overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
     loaded = load_layout(layout, overrides=overrides)
-    rows = size(loaded, tokens=tokens, blocks=cpu_blocks)
+    rows = size(loaded, tokens=tokens, blocks=cpu_blocks, resident=limit)
     if fmt == "json":
         _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
-                     "target_blocks": cpu_blocks, "families": rows})
+                     "target_blocks": cpu_blocks, "target_resident_bytes": limit, "families": rows})
         return
 
     from .render_table import Style, render_sizing
 
-    _console(100).print(render_sizing(rows, tokens, cpu_blocks, Style(plain=_plain())))
+    _console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=_plain())))
 
 
 @app.command()

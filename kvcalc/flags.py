@@ -61,6 +61,9 @@ LAYOUT_FLAGS: tuple[Flag, ...] = (
     _flag("backend", ("--distributed-executor-backend",), "parallel.distributed_executor_backend", str,
          "mp | ray | uni | external_launcher", "parallelism", vllm="--distributed-executor-backend"),
     _flag("nnodes", ("--nnodes",), "parallel.nnodes", int, "nodes one engine spans", "parallelism", vllm="--nnodes"),
+    _flag("dp_local", ("--data-parallel-size-local",), "parallel.data_parallel_size_local", int,
+          "DP replicas (engines) on one node: the node pays their host memory (default: every replica)",
+          "parallelism", vllm="--data-parallel-size-local"),
     _flag("block_size", ("--block-size",), "cache.block_size", int, "GPU block size in tokens", "cache", sweep=True,
          vllm="--block-size"),
     _flag("kv_cache_memory", ("--kv-cache-memory",), "cache.kv_cache_memory", str,
@@ -88,6 +91,17 @@ LAYOUT_FLAGS: tuple[Flag, ...] = (
          f"vLLM release, {supported_range()} (default {DEFAULT_VERSION}); `kvcalc versions` lists the families",
          "release", sweep=True),
     _flag("platform", ("--platform",), "vllm.platform", str, "cuda | rocm | xpu", "release"),
+    _flag("attention_backend", ("--attention-backend",), "vllm.attention_backend", str,
+          "FLASH_ATTN | FLASHINFER | TRITON_ATTN | FLASHMLA | CUTLASS_MLA | FLASHINFER_MLA | TRITON_MLA | "
+          "FLASH_ATTN_MLA (default FLASH_ATTN; FLASHMLA for MLA models, as vLLM picks on an H100)", "release",
+          vllm="--attention-backend"),
+    _flag("gpu_arch", ("--gpu-arch",), "vllm.gpu_arch", str, "sm90 (H100, default) | sm100 (B200)", "release"),
+    _flag("host_page_size", ("--host-page-size",), "host.page_size", int,
+          "the host's mmap.PAGESIZE: 4096 (x86-64, default) or 65536 (some arm64 kernels); 0.27+ aligns chunks "
+          "to it", "offload"),
+    _flag("pinned_round_threshold_mb", ("--pinned-round-threshold-mb",), "host.pinned_round_threshold_mb", int,
+          "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb: pinned allocations above it are not rounded to a power "
+          "of two (torch 2.13+, vLLM 0.27+; torch 2.9.1 - 2.11.0 always round)", "offload"),
     _flag("offload_block_size", ("--offload-block-size",), "offload.block_size", int, "offloaded block size in tokens",
          "offload", sweep=True),
     _flag("blocks_per_chunk", ("--blocks-per-chunk",), "offload.blocks_per_chunk", int,

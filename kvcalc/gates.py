@@ -12,12 +12,34 @@ def refused(version: str, reason: str) -> list[Check]:
     return [Check(name="startup", passed=False, reason=f"vLLM {version} refuses to start: {reason}")]
 
 
+def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: bool) -> str | None:
+    """vLLM's own /dev/shm preflight (0.28.0+ v1/kv_offload/cpu/shared_offload_region.py -> shm_broadcast.py
+    check_shm_free_space): each engine's creator needs its region free; the k-th engine on a node sees what the
+    first k-1 took. The RuntimeError's text, or None when every engine fits."""
+    mib = 1 << 20
+    for k in range(engines):
+        free = shm_size - k * region
+        if region > free:
+            what = " for CPU KV offload shared region in /dev/shm" if named else ""
+            return (f"Insufficient space in /dev/shm{what}: {region / mib:.0f} MiB required, {max(free, 0) / mib:.0f} "
+                    "MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).")
+    return None
+
+
 def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, version: str, *,
-             host_memory: int | None = None, min_cpu_tokens: int | None = None,
-             dp_local: int | None = None) -> list[Check]:
+             host_memory: int | None = None, min_cpu_tokens: int | None = None, shm_size: int | None = None,
+             engines_per_node: int = 1, shm_checked: bool = False, shm_message_named: bool = False) -> list[Check]:
+    """The gates. `shm_checked`: the release refuses to start when /dev/shm is short (0.28+);
+    `shm_message_named`: its message names the allocation (0.33)."""
     if off.startup_error:
         return refused(version, off.startup_error)
     sel = off.selected
+    host = sel.host
+    if shm_size is not None and shm_checked and host.shm_bytes_per_engine:
+        why = shm_refusal(host.shm_bytes_per_engine, engines_per_node, shm_size, version, shm_message_named)
+        if why:
+            return refused(version, why) + [_shm_gate(host, shm_size, checked=True)]
+    
     unit = "chunks" if sel.unit == "chunks" else "blocks"
     checks = [Check(name="startup", passed=True, reason=f"vLLM {version} starts the offloading connector with this layout")]
     ids = sel.out_of_bounds_ids
@@ -32,23 +54,39 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
     checks.append(Check(name="zero_cpu_blocks", passed=not zero,
                         reason="0 CPU " + unit + ": offloading is configured but stores nothing" if zero else
                         f"{sel.num_blocks_scheduler:,} CPU {unit}"))
-    if gpu.num_blocks is None:
+    if gpu.kv_cache_size_tokens is None:
         checks.append(Check(name="cpu_smaller_than_gpu", passed=True,
-                            reason="GPU block count unknown (no KV memory given): not checked"))
+                            reason="GPU KV cache size unknown (no KV memory given): not checked"))
     else:
-        gpu_tokens = gpu.num_blocks * gpu.block_size
+        # Like with like: both are vLLM's group-aware token counts (the logged GPU KV cache size, and the CPU
+        # tier's tokens of max_model_len requests every worker holds).
+        gpu_tokens = gpu.kv_cache_size_tokens
         cpu = sel.cpu_tokens_safe
         checks.append(Check(name="cpu_smaller_than_gpu", passed=cpu >= gpu_tokens,
                             reason=f"CPU tier holds {cpu:,} tokens, GPU tier {gpu_tokens:,}"
                                    + ("" if cpu >= gpu_tokens else ": the CPU tier cannot hold what the GPU evicts")))
     if host_memory is not None:
-        replicas = dp_local if dp_local is not None else parallel.data_parallel_size
-        need = sel.pinned_bytes_per_engine * replicas
+        need = host.resident_bytes_per_node
         checks.append(Check(name="host_memory", passed=need <= host_memory,
-                            reason=f"{replicas} engine(s) on the node pin {need:,} B ({format_bytes(need)}); the node "
-                                   f"has {host_memory:,} B ({format_bytes(host_memory)})"))
+                            reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) "
+                                   f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B "
+                                   f"asked per engine); the node has {host_memory:,} B ({format_bytes(host_memory)})"))
+    if shm_size is not None:
+        checks.append(_shm_gate(host, shm_size, checked=shm_checked))
     if min_cpu_tokens is not None:
         cpu = sel.cpu_tokens_safe
         checks.append(Check(name="min_cpu_tokens", passed=cpu >= min_cpu_tokens,
                             reason=f"{cpu:,} CPU tokens every worker can hold; at least {min_cpu_tokens:,} wanted"))
     return checks
+
+
+def _shm_gate(host, shm_size: int, *, checked: bool) -> Check:
+    need = host.shm_bytes_per_node
+    if not need:
+        return Check(name="shm", passed=True, reason="no /dev/shm region: the workers pin private tensors")
+    ok = need <= shm_size
+    reason = (f"the node's /dev/shm regions take {need:,} B ({format_bytes(need)}); /dev/shm has {shm_size:,} B "
+              f"({format_bytes(shm_size)})")
+    if not ok and not checked:
+        reason += ": this release does not check at start-up, workers die with SIGBUS when /dev/shm fills"
+    return Check(name="shm", passed=ok, reason=reason)

@@ -11,7 +11,8 @@ from math import lcm
 from typing import NamedTuple
 
 from .errors import LayoutError, UnsupportedError
-from .kinds import KV_CACHE_DTYPES, KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
+from .kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
+                    KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank)
 from .layout import Layout, base_block_size
 from .records import record
 from .specs import (
@@ -30,8 +31,6 @@ from .specs import (
 from .units import MODEL_DTYPES, cdiv
 from .versions import Behaviour
 
-# 0.19.1's fixed kernel block for the hybrid alignment (section 4.3): 16, or 64 for MLA.
-HYBRID_KERNEL_BLOCK = {False: 16, True: 64}
 DEFAULT_MAMBA_CHUNK = 2048
 _UNBOUNDED = 1 << 62  # the last stage owns every index past its decoder layers (drafter / MTP layers)
 
@@ -59,7 +58,7 @@ class HybridAlignment:
 
 
 def hybrid_alignment(*, mode: str, block_size: int, attention_token_page: int, mamba_page: int, kernel_block: int,
-                     mamba_chunk: int) -> HybridAlignment:
+                     mamba_chunk: int, multiple: int = 1) -> HybridAlignment:
     """Raise the attention block size until one attention page holds a Mamba state, and pad the Mamba page.
 
     `attention_token_page` is one token of the model's attention on one rank (full spec with B = 1, or MLA's);
@@ -75,6 +74,7 @@ def hybrid_alignment(*, mode: str, block_size: int, attention_token_page: int, m
         mamba_block = blk
     else:
         blk = kernel_block * cdiv(mamba_page, kernel_block * attention_token_page)
+    blk = multiple * cdiv(blk, multiple)  # 0.32.0+: a multiple of every backend's smallest kernel block
     if blk > block_size:
         raised_from = block_size
         block_size = blk
@@ -125,7 +125,7 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
         raise UnsupportedError(
             f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
-    if row.since > behaviour.modelled_as:
+    if row.since > behaviour.release:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
                           detail="added in 0.20.0")
     if name == "fp8_ds_mla" and not layout.model.is_mla:
@@ -149,21 +149,46 @@ def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
     return (conv, ssm)
 
 
-def mamba_mode(layout: Layout) -> tuple[bool, str]:
-    """(prefix caching on, Mamba cache mode) as vLLM settles them (spec 4.2)."""
+def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[str, ...]]:
+    """(prefix caching on, Mamba cache mode, notes) as the release settles them (spec 4.2;
+    model_executor/models/config.py MambaModelConfig.verify_and_update_config of each release)."""
     model, cache = layout.model, layout.cache
+    modes = behaviour.mamba_modes
     prefix = cache.enable_prefix_caching
     if prefix is None:
         prefix = not model.has_mamba  # vLLM: on by default, off by default for hybrid (Mamba) models
-    mode = "none"
-    if model.has_mamba:
-        if cache.mamba_cache_mode != "auto":
-            mode = cache.mamba_cache_mode
-        elif prefix:
-            mode = "all" if model.mamba.row.mode_all else "align"
-        if mode != "none" and not prefix:
-            raise LayoutError(layout.source, "cache.mamba_cache_mode", "none when prefix caching is off", mode)
-    return prefix, mode
+    mode, notes = "none", []
+    if not model.has_mamba:
+        return prefix, mode, ()
+    row = model.mamba.row
+    if cache.mamba_cache_mode != "auto":
+        mode = cache.mamba_cache_mode
+        if mode not in modes:
+            raise LayoutError(layout.source, "cache.mamba_cache_mode",
+                              f"one of {', '.join(m for m in ('auto',) + modes)} for vLLM {behaviour.version} "
+                              "(config/cache.py MambaCacheMode)", mode)
+    if not prefix:
+        if mode != "none":
+            # Every release: "Mamba cache mode is set to 'none' when prefix caching is disabled" (a warning).
+            notes.append(f"mamba_cache_mode {mode!r} becomes 'none': prefix caching is off (vLLM does the same)")
+        return prefix, "none", tuple(notes)
+    if cache.mamba_cache_mode == "auto":
+        if "align" not in modes:
+            # 0.14.x: no mode; models without Mamba prefix caching turn prefix caching off.
+            if not row.mode_all:
+                notes.append("vLLM turns prefix caching off for this Mamba kind (no Mamba prefix caching)")
+                return False, "none", tuple(notes)
+            mode = "all"
+        elif behaviour.mamba_default_all:
+            mode = "all" if row.mode_all else "align"
+        else:
+            mode = "align"
+    if mode == "all" and not row.mode_all:
+        # "Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all'
+        # mode: falling back to 'align' mode." (0.15.0 - 0.31.0)
+        notes.append("mamba_cache_mode 'all' falls back to 'align' for this Mamba kind (vLLM does the same)")
+        mode = "align"
+    return prefix, mode, tuple(notes)
 
 
 def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
@@ -301,6 +326,35 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
                              head_size_v=dv, dtype=b.kv.storage, kv_quant=b.kv.quant).page_size_bytes
 
 
+def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str) -> int:
+    """The kernel block the hybrid alignment rounds to, as each release computes it (spec 4.3)."""
+    model = layout.model
+    backend = ATTENTION_BACKENDS[layout.backend]
+    if not behaviour.hybrid_kernel_uses_block_size:
+        # 0.19.1 model_executor/models/config.py: 16, or 64 for MLA (128 with CUTLASS_MLA).
+        return (128 if backend.name == "CUTLASS_MLA" else 64) if model.is_mla else 16
+    base = backend.kernel_block
+    first = next((i for i, t in enumerate(model.layer_types) if t.attention), None)
+    if (behaviour.fa4_hd256_kernel and backend.name == "FLASH_ATTN" and layout.gpu_arch == "sm100"
+            and first is not None and model.head_size[first] == 256 and model.head_size_v[first] == 256):
+        base = FA4_HD256_BLOCK  # 0.29+ flash_attn.py: FA4's hd256 kernel on SM100
+    kernel = max(base, block_size)  # 0.20.0+ platforms/interface.py _align_hybrid_block_size
+    if model.is_mla and behaviour.hybrid_mla_floor_128:
+        kernel = max(kernel, 128)  # 0.27.0+: MLA hybrids keep 128-token blocks for the TRTLLM/FlashInfer kernels
+    if mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout):
+        kernel = lcm(kernel, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT)  # 0.33.0: prefill checkpoints on block edges
+    return kernel
+
+
+def _gdn_checkpoints(layout: Layout) -> bool:
+    """0.33.0: GDN layers with FlashInfer's prefill export mid-prefill checkpoints (64-token alignment): CUDA SM90,
+    or SM100 with head_k_dim 128 (mamba/gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend)."""
+    m = layout.model.mamba
+    if m is None or m.kind != "gated_delta_net" or layout.platform != "cuda":
+        return False
+    return layout.gpu_arch == "sm90" or m.get("linear_key_head_dim") == 128
+
+
 def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     model, cache, par = layout.model, layout.cache, layout.parallel
     src = layout.source
@@ -311,14 +365,14 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     if cache.kv_cache_dtype_skip_layers and not behaviour.supports_skip_layers:
         raise LayoutError(src, "cache.kv_cache_dtype_skip_layers", f"an empty list for vLLM {behaviour.version}",
                           sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
-    prefix, mode = mamba_mode(layout)
+    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    notes += mode_notes
 
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
-    block_size = base_block_size(cache.block_size, model.is_mla)
+    block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
     block_note = None
     if cache.block_size is None:
-        block_note = (f"block size not set: using {block_size}, "
-                      + ("the MLA backends' default" if model.is_mla else "vLLM's default"))
+        block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
     ns = model.draft.num_speculative_tokens if model.draft else 0
 
     mamba_block = None
@@ -338,14 +392,13 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         a1 = _attention_token_page(probe, layout)
         pad = None
         if a1 is not None and mp > 0:
-            if behaviour.hybrid_kernel_uses_block_size:
-                kernel = max(HYBRID_KERNEL_BLOCK[model.is_mla], block_size)
-            else:
-                kernel = HYBRID_KERNEL_BLOCK[model.is_mla]
+            kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
             chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
                                                else DEFAULT_MAMBA_CHUNK)
+            # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
+            multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
             al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
-                                  kernel_block=kernel, mamba_chunk=chunk)
+                                  kernel_block=kernel, mamba_chunk=chunk, multiple=multiple)
             if al.raised_from is not None:
                 notes.append(f"hybrid model: attention block size raised from {al.raised_from} to {al.block_size} so "
                              f"one attention page ({al.block_size} x {a1} B) holds a Mamba state ({mp} B)")
@@ -357,8 +410,12 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
             mamba_block = block_size
         if mode == "none":
             mamba_block = cache.mamba_block_size or cache.max_model_len
+        # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
+        # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+        checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
         mamba_spec = MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
-                               mamba_type=row.name, num_speculative_blocks=ns)
+                               mamba_type=row.name, num_speculative_blocks=ns,
+                               num_prefill_checkpoint_blocks=checkpoint_blocks)
 
     b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
     parts = pp_split(model.num_layers, pp, par.pp_layer_partition)

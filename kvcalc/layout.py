@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from .kinds import LayerKind, MAMBA_KINDS, MambaKind
+from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .records import field, record
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
@@ -22,10 +22,13 @@ DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
 
 
-def base_block_size(block_size: int | None, is_mla: bool) -> int:
-    """The GPU block size before any hybrid bump: the user's, else the backend default (16; 64 for MLA)."""
+def base_block_size(block_size: int | None, is_mla: bool, backend: str | None = None) -> int:
+    """The GPU block size before any hybrid bump: the user's, else the attention backend's preferred size (spec 3.9:
+    16 when the backend supports it, else its smallest kernel block: FLASH_ATTN 16, FLASHMLA 64, CUTLASS_MLA 128)."""
     if block_size is not None:
         return block_size
+    if backend is not None:
+        return max(DEFAULT_BLOCK_SIZE, ATTENTION_BACKENDS[backend].kernel_block)
     return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
 
 
@@ -139,6 +142,15 @@ class ParallelLayout:
     pp_layer_partition: tuple[int, ...] | None = None  # as VLLM_PP_LAYER_PARTITION
     distributed_executor_backend: str = "mp"  # mp | ray | uni | external_launcher
     nnodes: int = 1  # nodes one engine (DP replica) spans
+    data_parallel_size_local: int | None = None  # DP replicas (engines) on one node; None: all of them
+
+    @property
+    def engines_per_node(self) -> int:
+        """Engines whose host memory one node pays: --data-parallel-size-local, else every DP replica when an
+        engine fits on one node, else one (an engine spread over nnodes nodes)."""
+        if self.data_parallel_size_local is not None:
+            return self.data_parallel_size_local
+        return self.data_parallel_size if self.nnodes == 1 else 1
 
     @property
     def workers_per_engine(self) -> int:
@@ -187,13 +199,29 @@ class OffloadLayout:
 
 
 @record
+class HostLayout:
+    """The host the engine runs on, as far as its CPU pool's resident memory goes."""
+
+    page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
+    pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
+
+
+@record
 class Layout:
     model: ModelLayout
     parallel: ParallelLayout = field(factory=ParallelLayout)
     cache: CacheLayout = field(factory=CacheLayout)
     offload: OffloadLayout
+    host: HostLayout = field(factory=HostLayout)
     vllm_version: str
-    platform: str = "cuda"  # cuda | rocm | xpu: decides whether 0.28+ has the shared host region
+    platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
+    attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
+    gpu_arch: str = "sm90"
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def backend(self) -> str:
+        """The attention backend: the layout's, else kvcalc's default for the model (FLASH_ATTN; FLASHMLA)."""
+        return self.attention_backend or DEFAULT_BACKEND[self.model.is_mla]

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from .errors import LayoutError, UnsupportedError
-from .kinds import KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
+from .kinds import ATTENTION_BACKEND_NAMES, ATTENTION_BACKENDS, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
 from .layout import (
     DRAFT_METHODS,
     EXECUTOR_BACKENDS,
@@ -21,6 +21,7 @@ from .layout import (
     MAMBA_CACHE_MODES,
     CacheLayout,
     DraftLayout,
+    HostLayout,
     Layout,
     MambaLayout,
     ModelLayout,
@@ -35,7 +36,7 @@ from .versions import DEFAULT_VERSION, behaviour_for
 MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
 SCHEMA_VERSION = 1
 
-TOP_KEYS = ("schema_version", "model", "parallel", "cache", "offload", "vllm")
+TOP_KEYS = ("schema_version", "model", "parallel", "cache", "offload", "host", "vllm")
 MODEL_KEYS = (
     "name", "num_layers", "dtype", "layer_types", "layer_pattern", "num_kv_heads", "head_size", "head_size_v",
     "sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim", "mamba",
@@ -43,7 +44,8 @@ MODEL_KEYS = (
 )
 DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens",
               "hf_config")
-PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition",
+PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
+                 "pp_layer_partition",
                  "distributed_executor_backend", "nnodes")
 CACHE_KEYS = (
     "block_size", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "kv_cache_memory", "num_gpu_blocks_override",
@@ -51,7 +53,8 @@ CACHE_KEYS = (
     "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size", "mamba_cache_mode",
 )
 OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
-VLLM_KEYS = ("version", "platform")
+VLLM_KEYS = ("version", "platform", "attention_backend", "gpu_arch")
+HOST_KEYS = ("page_size", "pinned_round_threshold_mb")
 
 _EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
               "offload.kv_offloading_size": "offload.cpu_bytes_to_use"}
@@ -277,7 +280,6 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     if mpe is not None:
         mpe = r.int_(mpe, "model.max_position_embeddings", minimum=1)
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
-    offload = _offload(r, top.get("offload"), model, cache)
     vllm = r.mapping(top.get("vllm"), "vllm", VLLM_KEYS)
     version = vllm.get("version", DEFAULT_VERSION)
     if isinstance(version, float):
@@ -288,15 +290,37 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
     platform = r.choice(vllm.get("platform", "cuda"), "vllm.platform", PLATFORMS)
-    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, vllm_version=version, source=source,
-                  platform=platform,
+    backend = vllm.get("attention_backend")
+    if backend is not None:
+        backend = r.choice(backend, "vllm.attention_backend", ATTENTION_BACKEND_NAMES)
+        if ATTENTION_BACKENDS[backend].mla != model.is_mla:
+            kind = "an MLA" if model.is_mla else "a non-MLA"
+            names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
+            raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
+                         f"{', '.join(names)})", backend)
+    gpu_arch = r.choice(vllm.get("gpu_arch", "sm90"), "vllm.gpu_arch", GPU_ARCHS)
+    offload = _offload(r, top.get("offload"), model, cache, backend)
+    host = _host(r, top.get("host"))
+    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
+                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())))
+
+
+def _host(r: _Reader, data: Any) -> HostLayout:
+    h = r.mapping(data, "host", HOST_KEYS)
+    page = r.int_(h.get("page_size", 4096), "host.page_size", minimum=4096, maximum=1 << 30)
+    if page & (page - 1):
+        raise r.fail("host.page_size", "a power of two >= 4096 (the host's mmap.PAGESIZE)", page)
+    threshold = h.get("pinned_round_threshold_mb")
+    if threshold is not None:
+        threshold = r.int_(threshold, "host.pinned_round_threshold_mb", minimum=0, maximum=1 << 40)
+    return HostLayout(page_size=page, pinned_round_threshold_mb=threshold)
 
 
 def validate_offload(top: dict, base: Layout, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
     """`base` with the offload section of `top` (a layout dict that differs from base's only there)."""
     r = _Reader(base.source, {path: flag for path, (_, flag) in (overrides or {}).items()})
-    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache))
+    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend))
 
 
 def validate_model(top: dict, *, source: str) -> ModelLayout:
@@ -456,8 +480,12 @@ def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
     backend = r.choice(p.get("distributed_executor_backend", "mp"), "parallel.distributed_executor_backend",
                        EXECUTOR_BACKENDS)
     nnodes = r.int_(p.get("nnodes", 1), "parallel.nnodes", minimum=1, maximum=65536)
+    local = p.get("data_parallel_size_local")
+    if local is not None:
+        local = r.int_(local, "parallel.data_parallel_size_local", minimum=1, maximum=dp)
     return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
-                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes)
+                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
+                          data_parallel_size_local=local)
 
 
 def _check_heads(r: _Reader, heads: int, tp: int, key: str, tp_key: str, *, replicates: bool = True) -> None:
@@ -524,7 +552,7 @@ def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: 
                        mamba_cache_mode=mode)
 
 
-def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> OffloadLayout:
+def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None) -> OffloadLayout:
     o = r.mapping(data, "offload", OFFLOAD_KEYS)
     has_bytes, has_gib = o.get("cpu_bytes_to_use") is not None, o.get("kv_offloading_size") is not None
     if has_bytes and has_gib:
@@ -543,7 +571,7 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout) -> O
         raise r.fail("offload.cpu_bytes_to_use", "a size such as 64GiB (the CPU budget of one engine), or --cpu-bytes")
     block = r.opt_int(o, "block_size", "offload")
     bpc = r.opt_int(o, "blocks_per_chunk", "offload")
-    gpu_block = base_block_size(cache.block_size, model.is_mla)
+    gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
     return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)

@@ -107,17 +107,23 @@ def plan(layout: Layout, stage: GpuStage | None = None) -> Plan:
     behaviour, hma, why, layer_plan, grouping, gpu, logs = stage or plan_gpu(layout)
     model = layout.model
     par = layout.parallel
+    draft = model.draft
+    # 0.31+ sliding windows keep max(0, num_prefill_lookahead_tokens - 1) more tokens (config/vllm.py: EAGLE
+    # reads one token ahead; multi-module MTP, min(MTP layers, speculative tokens) > 1, reads that many).
+    retained = 0
+    if draft is not None and draft.method == "mtp" and min(draft.num_layers, draft.num_speculative_tokens) > 1:
+        retained = draft.num_speculative_tokens - 1
     settings = OffloadSettings(
         cpu_bytes=layout.offload.cpu_bytes_to_use, block_size=layout.offload.block_size,
         blocks_per_chunk=layout.offload.blocks_per_chunk, tp=par.tensor_parallel_size,
-        pp=par.pipeline_parallel_size, dp=par.data_parallel_size, backend=par.distributed_executor_backend,
-        nnodes=par.nnodes, platform=layout.platform, is_mla_model=model.is_mla,
+        pp=par.pipeline_parallel_size, dp=par.data_parallel_size, world_size=par.world_size,
+        backend=par.distributed_executor_backend, nnodes=par.nnodes, engines_per_node=par.engines_per_node,
+        platform=layout.platform, is_mla_model=model.is_mla, max_model_len=layout.cache.max_model_len,
+        attention_backend=layout.backend, host_page_size=layout.host.page_size,
+        pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
     )
     off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=("old", "fixed", behaviour.formula))
     notes = list(layer_plan.notes)
-    if behaviour.hybrid_block_size_approximate and model.has_mamba:
-        notes.append(f"approximate: vLLM {behaviour.version} adds hybrid block-size alignment terms kvcalc does not "
-                     "model (0.33 backends' kernel block sizes)")
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
     if grouping.folded:

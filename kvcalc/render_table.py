@@ -144,7 +144,7 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
 
 
 def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
-    """A bar per memory tier of one engine: GPU KV cache, CPU pinned, CPU budget unused (selected release)."""
+    """A bar per memory tier of one engine: GPU KV cache, CPU resident, CPU budget unused (selected release)."""
     off, gpu = report.offload, report.gpu
     sel = off.selected
     if sel is None:
@@ -152,7 +152,7 @@ def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> Rend
     world = report.parallel.world_size
     gpu_bytes = sum(w.total_bytes for w in gpu.workers) * report.parallel.tensor_parallel_size \
         if gpu.num_blocks is not None else None
-    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU pinned", sel.pinned_bytes_per_engine),
+    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU resident", sel.host.resident_bytes_per_engine),
              ("CPU budget unused", max(sel.unused_bytes, 0))]
     top = max((b for _, b in tiers if b), default=0)
     if top == 0:
@@ -198,12 +198,17 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
     for i in stages:
         row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e.num_blocks_workers[i])
+    row("chunks per max_model_len request", lambda e: e.capacity.chunks_per_request.total
+        if e.capacity.chunks_per_request else None)
     row("CPU tokens, scheduler's count", lambda e: e.cpu_tokens_scheduler)
     row("CPU tokens every worker holds", lambda e: e.cpu_tokens_safe)
     for i in stages:
         row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e.pinned_bytes_per_worker[i])
     row("host bytes pinned, engine", lambda e: e.pinned_bytes_per_engine)
     row("budget unused (bytes)", lambda e: e.unused_bytes)
+    row("host bytes resident, engine", lambda e: e.host.resident_bytes_per_engine)
+    row("host bytes resident, node", lambda e: e.host.resident_bytes_per_node)
+    row("/dev/shm needed, node", lambda e: e.host.shm_bytes_per_node)
     dp = report.parallel.data_parallel_size
     if dp > 1:
         row(f"host bytes pinned, {dp} DP replicas", lambda e: e.pinned_bytes_all_replicas)
@@ -226,6 +231,8 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     for _, e, fam in cols:
         if e and e.note:
             parts.append(Text(f"{fam}: {e.note}"))
+        if e and e.host.note:
+            parts.append(Text(f"{fam} host memory: {e.host.note}"))
     return Group(*parts)
 
 
@@ -300,21 +307,28 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     return Group(t, *notes)
 
 
-def render_sizing(rows: list[dict], tokens: int | None, blocks: int | None, style: Style = Style()) -> RenderableType:
-    target = f"{tokens:,} CPU tokens" if tokens is not None else f"{blocks:,} CPU blocks"
-    t = _table(style, f"Smallest cpu_bytes_to_use holding {target}", "family", "release", "cpu_bytes_to_use",
-               "GiB flag", "blocks", "tokens", "safe?")
-    for col in t.columns[2:6]:
+def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
+                  style: Style = Style()) -> RenderableType:
+    if tokens is not None:
+        title = f"Smallest cpu_bytes_to_use holding {tokens:,} CPU tokens"
+    elif blocks is not None:
+        title = f"Smallest cpu_bytes_to_use holding {blocks:,} CPU blocks"
+    else:
+        title = f"Largest cpu_bytes_to_use keeping one node's resident host memory under {_b(resident)}"
+    t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
+               "resident, node", "/dev/shm, node", "safe?")
+    for col in t.columns[2:8]:
         col.no_wrap = True
     notes = []
     for r in rows:
-        if r.get("startup_error"):
-            t.add_row(r["family"], r["vllm_version"], "—", "—", "—", "—", "refused at startup")
-            notes.append(Text(f"{r['family']} ({r['vllm_version']}): {r['startup_error']}"))
+        if r.startup_error:
+            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
+            notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
             continue
-        t.add_row(r["family"], r["vllm_version"], f"{r['cpu_bytes_to_use']:,}", f"{r['kv_offloading_size_gib']:g}",
-                  f"{r['num_blocks']:,} {r['unit']}", f"{r['tokens']:,}",
-                  "NO: out of bounds at any budget" if r["out_of_bounds_at_any_budget"] else "yes")
-        if r.get("note"):
-            notes.append(Text(f"{r['family']}: {r['note']}"))
+        t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
+                  f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
+                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"
+                  if r.out_of_bounds_at_any_budget else "yes")
+        if r.note:
+            notes.append(Text(f"{r.family}: {r.note}"))
     return Group(t, *notes)

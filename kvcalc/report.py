@@ -15,6 +15,7 @@ from .kinds import LayerKind
 from .plan import Plan
 from .records import field, record
 from .specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
+from .units import format_bytes
 from .versions import FAMILIES
 
 SCHEMA_VERSION = 1
@@ -165,6 +166,53 @@ class OutOfBoundsIds:
 
 
 @record
+class ChunksPerRequest:
+    """The CPU chunks one max_model_len request occupies: one per key (block hash, KV cache group)."""
+
+    per_group: list[int] = field("per KV cache group: cdiv(max_model_len, tokens per chunk), capped by its window")
+    total: int = field("their sum")
+
+
+@record
+class CapacitySection:
+    """What the CPU tier holds, by vLLM 0.33.0's CPUOffloadingInfo (v1/kv_offload/cpu/common.py); for earlier
+    releases the same quantities by that release's rules."""
+
+    cpu_num_chunks: int = field("CPU chunks (blocks before 0.26) the scheduler hands out")
+    cpu_blocks_per_chunk: int = field("GPU blocks per chunk (the block-size factor before 0.26)")
+    cpu_kv_cache_size_bytes: int = field("chunks x aligned chunk bytes")
+    cpu_kv_cache_size_tokens: int | None = field("tokens of max_model_len requests the tier holds: chunks x "
+                                                 "max_model_len // chunks per request; null without max_model_len")
+    chunks_per_request: ChunksPerRequest | None = field("chunks one max_model_len request occupies")
+
+
+@record
+class AllocationEntry:
+    """Pinned host allocations of one size on one worker."""
+
+    count: int = field("how many")
+    size: int = field("bytes each, as requested")
+    resident: int = field("bytes each, as resident (PyTorch's pinned allocator rounds up)")
+
+
+@record
+class HostSection:
+    """Host memory the CPU tier really takes."""
+
+    requested_bytes_per_engine: int = field("cpu_bytes_to_use: what was asked for")
+    resident_bytes_per_worker: list[int] = field("per PP stage: one worker's resident bytes")
+    resident_bytes_per_engine: int = field("all workers of one engine")
+    resident_bytes_per_node: int = field("the engines (DP replicas) on one node, or the node with the most")
+    shm_bytes_per_engine: int = field("the /dev/shm region of one engine (0 without a shared region)")
+    shm_bytes_per_node: int = field("/dev/shm one node must have free")
+    host_page_size: int = field("mmap.PAGESIZE the region's chunks are aligned to")
+    pinned_rounding: str = field("power_of_two | none | threshold:N (MiB, PYTORCH_ALLOC_CONF)")
+    allocations_per_worker: list[list[AllocationEntry]] = field("per PP stage: the worker's private pinned "
+                                                                "tensors (empty with a shared region)")
+    note: str | None = field("why resident differs from requested, and what to do")
+
+
+@record
 class FamilyEntry:
     """One release family's CPU count on this layout (scheduler and every stage)."""
 
@@ -192,7 +240,9 @@ class FamilyEntry:
     alignment: int = field("bytes each CPU chunk is rounded up to")
     aligned_bytes: int = field("scheduler: bytes per CPU block/chunk after alignment")
     padding_bytes: int = field("aligned minus unaligned")
-    shared_region: bool = field("one shared host region per engine (0.28+)")
+    shared_region: bool = field("one shared /dev/shm host region per engine (0.27+ on the release's platforms)")
+    capacity: CapacitySection = field("what the tier holds, group-aware")
+    host: HostSection = field("host memory resident")
     vllm_version: str | None = field("with --compare-versions: the release standing for the family",
                                      omit_if_none=True)
 
@@ -215,6 +265,7 @@ class OffloadSection:
     unused_bytes: int | None = field("selected: budget minus pinned")
     data_parallel_size: int = field("engines")
     cpu_bytes_all_replicas: int = field("budget x DP")
+    host: HostSection | None = field("selected: host memory resident")
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True)
 
@@ -345,9 +396,55 @@ def family_entry(plan: Plan, name: str, *, with_note: bool = True) -> FamilyEntr
         wasted_bytes_per_worker=[s.wasted_bytes_per_worker for s in r.stages],
         note=plan.formula_notes.get(name) if with_note else None,
         unit="chunks" if r.chunks else "blocks", block_size_factor=r.factor, copies=r.scheduler.copies,
-        replicated=r.replicated, alignment=fam.rule.alignment, aligned_bytes=r.scheduler.aligned_bytes,
+        replicated=r.replicated, alignment=r.alignment, aligned_bytes=r.scheduler.aligned_bytes,
         padding_bytes=r.scheduler.padding_bytes, shared_region=r.shared_region,
+        capacity=capacity_section(r), host=host_section(r),
     )
+
+
+def capacity_section(r) -> CapacitySection:
+    c = r.capacity
+    per = None if c.chunks_per_group is None else ChunksPerRequest(per_group=list(c.chunks_per_group),
+                                                                   total=sum(c.chunks_per_group))
+    return CapacitySection(cpu_num_chunks=c.cpu_num_chunks, cpu_blocks_per_chunk=c.cpu_blocks_per_chunk,
+                           cpu_kv_cache_size_bytes=c.cpu_kv_cache_size_bytes,
+                           cpu_kv_cache_size_tokens=c.cpu_kv_cache_size_tokens, chunks_per_request=per)
+
+
+def host_section(r) -> HostSection:
+    h = r.host
+    return HostSection(
+        requested_bytes_per_engine=h.requested_bytes_per_engine,
+        resident_bytes_per_worker=list(h.resident_bytes_per_worker),
+        resident_bytes_per_engine=h.resident_bytes_per_engine, resident_bytes_per_node=h.resident_bytes_per_node,
+        shm_bytes_per_engine=h.shm_bytes_per_engine, shm_bytes_per_node=h.shm_bytes_per_node,
+        host_page_size=h.host_page_size, pinned_rounding=h.pinned_rounding,
+        allocations_per_worker=[[AllocationEntry(count=a.count, size=a.size, resident=a.resident) for a in allocs]
+                                for allocs in h.allocations_per_worker],
+        note=host_note(h),
+    )
+
+
+def host_note(h) -> str | None:
+    """Why resident differs from requested (the largest rounding), with a worked number: 24 tensors of
+    2.0832 GiB each round up to 4 GiB; about 2.0000 / 2.0832 of the budget keeps each at 2 GiB."""
+    worst = None
+    for allocs in h.allocations_per_worker:
+        for a in allocs:
+            waste = (a.resident - a.size) * a.count
+            if waste > 0 and (worst is None or waste > worst[0]):
+                worst = (waste, a)
+    if worst is not None:
+        a = worst[1]
+        lower = a.resident // 2
+        budget = h.requested_bytes_per_engine * lower // a.size
+        return (f"{a.count} pinned tensor(s) of {format_bytes(a.size)} per worker each round up to "
+                f"{format_bytes(a.resident)} (PyTorch's pinned allocator rounds to a power of two): a budget of "
+                f"about {format_bytes(budget)} keeps each at {format_bytes(lower)}, 2x less resident")
+    if h.shared_region and h.resident_bytes_per_engine != h.requested_bytes_per_engine:
+        return (f"the /dev/shm region is whole chunks ({format_bytes(h.resident_bytes_per_engine)} of the "
+                f"{format_bytes(h.requested_bytes_per_engine)} asked for); no allocator rounding")
+    return None
 
 
 def _one(values: tuple) -> object:
@@ -426,7 +523,7 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
         pinned_bytes_per_engine=None if selected is None else selected.pinned_bytes_per_engine,
         unused_bytes=None if selected is None else selected.unused_bytes,
         data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=off.cpu_bytes_to_use * par.data_parallel_size,
-        families=families,
+        host=None if selected is None else selected.host, families=families,
     )
 
 

@@ -1,15 +1,18 @@
-"""Inverse sizing: the smallest cpu_bytes_to_use that holds a target of CPU tokens (or blocks), per family. Pure."""
+"""Inverse sizing: the smallest cpu_bytes_to_use that holds a target of CPU tokens (or chunks), or the largest
+whose resident host memory stays under a limit, per family. Pure.
+
+Tokens are vLLM's group-aware capacity (0.33.0 v1/kv_offload/cpu/common.py): chunks x max_model_len // the
+chunks one request occupies, so `need = cdiv(tokens x chunks_per_request, max_model_len)`.
+"""
 
 from __future__ import annotations
 
-from .records import replace
-
 from .errors import KvcalcError
 from .layout import Layout
-from .plan import Plan, plan
+from .plan import Plan, plan, plan_gpu
+from .records import field, record, replace
 from .units import cdiv
 from .versions import REPRESENTATIVE, family_of, parse_release
-
 
 
 def smallest_gib(cpu_bytes: int) -> float:
@@ -20,33 +23,88 @@ def smallest_gib(cpu_bytes: int) -> float:
     return thousandths / 1000
 
 
-def _entry(p: Plan, tokens: int | None, blocks: int | None) -> dict:
+@record
+class SizeRow:
+    """One family's answer (the selected release stands for its own family)."""
+
+    family: str = field("family id")
+    vllm_version: str = field("the release answering for it")
+    startup_error: str | None = field("why no budget works on it, or null")
+    cpu_bytes_to_use: int | None = field("the budget (bytes, one engine)")
+    kv_offloading_size_gib: float | None = field("the same as vLLM's --kv-offloading-size (GiB, 3 decimals)")
+    num_blocks: int | None = field("CPU blocks/chunks it buys")
+    unit: str | None = field("blocks | chunks")
+    tokens: int | None = field("tokens of max_model_len requests they hold (group-aware)")
+    aligned_bytes: int | None = field("bytes per CPU block/chunk (the worst side)")
+    out_of_bounds_at_any_budget: bool | None = field("the scheduler outcounts a worker at every budget")
+    resident_bytes_per_node: int | None = field("host memory resident on one node at that budget")
+    shm_bytes_per_node: int | None = field("/dev/shm one node needs at that budget")
+    note: str | None = field("what to do when no budget helps")
+
+
+def _refused(fam: str, version: str, why: str) -> SizeRow:
+    return SizeRow(family=fam, vllm_version=version, startup_error=why, cpu_bytes_to_use=None,
+                   kv_offloading_size_gib=None, num_blocks=None, unit=None, tokens=None, aligned_bytes=None,
+                   out_of_bounds_at_any_budget=None, resident_bytes_per_node=None, shm_bytes_per_node=None, note=None)
+
+
+def _at(p: Plan, budget: int) -> Plan:
+    """The same plan with another budget (only the offload stage re-runs)."""
+    layout = replace(p.layout, offload=replace(p.layout.offload, cpu_bytes_to_use=budget,
+                                               cpu_bytes_source=str(budget)))
+    return plan(layout, plan_gpu(layout))
+
+
+def _entry(p: Plan, tokens: int | None, blocks: int | None, resident: int | None) -> SizeRow:
     fam = p.behaviour.family.id
-    base = {"family": fam, "vllm_version": p.behaviour.version}
     if p.offload.startup_error:
-        return {**base, "startup_error": p.offload.startup_error}
+        return _refused(fam, p.behaviour.version, p.offload.startup_error)
     r = p.offload.results[fam]
-    block_tokens = r.factor * min(g.spec.block_size for g in p.gpu.scheduler_groups)
-    need = blocks if blocks is not None else cdiv(tokens, block_tokens)
-    sides = [r.scheduler.aligned_bytes] + [s.count.aligned_bytes for s in r.stages]
+    sides = [r.scheduler.aligned_bytes] + [c.aligned_bytes for c in r.stage_counts]
     if min(sides) == 0:
-        return {**base, "startup_error": "0 bytes per CPU block (the GPU has 0 blocks): no budget helps"}
+        return _refused(fam, p.behaviour.version, "0 bytes per CPU block (the GPU has 0 blocks): no budget helps")
     worst = max(sides)
+    if resident is not None:
+        need = _largest_under(p, worst, resident)
+    elif blocks is not None:
+        need = blocks
+    else:
+        per = r.chunks_per_group
+        mml = p.layout.cache.max_model_len
+        need = cdiv(tokens * sum(per), mml) if per else 0
     cpu = need * worst
+    at = _at(p, cpu).offload.results[fam]
     # The scheduler counts C // its own bytes per block; if a worker's are larger, the scheduler's count
     # exceeds the worker's at every budget that gives the worker a block: no budget fixes that.
-    oob_always = r.scheduler.aligned_bytes < max(s.count.aligned_bytes for s in r.stages)
+    oob_always = r.scheduler.aligned_bytes < max(c.aligned_bytes for c in r.stage_counts)
     note = None
     if oob_always:
         note = ("no budget fixes the scheduler/worker mismatch: the scheduler always counts more CPU blocks than "
                 "the worst worker allocated (out-of-bounds stores); upgrade to a release of another family or "
                 "change the layout (e.g. drop the UniformType trigger or even out the PP stages)")
-    return {**base, "cpu_bytes_to_use": cpu, "kv_offloading_size_gib": smallest_gib(cpu), "num_blocks": need,
-            "unit": "chunks" if r.chunks else "blocks", "tokens": need * block_tokens, "aligned_bytes": worst,
-            "out_of_bounds_at_any_budget": oob_always, "note": note, "startup_error": None}
+    return SizeRow(family=fam, vllm_version=p.behaviour.version, startup_error=None, cpu_bytes_to_use=cpu,
+                   kv_offloading_size_gib=smallest_gib(cpu), num_blocks=need,
+                   unit="chunks" if r.chunks else "blocks", tokens=at.tokens(need) or 0, aligned_bytes=worst,
+                   out_of_bounds_at_any_budget=oob_always, resident_bytes_per_node=at.host.resident_bytes_per_node,
+                   shm_bytes_per_node=at.host.shm_bytes_per_node, note=note)
 
 
-def size(layout: Layout, *, tokens: int | None = None, blocks: int | None = None) -> list[dict]:
+def _largest_under(p: Plan, worst: int, limit: int) -> int:
+    """The most chunks whose resident host memory (one node) stays <= limit: resident grows with the budget, so
+    a binary search over the chunk count, each step re-running only the offload stage."""
+    fam = p.behaviour.family.id
+    lo, hi = 0, limit // worst
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _at(p, mid * worst).offload.results[fam].host.resident_bytes_per_node <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def size(layout: Layout, *, tokens: int | None = None, blocks: int | None = None,
+         resident: int | None = None) -> list[SizeRow]:
     """One entry per family, the selected release standing for its own family."""
     selected = family_of(parse_release(layout.vllm_version)[0]).id
     out = []
@@ -55,7 +113,7 @@ def size(layout: Layout, *, tokens: int | None = None, blocks: int | None = None
         try:
             p = plan(replace(layout, vllm_version=v))
         except KvcalcError as e:
-            out.append({"family": fam, "vllm_version": v, "startup_error": e.one_line()})
+            out.append(_refused(fam, v, e.one_line()))
             continue
-        out.append(_entry(p, tokens, blocks))
+        out.append(_entry(p, tokens, blocks, resident))
     return out

@@ -253,6 +253,7 @@ class MambaSpec(KVCacheSpec):
     page_size_padded: int | None = None
     mamba_type: str = "mamba2"
     num_speculative_blocks: int = 0
+    num_prefill_checkpoint_blocks: int = 0  # 0.33.0: GDN layers exporting prefill checkpoints keep one more
     kind: ClassVar[str] = "mamba"
 
     @cached_property
@@ -269,7 +270,7 @@ class MambaSpec(KVCacheSpec):
         if ctx.mamba_cache_mode == "all":
             return cdiv(ctx.max_model_len, self.block_size) * self.page_size_bytes
         if ctx.mamba_cache_mode == "align":
-            return (2 + self.num_speculative_blocks) * self.page_size_bytes
+            return (2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks) * self.page_size_bytes
         return (1 + self.num_speculative_blocks) * self.page_size_bytes
 
 

@@ -14,7 +14,8 @@ from .report import family_entry
 # The sweep axes are the flag table's (flags.SWEEP_AXES); each row has them and these result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
 RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
-           "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "error")
+           "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",
+           "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
@@ -71,5 +72,7 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
         else:
             row.update(cpu_blocks_scheduler=e.num_blocks_scheduler, cpu_blocks_worst_worker=min(e.num_blocks_workers),
                        unit=e.unit, out_of_bounds=e.out_of_bounds, cpu_tokens_safe=e.cpu_tokens_safe,
-                       pinned_bytes_per_engine=e.pinned_bytes_per_engine, unused_bytes=e.unused_bytes)
+                       pinned_bytes_per_engine=e.pinned_bytes_per_engine, unused_bytes=e.unused_bytes,
+                       resident_bytes_per_node=e.host.resident_bytes_per_node,
+                       shm_bytes_per_node=e.host.shm_bytes_per_node)
         yield row

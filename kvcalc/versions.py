@@ -1,44 +1,54 @@
-"""vLLM release -> behaviour. Every version difference kvcalc knows lives here, as data.
+"""vLLM release -> behaviour. Every version difference kvcalc knows lives here, as data, with its evidence.
 
-Two tables: `FAMILIES`, one record per release family (its releases, CPU formula, display range, what to do),
-and `STEPS`, one row per behaviour flag: the value it takes from each release on. `behaviour_for(version)`
-reads both once per release; later stages read the `Behaviour` and never compare version strings.
-Source: ../shared/spec/vllm-kv-model.md sections 0.2-0.4, 1, 3.8, 4.3, 5, 7, 8 and 9.
+Three tables: `RELEASES`, every vLLM release from 0.14.0 to 0.33.0 (each one's wheel was read); `FAMILIES`, one
+record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on,
+each step citing the file of the release where it first holds (and the last release before, where it did
+not). `behaviour_for(version)` reads them once per release; later stages never compare version strings.
+`kvcalc versions --boundaries` prints the steps.
+
+Where these differ from ../shared/spec/vllm-kv-model.md, the wheels win (the spec read 17 releases and mapped
+the others to the nearest older one): the shared region, page alignment and single-copy MLA start at 0.27.0, not
+0.28.0; the single backing allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0;
+vLLM's int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal
+lasts to 0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
+from typing import NamedTuple
 
 from .errors import StartupRefusal, UnsupportedError
 from .records import record
 
 Release = tuple[int, int, int]
 
-# Releases whose wheels the spec read (section 0.2), and the minor series they stand for. A release in a
-# series that was not read (0.23, 0.25, 0.27, 0.29, 0.31) takes the nearest older read series, with a warning.
-READ_RELEASES = ("0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.19.1", "0.20.0", "0.20.2",
-                 "0.21.0", "0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.32.0", "0.33.0")
-READ_SERIES = tuple(sorted({tuple(int(x) for x in r.split(".")[:2]) for r in READ_RELEASES}))
-SUPPORTED_MIN: Release = (0, 14, 0)
-NEWEST_SERIES = READ_SERIES[-1]
+# Every release on PyPI from 0.14.0 to 0.33.0; kvcalc read each one's wheel (vllm/**/*.py and METADATA).
+RELEASES = ("0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
+            "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
+            "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+_RELEASE_TUPLES = tuple(tuple(int(x) for x in r.split(".")) for r in RELEASES)
+SUPPORTED_MIN: Release = _RELEASE_TUPLES[0]
+NEWEST: Release = _RELEASE_TUPLES[-1]
 DEFAULT_VERSION = "0.33.0"
-HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64: 0.28+ rounds every CPU chunk up to it
+HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64; --host-page-size sets another (64 KiB on some arm64 kernels)
 
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
 
 
-@record
-class OffloadRule:
+def _text(r: Release) -> str:
+    return ".".join(map(str, r))
+
+
+class OffloadRule(NamedTuple):
     """How a family turns a worker's KV layout and the CPU budget into a CPU block (chunk) count."""
 
     unit: str  # "page_x_tensors" (0.14-0.19.1: page x len(tensors)) | "bytes_per_block" (sum(sizes) // num_blocks)
     chunks: bool  # 0.26+: counts are chunks of blocks_per_chunk GPU blocks (block_size sets it)
-    alignment: int  # 0.28+: chunks rounded up to the 4096-byte host page
-    replication: bool  # 0.28+: pure MLA under TP-only mp may be stored once (the test is the release's)
-    shared_region: bool  # 0.28+: one /dev/shm region per engine instead of private pinned tensors per worker
-    single_allocation: bool  # 0.30+: one backing GPU allocation; every KVCacheTensor.size is the total
+    host_aligned: bool  # 0.27+: chunks rounded up to the host page (mmap.PAGESIZE) for the shared region
+    replication: bool  # 0.27+: MLA may be stored once (the test is the release's)
+    single_allocation: bool  # 0.29+: one backing GPU allocation; every KVCacheTensor.size is the total
 
 
 @record
@@ -47,100 +57,244 @@ class Family:
 
     id: str
     first: Release  # first release of the family (FAMILIES is in release order; the next one's first ends it)
-    versions: str  # display range (JSON `versions`, `kvcalc versions`, the README)
     heading: str  # offload table column heading
-    representative: str | None  # the read release that stands for the family (size, the old/fixed notes)
     rule: OffloadRule | None  # None: manual (no formula)
     summary: str
     readme_formula: str  # the README table's "CPU count" cell
     action: str  # what a user should do about it
     readme_action: str  # the README table's "what to do" cell (markdown)
 
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """The read releases of this family."""
+        return tuple(r for r, t in zip(RELEASES, _RELEASE_TUPLES) if family_of(t) is self)
 
-_OLD = OffloadRule(unit="page_x_tensors", chunks=False, alignment=1, replication=False, shared_region=False,
+    @property
+    def versions(self) -> str:
+        """Display range: '0.20.0 - 0.23.0' (JSON `versions`, `kvcalc versions`, the README)."""
+        if self.rule is None:
+            return "<= 0.13.x"
+        rs = self.releases
+        return rs[0] if len(rs) == 1 else f"{rs[0]} - {rs[-1]}"
+
+    @property
+    def representative(self) -> str | None:
+        """The release that stands for the family when another is selected (size, the old/fixed notes): its last."""
+        rs = self.releases if self.rule is not None else ()
+        return rs[-1] if rs else None
+
+
+_OLD = OffloadRule(unit="page_x_tensors", chunks=False, host_aligned=False, replication=False,
                    single_allocation=False)
-_FIXED = OffloadRule(unit="bytes_per_block", chunks=False, alignment=1, replication=False, shared_region=False,
+_FIXED = OffloadRule(unit="bytes_per_block", chunks=False, host_aligned=False, replication=False,
                      single_allocation=False)
 
+# 0.19.1 v1/kv_offload/cpu/spec.py: page_size_bytes * len(kv_cache_config.kv_cache_tensors) * world_size (old);
+# 0.20.0 same file: sum(tensor sizes) // num_blocks * world_size (fixed); 0.23.0 adds round_up(., 1) (no effect);
+# 0.24.0 v1/kv_offload/cpu/spec.py: is_packed -> size[0] (packed); 0.26.0 offloading/config.py
+# build_offloading_config: blocks_per_chunk (config); 0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT =
+# SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE) and replicated_layout (replicated); 0.29.0
+# offloading/config.py: "Every KVCacheTensor describes placement within the same backing allocation" ->
+# kv_cache_tensors[0].size // num_blocks (single-alloc).
 FAMILIES: dict[str, Family] = {f.id: f for f in (
-    Family(id="manual", first=(0, 0, 0), versions="<= 0.13.x", heading="manual", representative=None, rule=None,
+    Family(id="manual", first=(0, 0, 0), heading="manual", rule=None,
            summary="no formula: num_cpu_blocks is set by hand in kv_connector_extra_config",
            readme_formula="none: you set `num_cpu_blocks` yourself",
            action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes",
-           readme_action='kvcalc refuses; that number is the pool'),
-    Family(id="old", first=(0, 14, 0), versions="0.14.0 - 0.19.1", heading="old 0.14.0–0.19.1",
-           representative="0.19.1", rule=_OLD,
+           readme_action="kvcalc refuses; that number is the pool"),
+    Family(id="old", first=(0, 14, 0), heading="old 0.14.0–0.19.1", rule=_OLD,
            summary="C // (page x len(tensors) x world_size x f): counts a UniformType group's layers twice",
            readme_formula="`C // (page × len(tensors) × W × f)`",
            action="upgrade to >= 0.20.0 if your layout is UniformType (MLA + EAGLE, V3.2, per-layer heads, "
                   "skipped fp8 layers): stores go out of bounds",
-           readme_action='**upgrade to ≥ 0.20.0 if your layout is UniformType** (MLA + EAGLE, DeepSeek-V3.2, per-layer KV heads, fp8 skip layers): workers get ~1/L of the blocks the scheduler hands out → out-of-bounds stores'),
-    Family(id="fixed", first=(0, 20, 0), versions="0.20.0 - 0.22.x", heading="fixed 0.20.0–0.22",
-           representative="0.22.1", rule=_FIXED,
+           readme_action="**upgrade to ≥ 0.20.0 if your layout is UniformType** (MLA + EAGLE, DeepSeek-V3.2, "
+                         "per-layer KV heads, fp8 skip layers): workers get ~1/L of the blocks the scheduler hands "
+                         "out → out-of-bounds stores"),
+    Family(id="fixed", first=(0, 20, 0), heading="fixed 0.20.0–0.23.0", rule=_FIXED,
            summary="C // ((sum(tensor sizes) // num_blocks) x world_size x f): the worker's true bytes",
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
            action="safe for UniformType; uneven PP stages still go out of bounds",
-           readme_action='safe for UniformType; HMA stays off with the connector until 0.22'),
-    Family(id="packed", first=(0, 24, 0), versions="0.24.x", heading="packed", representative="0.24.0",
-           rule=_FIXED, summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
+           readme_action="safe for UniformType; HMA stays off with the connector until 0.22"),
+    Family(id="packed", first=(0, 24, 0), heading="packed", rule=_FIXED,
+           summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
            action="same counts as fixed for every classic layout",
-           readme_action='same numbers for classic layouts'),
-    Family(id="config", first=(0, 26, 0), versions="0.26.x", heading="config", representative="0.26.0",
-           rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=1, replication=False,
-                            shared_region=False, single_allocation=False),
+           readme_action="same numbers for classic layouts"),
+    Family(id="config", first=(0, 26, 0), heading="config",
+           rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=False, replication=False,
+                            single_allocation=False),
            summary="build_offloading_config: chunks of blocks_per_chunk GPU blocks (block_size x DCP)",
            readme_formula="chunks of `blocks_per_chunk` blocks",
            action="counts are chunks; blocks_per_chunk and block_size are exclusive",
-           readme_action='hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`'),
-    Family(id="replicated", first=(0, 28, 0), versions="0.28.x", heading="replicated", representative="0.28.0",
-           rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True,
-                            shared_region=True, single_allocation=False),
-           summary="4096-byte aligned chunks in one shared host region; pure MLA under TP-only mp stored once",
-           readme_formula="chunks rounded up to 4096 B in one shared region; pure MLA TP-only `mp` stored once",
+           readme_action="hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`"),
+    Family(id="replicated", first=(0, 27, 0), heading="replicated",
+           rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
+                            single_allocation=False),
+           summary="host-page aligned chunks in one shared host region; pure MLA under TP-only mp stored once",
+           readme_formula="chunks rounded up to the host page (4096 B) in one shared `/dev/shm` region; pure MLA "
+                          "TP-only `mp` stored once",
            action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
-           readme_action='pure-MLA TP runs get TP× more CPU blocks'),
-    Family(id="single-alloc", first=(0, 30, 0), versions="0.30.x - 0.33.x", heading="single-alloc",
-           representative="0.33.0",
-           rule=OffloadRule(unit="bytes_per_block", chunks=True, alignment=HOST_PAGE, replication=True,
-                            shared_region=True, single_allocation=True),
-           summary="one backing GPU allocation: bytes per block from size[0] // num_blocks; 0.32+ replicas test",
-           readme_formula="as replicated, bytes per block from the one backing allocation; 0.32+ `kv_tp_replicas` "
+           readme_action="pure-MLA TP runs get TP× more CPU blocks"),
+    Family(id="single-alloc", first=(0, 29, 0), heading="single-alloc",
+           rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
+                            single_allocation=True),
+           summary="one backing GPU allocation: bytes per block from size[0] // num_blocks; 0.31+ replicas test",
+           readme_formula="as replicated, bytes per block from the one backing allocation; 0.31+ `kv_tp_replicas` "
                           "test",
            action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
-           readme_action='V3.2 stored once too; 0.33 hybrid block sizes are approximate'),
+           readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)"),
 )}
-REPRESENTATIVE = {f.id: f.representative for f in FAMILIES.values() if f.representative}
 
 
-# One row per behaviour: (first release, value) steps in release order; the value before the first step is the
-# first row's. A release takes the value of the last step at or below it.
-STEPS: dict[str, tuple[tuple[Release, object], ...]] = {
-    # Rule E's group-size threshold, as numerator/denominator: 5/4 before 0.18.0, 3/2 from 0.18.0.
-    "group_threshold": (((0, 0, 0), (5, 4)), ((0, 18, 0), (3, 2))),
-    # Which log formulas (spec section 7).
-    "log_family": (((0, 0, 0), "L1"), ((0, 21, 0), "L2"), ((0, 28, 0), "L3")),
-    "log_device_prefix": (((0, 0, 0), False), ((0, 30, 0), True)),  # the log line starts with the device name
-    "sliding_page_uses_head_size_v": (((0, 0, 0), False), ((0, 20, 0), True)),
-    "supports_skip_layers": (((0, 0, 0), False), ((0, 19, 0), True)),  # kv_cache_dtype_skip_layers
-    "hybrid_kernel_uses_block_size": (((0, 0, 0), False), ((0, 20, 0), True)),  # section 4.3
-    "hybrid_block_size_approximate": (((0, 0, 0), False), ((0, 33, 0), True)),  # 0.33's extra alignment terms
-    "hma_default_with_connector": (((0, 0, 0), False), ((0, 22, 0), True)),  # HMA stays on with the connector
-    "hma_forced_on_allowed": (((0, 0, 0), False), ((0, 21, 0), True)),  # OffloadingConnector is SupportsHMA
-    # Trap 14: the offloading scheduler asserts on a chunked-local group with HMA on.
-    "offload_refuses_chunked_local": (((0, 0, 0), False), ((0, 21, 0), True), ((0, 24, 0), False)),
-    # Where the shared host region (and so single-copy MLA) exists.
-    "replication_platforms": (((0, 0, 0), ("cuda", "rocm")), ((0, 33, 0), ("cuda", "xpu"))),
-    # 0.28-0.30: one group whose spec is exactly MLA ("narrow"); 0.32+: kv_tp_replicas == TP.
-    "replication_test": (((0, 0, 0), "narrow"), ((0, 32, 0), "kv_tp_replicas")),
+class Step(NamedTuple):
+    first: Release  # the first release where `value` holds
+    value: object
+    evidence: str  # the file (of `first`, and of the release before where it matters) that shows it
+
+
+# One row per behaviour: steps in release order; a release takes the value of the last step at or below it.
+STEPS: dict[str, tuple[Step, ...]] = {
+    "group_threshold": (  # rule E's group-size threshold, numerator/denominator
+        Step((0, 0, 0), (5, 4), "0.17.1 v1/core/kv_cache_utils.py: max_num_layers < min_num_layers * 1.25"),
+        Step((0, 18, 0), (3, 2), "0.18.0 v1/core/kv_cache_utils.py: max_num_layers < min_num_layers * 1.5")),
+    "log_family": (  # spec section 7
+        Step((0, 0, 0), "L1", "0.20.0 v1/core/kv_cache_utils.py: num_tokens = num_blocks // len(groups) * "
+                              "min_block_size"),
+        Step((0, 20, 1), "L2", "0.20.1 v1/core/kv_cache_utils.py: num_tokens = int(max_concurrency * "
+                               "max_model_len)"),
+        Step((0, 28, 0), "L3", "0.28.0 v1/core/kv_cache_utils.py: one line 'GPU KV cache size: %s tokens, "
+                               "Maximum concurrency ...' (0.27.1: two lines)")),
+    "log_device_prefix": (
+        Step((0, 0, 0), False, "0.29.0 v1/core/kv_cache_utils.py: 'GPU KV cache size'"),
+        Step((0, 30, 0), True, "0.30.0 v1/core/kv_cache_utils.py: '%s KV cache size' with the device name")),
+    "sliding_page_uses_head_size_v": (
+        Step((0, 0, 0), False, "0.19.1 v1/kv_cache_interface.py: SlidingWindowSpec page 2 * B * H * D * s"),
+        Step((0, 20, 0), True, "0.20.0 v1/kv_cache_interface.py: SlidingWindowSpec page B * H * (D + Dv) * s")),
+    "supports_skip_layers": (
+        Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
+        Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
+    "supports_scaled_kv_dtypes": (
+        Step((0, 0, 0), False, "0.19.1 config/cache.py: CacheDType without int8_per_token_head"),
+        Step((0, 20, 0), True, "0.20.0 config/cache.py: int8_per_token_head, fp8_per_token_head, nvfp4")),
+    "hybrid_kernel_uses_block_size": (  # spec 4.3
+        Step((0, 0, 0), False, "0.19.1 model_executor/models/config.py: kernel block 16 (64 for MLA)"),
+        Step((0, 20, 0), True, "0.20.0 platforms/interface.py _align_hybrid_block_size: max(backend's smallest "
+                               "kernel block, block_size)")),
+    "fa4_hd256_kernel": (  # FlashAttention 4's head-size-256 kernel on SM100 takes 128-token kernel blocks
+        Step((0, 0, 0), False, "0.28.0 v1/attention/backends/flash_attn.py: [MultipleOf(16)]"),
+        Step((0, 29, 0), True, "0.29.0 v1/attention/backends/flash_attn.py: _get_fa4_hd256_block_size -> "
+                               "FA4_HD256_PAGE_SIZE (128)")),
+    "hybrid_mla_floor_128": (
+        Step((0, 0, 0), False, "0.26.0 platforms/interface.py: no MLA floor"),
+        Step((0, 27, 0), True, "0.27.0 platforms/interface.py: kernel_block_alignment_size = "
+                               "max(kernel_block_alignment_size, 128) for MLA")),
+    "hybrid_backend_lcm": (
+        Step((0, 0, 0), False, "0.31.0 platforms/interface.py: no backend_block_alignment"),
+        Step((0, 32, 0), True, "0.32.0 platforms/interface.py: attn_block_size rounded to lcm of every "
+                               "backend's smallest kernel block")),
+    "hybrid_checkpoint_alignment": (
+        Step((0, 0, 0), False, "0.32.0 platforms/interface.py: no prefill-checkpoint alignment"),
+        Step((0, 33, 0), True, "0.33.0 platforms/interface.py: mode align: lcm(kernel, "
+                               "get_mamba_prefill_checkpoint_alignment) (FlashInfer GDN: 64, gdn_attn.py)")),
+    # Mamba cache modes a release accepts, and the one prefix caching picks (spec 4.2).
+    "mamba_modes": (
+        Step((0, 0, 0), ("none", "all"), "0.14.1 model_executor/models/config.py: no mamba_cache_mode; "
+                                         "models without Mamba prefix caching turn prefix caching off"),
+        Step((0, 15, 0), ("none", "all", "align"), "0.15.0 config/cache.py: MambaCacheMode = Literal['all', "
+                                                   "'align', 'none']"),
+        Step((0, 32, 0), ("none", "align"), "0.32.0 config/cache.py: MambaCacheMode = Literal['align', 'none']")),
+    "mamba_default_all": (  # prefix caching on: "all" for models that support it (else "align"), or "align"
+        Step((0, 0, 0), True, "0.27.1 model_executor/models/config.py: 'all' if "
+                              "supports_mamba_prefix_caching else 'align'"),
+        Step((0, 28, 0), False, "0.28.0 model_executor/models/config.py: mode none -> 'align' when prefix "
+                                "caching is on")),
+    "hma_default_with_connector": (
+        Step((0, 0, 0), False, "0.21.0 config/vllm.py: HMA off whenever kv_transfer_config is set"),
+        Step((0, 22, 0), True, "0.22.0 config/vllm.py: HMA off only if the connector does not subclass "
+                               "SupportsHMA")),
+    "hma_forced_on_allowed": (
+        Step((0, 0, 0), False, "0.20.2 offloading_connector.py: class OffloadingConnector(KVConnectorBase_V1)"),
+        Step((0, 21, 0), True, "0.21.0 offloading_connector.py: OffloadingConnector(KVConnectorBase_V1, "
+                               "SupportsHMA)")),
+    # Trap 14: with HMA on, the offloading scheduler asserts FullAttentionSpec for a chunked-local group.
+    "offload_refuses_chunked_local": (
+        Step((0, 0, 0), False, "0.20.2: the connector is not SupportsHMA, HMA is off, chunked layers fold"),
+        Step((0, 21, 0), True, "0.21.0 offloading/scheduler.py get_sliding_window_size_in_blocks: assert "
+                               "isinstance(kv_cache_spec, FullAttentionSpec); 0.27.1 get_sliding_window_size_in_chunks: "
+                               "same assert"),
+        Step((0, 28, 0), False, "0.28.0 offloading/scheduler.py: ChunkedLocalAttentionSpec -> "
+                                "cdiv(attention_chunk_size, tokens_per_chunk)")),
+    # The window a group's chunks are capped at, for capacity (spec 11): None = no per-group rule (one group).
+    "window_rule": (
+        Step((0, 0, 0), None, "0.20.2: offload keys carry the group index (v1/kv_offload/abstract.py) but HMA "
+                              "is off with the connector: one group"),
+        Step((0, 21, 0), "blocks", "0.21.0 offloading/scheduler.py: sliding window cdiv(w, offloaded block), "
+                                   "Mamba 1, full none"),
+        Step((0, 26, 0), "chunks", "0.26.0 offloading/scheduler.py get_sliding_window_size_in_chunks: "
+                                   "cdiv(w, tokens_per_chunk)"),
+        Step((0, 28, 0), "chunks+chunked", "0.28.0 offloading/scheduler.py: + chunked local cdiv(c, "
+                                           "tokens_per_chunk)"),
+        Step((0, 31, 0), "chunks+chunked+retained", "0.31.0 offloading/scheduler.py: sliding window "
+                                                    "max(cdiv(w, t), cdiv(w - 1 + extra_retained_tokens, t))")),
+    "keys_per_group": (  # offload keys: a block hash (one key covers every group), or (block hash, group index)
+        Step((0, 0, 0), False, "0.19.1 v1/kv_offload/abstract.py: keys are block hashes"),
+        Step((0, 20, 0), True, "0.20.0 v1/kv_offload/abstract.py: make_offload_key(block_hash, group_idx)")),
+    "capacity_metric": (
+        Step((0, 0, 0), False, "0.32.0 v1/kv_offload/cpu: no CPUOffloadingInfo"),
+        Step((0, 33, 0), True, "0.33.0 v1/kv_offload/cpu/common.py: CPUOffloadingInfo, published as "
+                               "vllm:kv_offload_config_info")),
+    # How a worker's private pinned CPU tensors are laid out (when there is no shared region).
+    "pinned_layout": (
+        Step((0, 0, 0), "per_layer", "0.14.0 v1/kv_offload/worker/cpu_gpu.py: one torch.zeros(pin_memory) per "
+                                     "layer of gpu_caches; 0.18.1 same, with K/V views of it"),
+        Step((0, 19, 0), "per_tensor_split_kv", "0.19.0 offloading/worker.py: per KV cache tensor; FlashAttention's "
+                                                "(2, num_blocks, ...) is unbound into K and V, one pinned tensor each"),
+        Step((0, 23, 0), "per_tensor", "0.23.0 offloading/worker.py: one (num_blocks, page) tensor per KV cache "
+                                       "tensor, no K/V split")),
+    # Platforms whose workers share one /dev/shm region (cudaHostRegister) instead of private pinned tensors.
+    "shared_region_platforms": (
+        Step((0, 0, 0), (), "0.26.0 v1/kv_offload/cpu/spec.py: private pinned tensors only"),
+        Step((0, 27, 0), ("cuda", "rocm"), "0.27.0 v1/kv_offload/cpu/spec.py _uses_shared_region: "
+                                           "is_cuda_alike()"),
+        Step((0, 31, 0), ("cuda",), "0.31.0 v1/kv_offload/cpu/spec.py: is_cuda_alike() and not is_rocm()"),
+        Step((0, 32, 0), ("cuda", "xpu"), "0.32.0 v1/kv_offload/cpu/spec.py: (is_cuda_alike() and not is_rocm()) "
+                                          "or is_xpu()")),
+    "shm_free_space_check": (
+        Step((0, 0, 0), False, "0.27.1 v1/kv_offload/cpu/shared_offload_region.py: no /dev/shm check"),
+        Step((0, 28, 0), True, "0.28.0 v1/kv_offload/cpu/shared_offload_region.py: check_shm_free_space("
+                               "total_size_bytes) raises RuntimeError")),
+    "shm_message_named": (
+        Step((0, 0, 0), False, "0.30.0 distributed/device_communicators/shm_broadcast.py: 'Insufficient space in "
+                               "/dev/shm: ...'"),
+        Step((0, 31, 0), True, "0.31.0 shm_broadcast.py check_shm_free_space(allocation_name=...): 'Insufficient "
+                               "space in /dev/shm for CPU KV offload shared region in /dev/shm: ...'")),
+    # The torch release the vLLM release pins (METADATA Requires-Dist), for the pinned allocator's rounding.
+    "torch": (
+        Step((0, 0, 0), "2.9.1", "0.16.0 METADATA: torch==2.9.1"),
+        Step((0, 17, 0), "2.10.0", "0.17.0 METADATA: torch==2.10.0"),
+        Step((0, 20, 0), "2.11.0", "0.20.0 METADATA: torch==2.11.0"),
+        Step((0, 27, 0), "2.13.0", "0.27.0 METADATA: torch==2.13.0"),
+        Step((0, 33, 0), "2.14.0", "0.33.0 METADATA: torch==2.14.0")),
+    # 0.27-0.30: one group whose spec is exactly MLA ("narrow"); 0.31+: kv_tp_replicas == TP.
+    "replication_test": (
+        Step((0, 0, 0), "narrow", "0.27.0 offloading/config.py: type(single_group_spec) is MLAAttentionSpec"),
+        Step((0, 31, 0), "kv_tp_replicas", "0.31.0 offloading/config.py: kv_cache_config.kv_tp_replicas == "
+                                           "tensor_parallel_size")),
 }
+
+# PyTorch's caching host allocator: every pinned allocation is rounded up to PowerOf2Ceil(size); torch 2.13
+# adds PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (sizes above it are not rounded).
+# torch 2.9.1 / 2.10.0 / 2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size);
+# torch 2.13.0 / 2.14.1 same file: PowerOf2Ceil only if size <= pinned_max_round_threshold() and
+# <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: both default to SIZE_MAX).
+TORCH_ROUND_THRESHOLD = ("2.13.0", "2.14.0")
 
 
 def _step(name: str, release: Release):
-    value = STEPS[name][0][1]
-    for first, v in STEPS[name]:
-        if release >= first:
-            value = v
+    value = STEPS[name][0].value
+    for step in STEPS[name]:
+        if release >= step.first:
+            value = step.value
     return value
 
 
@@ -150,20 +304,32 @@ class Behaviour:
 
     version: str
     release: Release
-    modelled_as: Release  # the read release whose behaviour applies
     family: Family
-    warning: str | None  # set when the release was not read and the mapping is unverified
+    warning: str | None  # set when the version string had a suffix kvcalc ignored
     group_threshold: tuple[int, int]
     log_family: str
     log_device_prefix: bool
     sliding_page_uses_head_size_v: bool
     supports_skip_layers: bool
+    supports_scaled_kv_dtypes: bool
     hybrid_kernel_uses_block_size: bool
-    hybrid_block_size_approximate: bool
+    fa4_hd256_kernel: bool
+    hybrid_mla_floor_128: bool
+    hybrid_backend_lcm: bool
+    hybrid_checkpoint_alignment: bool
+    mamba_modes: tuple[str, ...]
+    mamba_default_all: bool
     hma_default_with_connector: bool
     hma_forced_on_allowed: bool
     offload_refuses_chunked_local: bool
-    replication_platforms: tuple[str, ...]
+    window_rule: str | None
+    keys_per_group: bool
+    capacity_metric: bool
+    pinned_layout: str
+    shared_region_platforms: tuple[str, ...]
+    shm_free_space_check: bool
+    shm_message_named: bool
+    torch: str
     replication_test: str
 
     @property
@@ -173,6 +339,11 @@ class Behaviour:
     @property
     def rule(self) -> OffloadRule:
         return self.family.rule
+
+    @property
+    def torch_round_threshold(self) -> bool:
+        """The pinned allocator takes pinned_max_round_threshold_mb (torch 2.13+)."""
+        return self.torch in TORCH_ROUND_THRESHOLD
 
 
 def parse_release(text: str) -> tuple[Release, str]:
@@ -193,8 +364,8 @@ def family_of(release: Release) -> Family:
 
 
 def supported_range() -> str:
-    """The releases kvcalc models, for help texts: '0.14.0 to 0.33.x'."""
-    return f"{'.'.join(map(str, SUPPORTED_MIN))} to {NEWEST_SERIES[0]}.{NEWEST_SERIES[1]}.x"
+    """The releases kvcalc models, for help texts: '0.14.0 to 0.33.0'."""
+    return f"{RELEASES[0]} to {RELEASES[-1]}"
 
 
 @cache
@@ -206,20 +377,19 @@ def behaviour_for(version: str) -> Behaviour:
             f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config "
             f"(no formula to check: that number is the pool); kvcalc models {supported_range()}"
         )
-    series = release[:2]
-    if series > NEWEST_SERIES:
-        raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to "
-                               f"{NEWEST_SERIES[0]}.{NEWEST_SERIES[1]}.x); its behaviour is not modelled")
-    warnings = []
-    modelled = release
-    if series not in READ_SERIES:
-        older = max(s for s in READ_SERIES if s < series)
-        modelled = (older[0], older[1], 99)
-        warnings.append(f"vLLM {version} was not read; modelled as {older[0]}.{older[1]}.x (unverified)")
+    if release > NEWEST:
+        raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to {RELEASES[-1]}); "
+                               "its behaviour is not modelled")
+    if release not in _RELEASE_TUPLES:
+        series = [r for r in RELEASES if r.startswith(f"{release[0]}.{release[1]}.")]
+        raise UnsupportedError(f"vLLM {version} is not a release (kvcalc read every release from {RELEASES[0]} to "
+                               f"{RELEASES[-1]}" + (f"; {release[0]}.{release[1]}.x: {', '.join(series)}"
+                                                    if series else "") + ")")
+    warning = None
     if suffix:
-        warnings.append(f"vLLM {version}: suffix {suffix!r} ignored, modelled as {'.'.join(map(str, release))}")
-    return Behaviour(version=version, release=release, modelled_as=modelled, family=family_of(modelled),
-                     warning="; ".join(warnings) or None, **{name: _step(name, modelled) for name in STEPS})
+        warning = f"vLLM {version}: suffix {suffix!r} ignored, modelled as {_text(release)}"
+    return Behaviour(version=version, release=release, family=family_of(release), warning=warning,
+                     **{name: _step(name, release) for name in STEPS})
 
 
 def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str | None) -> tuple[bool, str]:
@@ -247,6 +417,19 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
     return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
 
 
+def boundaries() -> list[dict]:
+    """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
+    rows = []
+    for name, steps in STEPS.items():
+        for i, step in enumerate(steps):
+            first = next((r for r, t in zip(RELEASES, _RELEASE_TUPLES) if t >= step.first), None)
+            nxt = steps[i + 1].first if i + 1 < len(steps) else None
+            last = [r for r, t in zip(RELEASES, _RELEASE_TUPLES) if t >= step.first and (nxt is None or t < nxt)]
+            rows.append({"flag": name, "value": step.value if not isinstance(step.value, tuple) else list(step.value),
+                         "first": first, "last": last[-1] if last else None, "evidence": step.evidence})
+    return rows
+
+
 def families_markdown() -> str:
     """The README's families table, from the records (a test checks the README against it)."""
     rows = ["| family | releases | CPU count | what to do |", "|---|---|---|---|"]
@@ -260,9 +443,10 @@ def releases_table() -> list[dict]:
     """For `kvcalc versions`: each family, its releases, what changed, and which releases were read."""
     rows = []
     for fam in FAMILIES.values():
-        read = [r for r in READ_RELEASES if family_of(parse_release(r)[0]).id == fam.id]
-        if fam.id == "manual":
-            read = ["0.12.0", "0.13.0"]
+        read = list(fam.releases) if fam.rule is not None else ["0.12.0", "0.13.0"]
         rows.append({"family": fam.id, "versions": fam.versions, "formula": fam.summary, "action": fam.action,
                      "releases_read": read})
     return rows
+
+
+REPRESENTATIVE = {f.id: f.representative for f in FAMILIES.values() if f.representative}

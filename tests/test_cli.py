@@ -373,7 +373,17 @@ def test_versions_command(capsys):
     assert 'single-alloc' in capsys.readouterr().out
 
 
-def test_unread_release_warns(capsys):
-    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.1")
-    assert doc['family'] == 'replicated'
-    assert 'not read' in err
+def test_a_release_that_does_not_exist_is_refused_naming_the_series(capsys):
+    # Every release from 0.14.0 to 0.33.0 was read; 0.29.1 was never published (0.29.x: 0.29.0 only).
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.1")
+    assert code == 2
+    assert "0.29.1 is not a release" in err
+    assert "0.29.x: 0.29.0" in err
+
+
+def test_every_release_is_modelled_as_its_own_source(capsys):
+    # 0.29.0 (not read by the spec, once mapped to 0.28) already has the single backing allocation
+    # (offloading/config.py: kv_cache_tensors[0].size // num_blocks): family single-alloc, no warning.
+    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.0")
+    assert doc["family"] == "single-alloc"
+    assert "not read" not in err
