@@ -15,7 +15,7 @@ try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones r
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
-from .errors import KvcalcError, StartupRefusal
+from .errors import KvcalcError, LayoutError, StartupRefusal
 from .units import SIZE_HELP
 
 
@@ -181,8 +181,9 @@ def plan(
 
 
 def _name_source(e: KvcalcError, source: str) -> None:
-    """Name the file for refusals raised deep in the core (startup rules, unsupported settings)."""
-    if not str(e).startswith(source):
+    """Name the file for refusals raised deep in the core (startup rules, unsupported settings). A LayoutError
+    names its own file already (the layout, or the log / scrape it was reading)."""
+    if not isinstance(e, LayoutError) and not str(e).startswith(source):
         e.args = (f"{source}: {e}",)
 
 
@@ -246,10 +247,31 @@ def init(
 
 
 @app.command()
-def versions(fmt: VersionsFormat = _format("markdown: the README's families table")) -> None:
+def versions(fmt: VersionsFormat = _format("markdown: the README's families table"),
+             show_boundaries: bool = typer.Option(False, "--boundaries", help="every behaviour flag: its value, the "
+                                                  "first and last release it holds for, and the file that shows it")
+             ) -> None:
     """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
-    from .versions import DEFAULT_VERSION, families_markdown, releases_table
+    from .versions import DEFAULT_VERSION, boundaries, families_markdown, releases_table
 
+    if show_boundaries:
+        rows = boundaries()
+        if fmt == "json":
+            import json
+
+            sys.stdout.write(json.dumps({"boundaries": rows}, indent=2) + "\n")
+            return
+        from rich import box
+        from rich.table import Table
+
+        t = Table(title="Behaviour boundaries (each verified in the releases' wheels)", title_justify="left",
+                  box=None if _plain() else box.HEAVY_HEAD)
+        for col in ("flag", "value", "first", "last", "evidence"):
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            t.add_row(r["flag"], str(r["value"]), r["first"] or "", r["last"] or "", r["evidence"])
+        _console(160).print(t)
+        return
     if fmt == "markdown":
         sys.stdout.write(families_markdown())
         return
@@ -406,22 +428,60 @@ def sweep(
 
 
 @app.command("check")
-@layout_flags(exclude=("cpu_bytes", "kv_offloading_size"))
+@layout_flags()
 def check_cmd(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    log: str = typer.Option(..., "--log", help="a vLLM startup log", rich_help_panel="input"),
+    log: Optional[str] = typer.Option(None, "--log", help="a vLLM startup log", rich_help_panel="input"),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="a Prometheus scrape of vLLM's /metrics (0.33: "
+                                          "vllm:kv_offload_config_info, vllm:cache_config_info)",
+                                          rich_help_panel="input"),
     fmt: OutputFormat = _format(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
-    """Compare the numbers kvcalc predicts with the ones a real vLLM server logged; exit 1 on a mismatch."""
+    """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
+    /metrics (--metrics); exit 1 on a mismatch."""
     from .load import _read_bytes, load_layout
-    from .logcheck import check
 
+    if log is None and metrics is None:
+        raise KvcalcError("check: give --log LOG or --metrics FILE")
+    if log is not None and metrics is not None:
+        raise KvcalcError("check: give --log or --metrics, one at a time")
     vllm_version = flags["vllm_version"]
     overrides = _layout_overrides(flags)
-    overrides.setdefault("offload.cpu_bytes_to_use", (0, "--log"))
+    if log is not None:
+        overrides.setdefault("offload.cpu_bytes_to_use", (0, "--log"))
     loaded = load_layout(layout, overrides=overrides)
-    text = _read_bytes(log, "a readable log file").decode("utf-8", "replace")
+    source = log or metrics
+    text = _read_bytes(source, "a readable file").decode("utf-8", "replace")
+    if metrics is not None:
+        from .metricscheck import check as check_metrics
+
+        with _naming(loaded.source):
+            result = check_metrics(loaded, text, source=metrics)
+        for n in result["notes"]:
+            _err(f"note: {n}")
+        if fmt == "json":
+            _print_json(result)
+        else:
+            from rich.table import Table
+
+            t = Table(box=None, title=f"{metrics} against {loaded.source} (vLLM {result['vllm_version']})",
+                      title_justify="left")
+            for c in ("series", "engine", "label", "predicted", "scraped", "match"):
+                t.add_column(c, overflow="fold")
+            for r in result["rows"]:
+                t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]),
+                          "yes" if r["match"] else "NO")
+            _console(120).print(t)
+        for r in result["rows"]:
+            if not r["match"]:
+                _err(f"check failed: {metrics} line {r['line']}: {r['series']} label {r['label']}: expected "
+                     f"{r['expected']!r}, found {r['found']!r}")
+        if not result["match"]:
+            raise typer.Exit(1)
+        return
+    from .logcheck import check
+
     if vllm_version is not None:
         text = "\n".join(line for line in text.splitlines() if "version" not in line)
     with _naming(loaded.source):

@@ -274,13 +274,22 @@ def _host_memory(r: FormulaResult) -> HostMemory:
 
 
 def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCount) -> tuple[Allocation, ...]:
-    """One worker's torch.zeros((num_cpu_blocks, page), pin_memory=True) tensors, by the release's layout:
-    0.14-0.18 one per layer (v1/kv_offload/worker/cpu_gpu.py), 0.19-0.22 one per KV cache tensor with
-    FlashAttention's (2, num_blocks, ...) unbound into a K and a V tensor of half a page each
-    (offloading/worker.py), 0.23+ one per KV cache tensor."""
+    """One worker's torch.zeros((num_cpu_blocks, page), pin_memory=True) tensors, by the release's layout: one
+    cross-layer tensor when the runner gave one (0.14-0.28, see STEPS['cross_layer_blocks']); else 0.14-0.18 one
+    per layer (v1/kv_offload/worker/cpu_gpu.py), 0.19-0.22 one per KV cache tensor with FlashAttention's
+    (2, num_blocks, ...) unbound into a K and a V tensor of half a page each (offloading/worker.py), 0.23+ one
+    per KV cache tensor."""
     s, b = r.settings, r.behaviour
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
-    split = b.pinned_layout == "per_tensor_split_kv" and ATTENTION_BACKENDS[s.attention_backend].kv_first
+    backend = ATTENTION_BACKENDS[s.attention_backend]
+    groups = worker.groups
+    if (b.cross_layer_blocks and not backend.mla and len(groups) == 1 and isinstance(groups[0].spec, AttentionSpec)
+            and worker.num_tensors):
+        # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes
+        # (offloading/worker.py register_cross_layers_kv_cache; 0.14.0 cpu_gpu.py "cross-layers tensor").
+        size = rows * worker.bytes_per_block
+        return (Allocation(count=1, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb)),)
+    split = b.pinned_layout == "per_tensor_split_kv" and backend.kv_first
     sizes: dict[int, int] = {}
     for t in _tensor_pages(worker):
         page, attention = t

@@ -63,6 +63,7 @@ class Family:
     readme_formula: str  # the README table's "CPU count" cell
     action: str  # what a user should do about it
     readme_action: str  # the README table's "what to do" cell (markdown)
+    evidence: str = ""  # the file of its first release that shows the formula
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -101,7 +102,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            summary="no formula: num_cpu_blocks is set by hand in kv_connector_extra_config",
            readme_formula="none: you set `num_cpu_blocks` yourself",
            action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes",
-           readme_action="kvcalc refuses; that number is the pool"),
+           readme_action="kvcalc refuses; that number is the pool",
+           evidence='0.13.0 distributed/kv_transfer/kv_connector/v1/offloading_connector.py: num_cpu_blocks from extra config'),
     Family(id="old", first=(0, 14, 0), heading="old 0.14.0–0.19.1", rule=_OLD,
            summary="C // (page x len(tensors) x world_size x f): counts a UniformType group's layers twice",
            readme_formula="`C // (page × len(tensors) × W × f)`",
@@ -109,24 +111,28 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                   "skipped fp8 layers): stores go out of bounds",
            readme_action="**upgrade to ≥ 0.20.0 if your layout is UniformType** (MLA + EAGLE, DeepSeek-V3.2, "
                          "per-layer KV heads, fp8 skip layers): workers get ~1/L of the blocks the scheduler hands "
-                         "out → out-of-bounds stores"),
+                         "out → out-of-bounds stores",
+           evidence='0.14.0 v1/kv_offload/cpu.py: page_size_bytes * len(kv_cache_config.kv_cache_tensors) * world_size'),
     Family(id="fixed", first=(0, 20, 0), heading="fixed 0.20.0–0.23.0", rule=_FIXED,
            summary="C // ((sum(tensor sizes) // num_blocks) x world_size x f): the worker's true bytes",
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
            action="safe for UniformType; uneven PP stages still go out of bounds",
-           readme_action="safe for UniformType; HMA stays off with the connector until 0.22"),
+           readme_action="safe for UniformType; HMA stays off with the connector until 0.22",
+           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks (0.19.1: page x len)'),
     Family(id="packed", first=(0, 24, 0), heading="packed", rule=_FIXED,
            summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
            action="same counts as fixed for every classic layout",
-           readme_action="same numbers for classic layouts"),
+           readme_action="same numbers for classic layouts",
+           evidence='0.24.0 v1/kv_offload/cpu/spec.py: is_packed = any(t.block_stride ...) -> size[0] (0.23.0: sum)'),
     Family(id="config", first=(0, 26, 0), heading="config",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=False, replication=False,
                             single_allocation=False),
            summary="build_offloading_config: chunks of blocks_per_chunk GPU blocks (block_size x DCP)",
            readme_formula="chunks of `blocks_per_chunk` blocks",
            action="counts are chunks; blocks_per_chunk and block_size are exclusive",
-           readme_action="hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`"),
+           readme_action="hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`",
+           evidence='0.26.0 offloading/config.py build_offloading_config: blocks_per_chunk (0.25.1: block_size_factor)'),
     Family(id="replicated", first=(0, 27, 0), heading="replicated",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
                             single_allocation=False),
@@ -134,7 +140,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="chunks rounded up to the host page (4096 B) in one shared `/dev/shm` region; pure MLA "
                           "TP-only `mp` stored once",
            action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
-           readme_action="pure-MLA TP runs get TP× more CPU blocks"),
+           readme_action="pure-MLA TP runs get TP× more CPU blocks",
+           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)'),
     Family(id="single-alloc", first=(0, 29, 0), heading="single-alloc",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
                             single_allocation=True),
@@ -142,7 +149,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="as replicated, bytes per block from the one backing allocation; 0.31+ `kv_tp_replicas` "
                           "test",
            action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
-           readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)"),
+           readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)",
+           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)'),
 )}
 
 
@@ -243,6 +251,13 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 0, 0), False, "0.32.0 v1/kv_offload/cpu: no CPUOffloadingInfo"),
         Step((0, 33, 0), True, "0.33.0 v1/kv_offload/cpu/common.py: CPUOffloadingInfo, published as "
                                "vllm:kv_offload_config_info")),
+    # The offloading connector asks for one cross-layer KV tensor per worker (prefer_cross_layer_blocks); the model
+    # runner gives it when there is one KV cache group of one attention spec whose backend orders a layers dimension
+    # (v1/worker/kv_connector_model_runner_mixin.py use_uniform_kv_cache: FlashAttention, FlashInfer, Triton; MLA
+    # keeps the identity order, so no).
+    "cross_layer_blocks": (
+        Step((0, 0, 0), True, "0.14.0 - 0.28.0 offloading_connector.py: prefer_cross_layer_blocks -> True"),
+        Step((0, 29, 0), False, "0.29.0 offloading_connector.py: no prefer_cross_layer_blocks")),
     # How a worker's private pinned CPU tensors are laid out (when there is no shared region).
     "pinned_layout": (
         Step((0, 0, 0), "per_layer", "0.14.0 v1/kv_offload/worker/cpu_gpu.py: one torch.zeros(pin_memory) per "
@@ -325,6 +340,7 @@ class Behaviour:
     window_rule: str | None
     keys_per_group: bool
     capacity_metric: bool
+    cross_layer_blocks: bool
     pinned_layout: str
     shared_region_platforms: tuple[str, ...]
     shm_free_space_check: bool
@@ -420,6 +436,10 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
 def boundaries() -> list[dict]:
     """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
     rows = []
+    for fam in FAMILIES.values():
+        rs = fam.releases if fam.rule is not None else ()
+        rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
+                     "last": rs[-1] if rs else "0.13.0", "evidence": fam.evidence})
     for name, steps in STEPS.items():
         for i, step in enumerate(steps):
             first = next((r for r, t in zip(RELEASES, _RELEASE_TUPLES) if t >= step.first), None)

@@ -69,9 +69,11 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
         common += [_v("dp"), str(par.data_parallel_size)]
     if par.distributed_executor_backend != "mp":
         common += [_v("backend"), par.distributed_executor_backend]
+    if lay.attention_backend is not None:
+        common += [_v("attention_backend"), lay.attention_backend]
     # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's
     # own default cannot differ from kvcalc's.
-    base_block = base_block_size(cache.block_size, lay.model.is_mla)
+    base_block = base_block_size(cache.block_size, lay.model.is_mla, lay.backend)
     common += [_v("block_size"), str(base_block)]
     if cache.kv_cache_dtype != "auto":
         common += [_v("kv_cache_dtype"), cache.kv_cache_dtype]
@@ -123,5 +125,28 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
                      f"({format_bytes(cpu)}), the total for one engine")
     if plan.offload.startup_error:
         notes.append(f"vLLM {b.version} would still refuse this layout: {plan.offload.startup_error}")
+    pod = pod_resources(plan)
+    if pod is not None:
+        shm = (f"/dev/shm (emptyDir medium: Memory) sizeLimit >= {pod['shm_size_limit']}"
+               if pod["shm_size_limit"] else f"no /dev/shm region on {b.version} (private pinned tensors)")
+        notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']}, {shm}; add "
+                     "the process's own memory (weights staging, CUDA context, Python: typically a few GiB)")
     return {"vllm_version": b.version, "args_kv_offloading_size": with_gib, "args_kv_transfer_config": with_json,
-            "notes": notes, "starts": plan.offload.startup_error is None}
+            "notes": notes, "starts": plan.offload.startup_error is None, "pod": pod}
+
+
+def _gi(n: int) -> str:
+    """Bytes as a Kubernetes quantity in whole Gi, rounded up (68,719,476,737 B -> 65Gi)."""
+    return f"{-(-n // (1 << 30))}Gi"
+
+
+def pod_resources(plan: Plan) -> dict | None:
+    """What a pod running one engine must grant its CPU tier: the resident host bytes as a memory limit, and the
+    /dev/shm region (0.27+ shared region) as the emptyDir sizeLimit. None when the release would not start."""
+    r = plan.offload.results.get(plan.selected)
+    if r is None or plan.offload.startup_error:
+        return None
+    h = r.host
+    return {"memory_limit": _gi(h.resident_bytes_per_engine), "memory_limit_bytes": h.resident_bytes_per_engine,
+            "shm_size_limit": _gi(h.shm_bytes_per_engine) if h.shm_bytes_per_engine else None,
+            "shm_size_limit_bytes": h.shm_bytes_per_engine}

@@ -11,7 +11,7 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 # layout, versions, flags), then readers (load, hf_config), the core stages, the report, its consumers, the CLI.
 ORDER = ["errors", "units", "records", "kinds", "layout", "versions", "flags", "hf_config", "load", "specs", "layers",
          "grouping", "tensors", "offload", "plan", "report", "render_json", "render_table", "render_yaml", "schema",
-         "gates", "sizing", "sweep", "logcheck", "vllm_args", "verify", "cli", "__init__", "__main__"]
+         "gates", "sizing", "sweep", "logcheck", "metricscheck", "vllm_args", "verify", "cli", "__init__", "__main__"]
 CORE = ["records", "kinds", "specs", "layers", "grouping", "tensors", "offload", "plan", "report", "versions", "units",
         "layout", "errors", "gates", "sizing"]
 

@@ -1,0 +1,128 @@
+"""`kvcalc check --metrics`: a /metrics scrape against the prediction.
+
+Expected values are test vector (b2): Kimi-K2.5 + EAGLE3 at TP 4, block 64, 40 GiB of KV memory a rank, 64 GiB of
+CPU budget on 0.33.0: 9,412 GPU blocks; 3,765 chunks of 18,251,776 B (one block a chunk) = 68,717,936,640 B; one
+KV-cache group of block 64, so cdiv(131,072, 64) = 2,048 chunks a request and 3,765 x 131,072 // 2,048 = 240,960
+tokens (v1/kv_offload/cpu/common.py _kv_cache_size_tokens).
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import EXAMPLES_DIR as EXAMPLES
+from kvcalc.cli import main
+from kvcalc.errors import LayoutError
+from kvcalc.load import load_layout
+from kvcalc.metricscheck import parse
+
+HERE = os.path.dirname(__file__)
+METRICS = os.path.join(HERE, "fixtures", "metrics")
+KIMI = os.path.join(EXAMPLES, "kimi-k2.5-eagle3-tp4.yaml")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_scrape_matches_vector_b2(capsys):
+    code, out, err = run(capsys, "check", KIMI, "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"),
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    got = {(r["series"], r["label"]): (r["expected"], r["found"]) for r in doc["rows"]}
+    want = {("vllm:cache_config_info", "num_gpu_blocks"): "9412",
+            ("vllm:cache_config_info", "block_size"): "64",
+            ("vllm:kv_offload_config_info", "cpu_num_chunks"): "3765",
+            ("vllm:kv_offload_config_info", "cpu_blocks_per_chunk"): "1",
+            ("vllm:kv_offload_config_info", "cpu_kv_cache_size_bytes"): str(3765 * 18251776),
+            ("vllm:kv_offload_config_info", "cpu_kv_cache_size_tokens"): str(3765 * 131072 // 2048)}
+    assert got == {k: (v, v) for k, v in want.items()}
+    assert doc["match"] is True
+    assert doc["vllm_version"] == "0.33.0"
+
+
+def test_a_mismatch_exits_1_and_names_each_label(capsys):
+    # The mismatch fixture carries the old-s count (3,758, vector b2) for the CPU tier.
+    code, out, err = run(capsys, "check", KIMI, "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-mismatch.prom"),
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 1
+    bad = {r["label"]: r["found"] for r in json.loads(out)["rows"] if not r["match"]}
+    assert bad == {"cpu_num_chunks": "3758", "cpu_kv_cache_size_bytes": str(3758 * 18251776),
+                   "cpu_kv_cache_size_tokens": str(3758 * 64)}
+    failed = [line for line in err.splitlines() if line.startswith("check failed:")]
+    assert len(failed) == 3
+    assert "cpu_num_chunks: expected '3765', found '3758'" in err
+
+
+def test_the_offload_series_needs_a_release_that_publishes_it(capsys):
+    # The example selects 0.19.1; vllm:kv_offload_config_info exists from 0.33.0 (CPUOffloadingInfo).
+    code, out, err = run(capsys, "check", KIMI, "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"))
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "0.33.0 or later" in err and "'0.19.1'" in err
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("json.prom", '{"num_gpu_blocks": 9412}\n', "a Prometheus sample line"),
+    ("empty.prom", "", "0 sample line(s)"),
+    ("other.prom", "up 1\nprocess_cpu_seconds_total 3.5\n", "2 sample line(s)"),
+    ("nobrace.prom", "vllm:cache_config_info 1.0\n", "with its labels in braces"),
+    ("open.prom", 'vllm:cache_config_info{block_size="64} 1.0\n', "unterminated value"),
+    ("unterminated.prom", 'vllm:cache_config_info{block_size="64,x="1"} 1.0\n', "well-formed labels"),
+    ("noquote.prom", "vllm:cache_config_info{block_size=64} 1.0\n", "no quoted value"),
+])
+def test_text_that_is_no_scrape_is_one_line_exit_2(capsys, tmp_path, name, text, needle):
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "check", KIMI, "--metrics", str(path), "--vllm-version", "0.33.0")
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"kvcalc: error: {path}")
+    assert needle in lines[0]
+
+
+def test_label_escapes_are_read_as_the_exposition_format_writes_them():
+    text = 'vllm:cache_config_info{a="x\\"y",b="back\\\\slash",c="two\\nlines",engine="1"} 1\n'
+    (line, labels), = parse(text, source="s.prom")["vllm:cache_config_info"]
+    assert line == 1
+    assert labels == {"a": 'x"y', "b": "back\\slash", "c": "two\nlines", "engine": "1"}
+
+
+def test_gpu_blocks_come_from_the_scrape_when_the_layout_has_no_kv_memory(capsys, tmp_path):
+    # Without kv_cache_memory the GPU count is taken from the scrape (9,412), and the CPU tier still follows from
+    # the budget: the same 3,765 chunks, since the CPU count does not depend on the GPU count.
+    import yaml
+
+    with open(KIMI) as fh:
+        data = yaml.safe_load(fh)
+    del data["cache"]["kv_cache_memory"]
+    path = tmp_path / "kimi.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, out, err = run(capsys, "check", str(path), "--metrics",
+                         os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"), "--vllm-version", "0.33.0",
+                         "--format", "json")
+    assert code == 0, err
+    assert "num_gpu_blocks 9,412 taken from the scrape" in err
+    rows = {r["label"]: r["expected"] for r in json.loads(out)["rows"]}
+    assert rows["cpu_num_chunks"] == "3765"
+
+
+def test_a_scrape_with_only_the_cache_series_compares_it():
+    from kvcalc.metricscheck import check
+
+    text = 'vllm:cache_config_info{block_size="64",engine="0",num_gpu_blocks="9412"} 1.0\n'
+    layout = load_layout(KIMI, overrides={"vllm.version": ("0.26.0", "--vllm-version")})
+    result = check(layout, text, source="s.prom")
+    assert [(r["label"], r["expected"]) for r in result["rows"]] == [("num_gpu_blocks", "9412"), ("block_size", "64")]
+    assert result["match"] is True
+
+
+def test_raises_layout_error_for_the_api():
+    with pytest.raises(LayoutError):
+        parse("", source="s.prom")
