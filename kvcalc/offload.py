@@ -103,6 +103,10 @@ class HostMemory(NamedTuple):
     pinned_rounding: str  # power_of_two | none | threshold:N (N in MiB)
     allocations_per_worker: tuple[tuple[Allocation, ...], ...]  # per PP stage; () with a shared region
     shared_region: bool
+    # The worst-rounded tensor (most bytes lost to rounding) and the largest budget that keeps it at the power
+    # of two below: None when nothing rounds up.
+    worst_allocation: Allocation | None = None
+    smaller_budget: int | None = None
 
 
 def _power_of_two_ceil(n: int) -> int:
@@ -266,11 +270,35 @@ def _host_memory(r: FormulaResult) -> HostMemory:
     per_stage_allocs = tuple(_private_allocations(r, w, c) for w, c in zip(workers, r.stage_counts))
     per_worker = tuple(sum(a.count * a.resident for a in allocs) for allocs in per_stage_allocs)
     per_engine = sum(per_worker) * s.tp
+    worst, smaller = _worst_rounding(r, per_stage_allocs)
     return HostMemory(
+        worst_allocation=worst, smaller_budget=smaller,
         requested_bytes_per_engine=s.cpu_bytes, resident_bytes_per_worker=per_worker,
         resident_bytes_per_engine=per_engine, resident_bytes_per_node=_per_node(per_worker, s),
         shm_bytes_per_engine=0, shm_bytes_per_node=0, host_page_size=s.host_page_size, pinned_rounding=rounding,
         allocations_per_worker=per_stage_allocs, shared_region=False)
+
+
+def _worst_rounding(r: FormulaResult, per_stage: tuple[tuple[Allocation, ...], ...]):
+    """The allocation losing most bytes to rounding, and the largest budget (bytes, one engine) that keeps it at
+    the power of two below. A tensor is rows x part bytes with rows = n x factor for the stage's count n =
+    C // aligned_bytes; it fits `lower` for n' = lower // (factor x part), and C = n' x aligned_bytes gives
+    exactly n'. (64 GiB on DeepSeek-V3 TP 4, 0.19.1: 61 tensors of 3,819 x 73,728 B = 268.5 MiB pin 512 MiB;
+    n' = 268,435,456 // 73,728 = 3,640 -> 3,640 x 17,989,632 = 65,482,260,480 B keeps each at 256 MiB.)"""
+    worst = None
+    for allocs, count in zip(per_stage, r.stage_counts):
+        for a in allocs:
+            waste = (a.resident - a.size) * a.count
+            if waste > 0 and (worst is None or waste > worst[0]):
+                worst = (waste, a, count)
+    if worst is None:
+        return None, None
+    _, a, count = worst
+    rows = count.num_blocks * r.factor
+    part = a.size // rows
+    lower = a.resident // 2
+    n = lower // (r.factor * part)
+    return a, (n * count.aligned_bytes if n > 0 else None)
 
 
 def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCount) -> tuple[Allocation, ...]:

@@ -426,21 +426,16 @@ def host_section(r) -> HostSection:
 
 
 def host_note(h) -> str | None:
-    """Why resident differs from requested (the largest rounding), with a worked number: 24 tensors of
-    2.0832 GiB each round up to 4 GiB; about 2.0000 / 2.0832 of the budget keeps each at 2 GiB."""
-    worst = None
-    for allocs in h.allocations_per_worker:
-        for a in allocs:
-            waste = (a.resident - a.size) * a.count
-            if waste > 0 and (worst is None or waste > worst[0]):
-                worst = (waste, a)
-    if worst is not None:
-        a = worst[1]
+    """Why resident differs from requested (the worst rounding), with the exact budget that avoids it: 61
+    tensors of 268.52 MiB each round up to 512 MiB; 65,482,260,480 B keeps each at 256 MiB (offload._worst_rounding)."""
+    a = h.worst_allocation
+    if a is not None:
         lower = a.resident // 2
-        budget = h.requested_bytes_per_engine * lower // a.size
+        tip = (f": a budget of {h.smaller_budget:,} B ({format_bytes(h.smaller_budget)}) keeps each at "
+               f"{format_bytes(lower)}" if h.smaller_budget and a.resident - a.size > a.size // 8 else "")
+        # (The tip only when rounding costs more than 1/8 of the tensor: 255.94 MiB -> 256 MiB needs no halving.)
         return (f"{a.count} pinned tensor(s) of {format_bytes(a.size)} per worker each round up to "
-                f"{format_bytes(a.resident)} (PyTorch's pinned allocator rounds to a power of two): a budget of "
-                f"about {format_bytes(budget)} keeps each at {format_bytes(lower)}, 2x less resident")
+                f"{format_bytes(a.resident)} (PyTorch's pinned allocator rounds to a power of two){tip}")
     if h.shared_region and h.resident_bytes_per_engine != h.requested_bytes_per_engine:
         return (f"the /dev/shm region is whole chunks ({format_bytes(h.resident_bytes_per_engine)} of the "
                 f"{format_bytes(h.requested_bytes_per_engine)} asked for); no allocator rounding")

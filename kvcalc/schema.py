@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .kinds import KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
+from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
 from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, PLATFORMS
 from .units import MODEL_DTYPES
 
@@ -48,6 +48,7 @@ def layout_schema() -> dict:
     })
     parallel = _obj({"tensor_parallel_size": _POS, "pipeline_parallel_size": _POS, "data_parallel_size": _POS,
                      "pp_layer_partition": {"type": "array", "items": _POS},
+                     "data_parallel_size_local": _NULL_POS,
                      "distributed_executor_backend": {"enum": list(EXECUTOR_BACKENDS)}, "nnodes": _POS})
     cache = _obj({
         "block_size": _NULL_POS, "kv_cache_dtype": {"enum": list(KV_CACHE_DTYPES)},
@@ -62,13 +63,20 @@ def layout_schema() -> dict:
     })
     offload = _obj({"cpu_bytes_to_use": _SIZE, "kv_offloading_size": {"type": "number", "minimum": 0},
                     "block_size": _NULL_POS, "blocks_per_chunk": _NULL_POS})
-    vllm = _obj({"version": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?"}, "platform": {"enum": list(PLATFORMS)}})
+    vllm = _obj({"version": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?"}, "platform": {"enum": list(PLATFORMS)},
+                 "attention_backend": {"anyOf": [{"enum": list(ATTENTION_BACKEND_NAMES)}, {"type": "null"}]},
+                 "gpu_arch": {"enum": list(GPU_ARCHS)}})
+    host = _obj({"page_size": {"type": "integer", "minimum": 4096, "maximum": 1 << 30,
+                               "description": "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)"},
+                 "pinned_round_threshold_mb": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}],
+                                               "description": "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb "
+                                                              "(torch 2.13+)"}})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "kvcalc-layout-v1",
         "title": "kvcalc layout, schema version 1",
         **_obj({"schema_version": {"const": 1}, "model": model, "parallel": parallel, "cache": cache,
-                "offload": offload, "vllm": vllm}, ("model",)),
+                "offload": offload, "host": host, "vllm": vllm}, ("model",)),
     }
 
 

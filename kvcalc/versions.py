@@ -103,7 +103,7 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="none: you set `num_cpu_blocks` yourself",
            action="kvcalc only echoes num_cpu_blocks; upgrade to size the pool from bytes",
            readme_action="kvcalc refuses; that number is the pool",
-           evidence='0.13.0 distributed/kv_transfer/kv_connector/v1/offloading_connector.py: num_cpu_blocks from extra config'),
+           evidence='0.13.0 v1/kv_offload/cpu.py: num_cpu_blocks = extra_config.get("num_cpu_blocks"), required'),
     Family(id="old", first=(0, 14, 0), heading="old 0.14.0–0.19.1", rule=_OLD,
            summary="C // (page x len(tensors) x world_size x f): counts a UniformType group's layers twice",
            readme_formula="`C // (page × len(tensors) × W × f)`",
@@ -389,9 +389,13 @@ def behaviour_for(version: str) -> Behaviour:
     """The behaviour of one release (cached: a sweep asks for the same few releases thousands of times)."""
     release, suffix = parse_release(version)
     if release < SUPPORTED_MIN:
+        # 0.13.0 config/vllm.py: kv_offloading_backend "native" sets {"kv_bytes_per_rank": ..., "num_cpu_blocks": 0}
+        # ("the actual calculation ... should be done after the model's KV cache is initialized"), and
+        # v1/kv_offload/cpu.py raises "num_cpu_blocks must be specified" for a falsy value.
         raise UnsupportedError(
             f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config "
-            f"(no formula to check: that number is the pool); kvcalc models {supported_range()}"
+            f"(no formula to check: that number is the pool; 0.13.0's --kv-offloading-size writes num_cpu_blocks 0, "
+            f"which its CPUOffloadingSpec refuses); kvcalc models {supported_range()}"
         )
     if release > NEWEST:
         raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to {RELEASES[-1]}); "

@@ -292,3 +292,20 @@ def test_bad_host_flags_are_one_line(capsys, flag, value, expected):
     assert code == 2
     assert expected in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_the_budget_that_halves_the_worst_rounding_is_exact():
+    # DeepSeek-V3 (61 MLA layers, page 64 x 576 x 2 = 73,728 B) TP 4 on 0.19.1 (MLA: no cross-layer tensor): a block
+    # is 73,728 x 61 x 4 = 17,989,632 B; 64 GiB -> 3,819 blocks (vector b64); each of the 61 tensors a worker is
+    # 3,819 x 73,728 = 281,567,232 B (268.5 MiB) and pins 512 MiB: 61 x 512 MiB x 4 = 122 GiB resident.
+    # 256 MiB holds 268,435,456 // 73,728 = 3,640 blocks -> 3,640 x 17,989,632 = 65,482,260,480 B.
+    mla = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+           "parallel": {"tensor_parallel_size": 4}, "cache": {"block_size": 64}}
+    h = sel(make_plan(mla, "0.19.1")).host
+    assert h.resident_bytes_per_engine == 61 * 512 * 2**20 * 4 == 122 * GIB
+    assert h.smaller_budget == 3640 * 17989632 == 65482260480
+    h = sel(make_plan(mla, "0.19.1", offload={"cpu_bytes_to_use": 65482260480})).host
+    assert h.resident_bytes_per_engine == 61 * 256 * 2**20 * 4
+    # One block more (3,641 x 73,728 B > 256 MiB) pins 512 MiB again.
+    h = sel(make_plan(mla, "0.19.1", offload={"cpu_bytes_to_use": 3641 * 17989632})).host
+    assert h.resident_bytes_per_engine == 122 * GIB

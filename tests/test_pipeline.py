@@ -281,6 +281,20 @@ def test_layout_schema_rejects_what_kvcalc_rejects():
         jsonschema.validate({"model": {"num_layers": 2}, "offload": {"cpu_bytes_to_use": "64g"}}, layout_schema())
 
 
+def test_layout_schema_names_exactly_the_keys_the_loader_reads():
+    # The loader's key tables (kvcalc.load *_KEYS) are what it accepts; an editor validating with the schema must
+    # see the same set, so a key added to one and not the other fails here.
+    from kvcalc import load
+
+    schema = layout_schema()
+    props = schema["properties"]
+    assert set(props) == set(load.TOP_KEYS)
+    for section, keys in (("model", load.MODEL_KEYS), ("parallel", load.PARALLEL_KEYS), ("cache", load.CACHE_KEYS),
+                          ("offload", load.OFFLOAD_KEYS), ("host", load.HOST_KEYS), ("vllm", load.VLLM_KEYS)):
+        assert set(props[section]["properties"]) == set(keys), section
+    assert set(props["model"]["properties"]["draft"]["properties"]) == set(load.DRAFT_KEYS)
+
+
 # ------------------------------------------------------------------ plain output
 
 
