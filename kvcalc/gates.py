@@ -30,7 +30,7 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
              host_memory: int | None = None, min_cpu_tokens: int | None = None, shm_size: int | None = None,
              engines_per_node: int = 1, shm_checked: bool = False, shm_message_named: bool = False) -> list[Check]:
     """The gates. `shm_checked`: the release refuses to start when /dev/shm is short (0.28+);
-    `shm_message_named`: its message names the allocation (0.33)."""
+    `shm_message_named`: its message names the allocation (0.31+)."""
     if off.startup_error:
         return refused(version, off.startup_error)
     sel = off.selected

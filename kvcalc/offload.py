@@ -517,6 +517,10 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
         else:
             results[fam] = out
     selected_error = selected_error or errors.get(behaviour.formula)
+    if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].rule.chunks:
+        # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
+        warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read from "
+                        "0.26.0): one GPU block per CPU block; use offload.block_size on this release")
     if selected_error is None:
         if s.cpu_bytes == 0:
             warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a falsy "

@@ -62,8 +62,13 @@ def commands() -> list[list[str]]:
                   "llama": "llama-3.1-8b.yaml"}[name.split("-")[0]]
         tp = ["--tp", "2"] if "tp2" in name else []
         out.append(["check", os.path.join("examples", layout), "--log", _rel(log), *tp, "--format", "json"])
+    for prom in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "metrics", "*.prom"))):
+        out.append(["check", os.path.join("examples", "kimi-k2.5-eagle3-tp4.yaml"), "--metrics", _rel(prom),
+                    "--vllm-version", "0.33.0", "--format", "json"])
     out.append(["versions", "--format", "json"])
+    out.append(["versions", "--boundaries", "--format", "json"])
     out.append(["schema", "layout"])
+    out.append(["schema", "output"])
     return out
 
 

@@ -1,0 +1,515 @@
+"""Every release boundary in versions.STEPS and versions.FAMILIES, tested on the last release before it and the first
+release after it: the same layout gives the two behaviours. Expected numbers are derived by hand in each comment
+from the formulas the releases' sources use (the evidence is next to each Step in kvcalc/versions.py).
+
+A new Step or Family without a check here fails test_every_boundary_has_a_check.
+"""
+
+import pytest
+
+from conftest import GIB, make_plan
+from kvcalc.errors import LayoutError, StartupRefusal
+from kvcalc.grouping import group_layers
+from kvcalc.layers import hybrid_alignment
+from kvcalc.offload import pinned_resident
+from kvcalc.specs import FullAttentionSpec, SlidingWindowSpec, runs_from_names
+from kvcalc.versions import FAMILIES, RELEASES, STEPS, behaviour_for
+
+CHECKS = {}
+
+
+def boundary(flag, first):
+    def register(fn):
+        CHECKS[(flag, first)] = fn
+        return fn
+    return register
+
+
+def release(t):
+    return ".".join(map(str, t))
+
+
+def before(first):
+    return RELEASES[RELEASES.index(first) - 1]
+
+
+def sel(p):
+    return p.offload.results[p.selected]
+
+
+DENSE = {"model": {"num_layers": 32, "num_kv_heads": 8, "head_size": 128}}  # 65,536 B a layer's block, 2 MiB a block
+GEMMA = {"model": {"num_layers": 12, "num_kv_heads": 8, "head_size": 128, "sliding_window": 1024,
+                   "layer_pattern": ["sliding_attention"] * 5 + ["full_attention"]}}
+LLAMA4 = {"model": {"num_layers": 8, "num_kv_heads": 8, "head_size": 128, "attention_chunk_size": 8192,
+                    "layer_pattern": ["chunked_attention"] * 3 + ["full_attention"]},
+          "cache": {"hybrid_kv_cache_manager": "on"}}
+GDN = {"model": {"num_layers": 48, "num_kv_heads": 2, "head_size": 256,
+                 "layer_pattern": ["mamba", "mamba", "mamba", "full_attention"],
+                 "mamba": {"kind": "gated_delta_net", "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                           "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}},
+       "parallel": {"tensor_parallel_size": 4}, "cache": {"enable_prefix_caching": True}}
+# Qwen3-Next-like at TP 4: GDN state 272,384 B a layer; one attention token 1 replicated head x 2 x 256 x 2 = 1,024 B.
+JAMBA = {"model": {"num_layers": 32, "num_kv_heads": 8, "head_size": 128,
+                   "layer_pattern": ["mamba"] * 4 + ["full_attention"] + ["mamba"] * 3,
+                   "mamba": {"kind": "mamba1", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16,
+                             "mamba_d_conv": 4}},
+         "parallel": {"tensor_parallel_size": 2}, "cache": {"enable_prefix_caching": True}}
+MLA_TP8 = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+           "parallel": {"tensor_parallel_size": 8}, "cache": {"block_size": 64}}
+# MLA page 64 x 576 x 2 = 73,728 B; x 61 = 4,497,408 B (4096-aligned) stored once, x 8 ranks = 35,979,264 B.
+ONCE, EIGHT = 68719476736 // 4497408, 68719476736 // 35979264
+assert (ONCE, EIGHT) == (15279, 1909)
+
+
+# ----------------------------------------------------------------------------------------------- GPU layout
+
+@boundary("group_threshold", "0.18.0")
+def _(old, new):
+    # 8 full + 11 sliding layers with the hybrid manager on (kvcalc always has a connector, and before 0.21 it
+    # cannot run with one, so the rule is tested on the grouping stage). 0.17.1: 11 < 8 x 1.25 = 10 is false ->
+    # group_size 8: 1 full + 2 sliding groups. 0.18.0: 11 < 8 x 1.5 = 12 -> group_size 11: 2 groups.
+    full = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype="bfloat16")
+    sw = SlidingWindowSpec(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype="bfloat16",
+                           sliding_window=1024)
+    specs = {f"model.layers.{i}.self_attn.attn": full if i < 8 else sw for i in range(19)}
+    runs = runs_from_names(specs)
+    for version, groups in ((old, 3), (new, 2)):
+        g = group_layers(runs, hma_enabled=True, threshold=behaviour_for(version).group_threshold)
+        assert len(g.groups) == groups, version
+
+
+@boundary("sliding_page_uses_head_size_v", "0.20.0")
+def _(old, new):
+    # Sliding layers with D = 128, Dv = 64, 8 heads, block 16: 0.19.1 2 x 16 x 8 x 128 x 2 = 65,536 B;
+    # 0.20.0 16 x 8 x (128 + 64) x 2 = 49,152 B.
+    layout = {"model": {"num_layers": 4, "num_kv_heads": 8, "head_size": 128, "head_size_v": 64,
+                        "sliding_window": 1024, "layer_types": ["sliding_attention"] * 4}}
+    for version, page in ((old, 65536), (new, 49152)):
+        (g,) = make_plan(layout, version).grouping.groups
+        assert g.spec.page_size_bytes == page, version
+
+
+@boundary("supports_skip_layers", "0.19.0")
+def _(old, new):
+    # fp8 with layer 0 skipped: 0.18.1 has no kv_cache_dtype_skip_layers. 0.19.0: layer 0 bf16 65,536 B, 31 fp8
+    # layers 32,768 B: one UniformType group, 40 GiB // (65,536 + 31 x 32,768) = 40 GiB // 1,081,344 = 39,718.
+    cache = {"kv_cache_dtype": "fp8", "kv_cache_dtype_skip_layers": [0]}
+    with pytest.raises(LayoutError, match="from 0.19.0"):
+        make_plan(DENSE, old, cache=cache)
+    assert make_plan(DENSE, new, cache=cache).gpu.num_blocks == 40 * GIB // 1081344 == 39718
+
+
+@boundary("supports_scaled_kv_dtypes", "0.20.0")
+def _(old, new):
+    # int8_per_token_head: 0.19.1 does not know it; 0.20.0 stores int8 plus a per-token-head scale.
+    cache = {"kv_cache_dtype": "int8_per_token_head"}
+    with pytest.raises(LayoutError, match="added in 0.20.0"):
+        make_plan(DENSE, old, cache=cache)
+    assert make_plan(DENSE, new, cache=cache).gpu.num_blocks > 40 * GIB // (32 * 65536)  # smaller than bf16
+
+
+@boundary("hybrid_kernel_uses_block_size", "0.20.0")
+def _(old, new):
+    # The hybrid block: kernel 16 on 0.19.1 whatever the block size; 0.20.0 max(16, block_size). GDN at TP 4 with
+    # block_size 40 (a stage of its own: before 0.21 the connector refuses the hybrid manager): 0.19.1 16 x
+    # cdiv(272,384, 16 x 1,024) = 16 x 17 = 272; 0.20.0 40 x cdiv(272,384, 40 x 1,024) = 40 x 7 = 280.
+    def block(version):
+        from kvcalc.layers import _hybrid_kernel_block
+        from kvcalc.load import layout_from_dict
+        from conftest import deep_merge, COMMON
+
+        data = deep_merge(deep_merge(COMMON, GDN), {"cache": {"block_size": 40}, "vllm": {"version": version}})
+        kernel = _hybrid_kernel_block(layout_from_dict(data, source="t.yaml"), behaviour_for(version), 40, "align")
+        return hybrid_alignment(mode="align", block_size=40, attention_token_page=1024, mamba_page=272384,
+                                kernel_block=kernel, mamba_chunk=256).block_size
+    assert block(old) == 272
+    assert block(new) == 280
+
+
+@boundary("hybrid_mla_floor_128", "0.27.0")
+def _(old, new):
+    # MLA + Mamba-2 (64 heads x 64, 8 groups, state 128, conv 4), mode align, TP 1. Mamba state: conv 3 x (4,096 +
+    # 2 x 8 x 128) x 2 = 36,864 B + ssm 64 x 64 x 128 x 2 = 1,048,576 B = 1,085,440 B; one MLA token 576 x 2 = 1,152
+    # B. 0.26.0 kernel 64: 64 x cdiv(1,085,440, 73,728) = 64 x 15 = 960; 0.27.0 kernel 128: 128 x 8 = 1,024.
+    layout = {"model": {"num_layers": 8, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "layer_pattern": ["mamba", "mla"],
+                        "mamba": {"kind": "mamba2", "mamba_num_heads": 64, "mamba_head_dim": 64, "n_groups": 8,
+                                  "ssm_state_size": 128, "conv_kernel": 4}},
+              "cache": {"enable_prefix_caching": True, "mamba_cache_mode": "align"}}
+    assert make_plan(layout, old).layers.block_size == 960
+    assert make_plan(layout, new).layers.block_size == 1024
+
+
+@boundary("fa4_hd256_kernel", "0.29.0")
+def _(old, new):
+    # GDN + head-256 attention on SM100 with FLASH_ATTN: 0.28.0 kernel 16 -> 16 x cdiv(272,384, 16,384) = 272;
+    # 0.29.0 FA4's hd256 kernel takes 128-token blocks: 128 x cdiv(272,384, 131,072) = 384.
+    layout = {**GDN, "vllm": {"gpu_arch": "sm100"}}
+    assert make_plan(layout, old).layers.block_size == 272
+    assert make_plan(layout, new).layers.block_size == 384
+
+
+@boundary("hybrid_backend_lcm", "0.32.0")
+def _(old, new):
+    # block_size 40 on GDN: 0.31.0 40 x cdiv(272,384, 40,960) = 280; 0.32.0 rounds to a multiple of FLASH_ATTN's
+    # smallest kernel block 16: 288.
+    layout = {**GDN, "cache": {"enable_prefix_caching": True, "block_size": 40}}
+    assert make_plan(layout, old).layers.block_size == 280
+    assert make_plan(layout, new).layers.block_size == 288
+
+
+@boundary("hybrid_checkpoint_alignment", "0.33.0")
+def _(old, new):
+    # FlashInfer GDN prefill checkpoints on SM90: 0.32.0 16 x 17 = 272; 0.33.0 lcm(16, 64) x cdiv(272,384, 65,536)
+    # = 64 x 5 = 320.
+    assert make_plan(GDN, old).layers.block_size == 272
+    assert make_plan(GDN, new).layers.block_size == 320
+
+
+@boundary("mamba_modes", "0.15.0")
+def _(old, new):
+    # 0.14.1 config/cache.py MambaCacheMode: none | all; 'align' arrives in 0.15.0, where the layout is accepted and
+    # the next rule speaks: a Mamba hybrid cannot run the hybrid manager with a connector before 0.21.
+    with pytest.raises(LayoutError, match="mamba_cache_mode"):
+        make_plan(JAMBA, old, cache={"mamba_cache_mode": "align"})
+    with pytest.raises(StartupRefusal, match="hybrid KV cache manager disabled"):
+        make_plan(JAMBA, new, cache={"mamba_cache_mode": "align"})
+
+
+@boundary("mamba_modes", "0.32.0")
+def _(old, new):
+    # 'all' is gone in 0.32.0. On 0.31.0 Jamba in mode all: block lcm(chunk 2,048, 16) = 2,048.
+    assert make_plan(JAMBA, old, cache={"mamba_cache_mode": "all"}).layers.block_size == 2048
+    with pytest.raises(LayoutError, match="mamba_cache_mode"):
+        make_plan(JAMBA, new, cache={"mamba_cache_mode": "all"})
+
+
+@boundary("mamba_default_all", "0.28.0")
+def _(old, new):
+    # Jamba with prefix caching: 0.27.1 defaults to 'all' (block 2,048); 0.28.0 to 'align': Mamba-1 state at TP 2
+    # 24,576 + 131,072 = 155,648 B, one token 4 heads x 2 x 128 x 2 = 2,048 B: 16 x cdiv(155,648, 32,768) = 80.
+    p = make_plan(JAMBA, old)
+    assert (p.layers.mamba_cache_mode, p.layers.block_size) == ("all", 2048)
+    p = make_plan(JAMBA, new)
+    assert (p.layers.mamba_cache_mode, p.layers.block_size) == ("align", 80)
+
+
+# ----------------------------------------------------------------------------------------------- the logs
+
+@boundary("log_family", "0.20.1")
+def _(old, new):
+    # max_model_len 1,000 on the dense model: 20,480 GPU blocks, cdiv(1,000, 16) = 63 a request. L1 (0.20.0):
+    # 20,480 x 16 = 327,680 tokens; L2 (0.20.1): int(20,480 / 63 x 1,000) = 325,079.
+    cache = {"max_model_len": 1000}
+    assert make_plan(DENSE, old, cache=cache).logs.lines[0] == "GPU KV cache size: 327,680 tokens"
+    assert make_plan(DENSE, new, cache=cache).logs.lines[0] == "GPU KV cache size: 325,079 tokens"
+
+
+@boundary("log_family", "0.28.0")
+def _(old, new):
+    # Two lines (0.27.1) become one (0.28.0); 20,480 blocks x 16 = 327,680 tokens, 327,680 / 131,072 = 2.50x.
+    size, conc = "GPU KV cache size: 327,680 tokens", "Maximum concurrency for 131,072 tokens per request: 2.50x"
+    assert make_plan(DENSE, old).logs.lines == (size, conc)
+    assert make_plan(DENSE, new).logs.lines == (f"{size}, {conc}",)
+
+
+@boundary("log_device_prefix", "0.30.0")
+def _(old, new):
+    # 0.30.0 names the device: "GPU" for cuda, device_type.upper() otherwise.
+    vllm = {"platform": "xpu"}
+    assert make_plan(DENSE, old, vllm=vllm).logs.lines[0].startswith("GPU KV cache size")
+    assert make_plan(DENSE, new, vllm=vllm).logs.lines[0].startswith("XPU KV cache size")
+
+
+# ----------------------------------------------------------------------------------------------- the connector
+
+@boundary("hma_default_with_connector", "0.22.0")
+def _(old, new):
+    # Gemma-like 10 sliding + 2 full: 0.21.0 turns the hybrid manager off with a connector (one folded group);
+    # 0.22.0 keeps it on: group_size 2 -> 5 sliding groups + 1 full.
+    assert len(make_plan(GEMMA, old).grouping.groups) == 1
+    assert len(make_plan(GEMMA, new).grouping.groups) == 6
+
+
+@boundary("hma_forced_on_allowed", "0.21.0")
+def _(old, new):
+    cache = {"hybrid_kv_cache_manager": "on"}
+    with pytest.raises(StartupRefusal, match="before 0.21.0"):
+        make_plan(GEMMA, old, cache=cache)
+    assert make_plan(GEMMA, new, cache=cache).hma_enabled
+
+
+@boundary("offload_refuses_chunked_local", "0.21.0")
+def _(old, new):
+    # 0.20.2 cannot run the hybrid manager with a connector at all; 0.21.0's scheduler asserts on the chunked group.
+    with pytest.raises(StartupRefusal, match="before 0.21.0"):
+        make_plan(LLAMA4, old)
+    assert "chunked-local" in make_plan(LLAMA4, new).offload.startup_error
+
+
+@boundary("offload_refuses_chunked_local", "0.28.0")
+def _(old, new):
+    # 0.27.1 get_sliding_window_size_in_chunks: assert FullAttentionSpec; 0.28.0 handles ChunkedLocal.
+    assert "chunked-local" in make_plan(LLAMA4, old).offload.startup_error
+    assert make_plan(LLAMA4, new).offload.startup_error is None
+
+
+@boundary("window_rule", "0.21.0")
+def _(old, new):
+    # Capacity per group: before 0.21 one group (hybrid manager off): cdiv(131,072, 16) = 8,192 chunks a request.
+    # 0.21.0 (forced on): 5 sliding groups capped at cdiv(1,024, 16) = 64 + 1 full group of 8,192.
+    assert sel(make_plan(GEMMA, old)).capacity.chunks_per_group == (8192,)
+    p = make_plan(GEMMA, new, cache={"hybrid_kv_cache_manager": "on"})
+    assert sel(p).capacity.chunks_per_group == (64,) * 5 + (8192,)
+
+
+@boundary("window_rule", "0.28.0")
+def _(old, new):
+    # Chunked local groups: 0.27.1 no cap (and refuses at start-up); 0.28.0 cdiv(8,192, 16) = 512 a request.
+    assert sel(make_plan(LLAMA4, old)).capacity.chunks_per_group == (8192,) * 4
+    assert sel(make_plan(LLAMA4, new)).capacity.chunks_per_group == (512, 512, 512, 8192)
+
+
+@boundary("window_rule", "0.31.0")
+def _(old, new):
+    # Multi-module MTP with 3 speculative tokens retains 3 - 1 = 2 more tokens: 0.30.0 cdiv(1,024, 16) = 64;
+    # 0.31.0 max(64, cdiv(1,024 - 1 + 2, 16) = 65) = 65.
+    layout = {**GEMMA, "model": {**GEMMA["model"], "draft": {"method": "mtp", "num_layers": 2,
+                                                              "num_speculative_tokens": 3}},
+              "cache": {"hybrid_kv_cache_manager": "on"}}
+    assert sel(make_plan(layout, old)).capacity.chunks_per_group[:3] == (64, 64, 64)
+    assert sel(make_plan(layout, new)).capacity.chunks_per_group[:3] == (65, 65, 65)
+
+
+@boundary("keys_per_group", "0.20.0")
+def _(old, new):
+    # The releases' own runs have one group until 0.21 (the hybrid manager is off with a connector), so the key
+    # scheme shows on a multi-group layout: Gemma-like on 0.22.0 (6 groups). The old family's column (0.19.1's
+    # rules: one block-hash key for every group) needs cdiv(131,072, 16) = 8,192 chunks a request; 0.20.0+ keys
+    # per group: 5 x 64 + 8,192 = 8,512.
+    assert not behaviour_for(old).keys_per_group and behaviour_for(new).keys_per_group
+    p = make_plan(GEMMA, "0.22.0")
+    assert p.offload.results["old"].capacity.chunks_per_group == (8192,)
+    assert p.offload.results["fixed"].capacity.chunks_per_group == (64,) * 5 + (8192,)
+
+
+@boundary("capacity_metric", "0.33.0")
+def _(old, new):
+    # vllm:kv_offload_config_info exists from 0.33.0: check --metrics refuses a scrape with it on 0.32.0.
+    from kvcalc.load import layout_from_dict
+    from kvcalc.metricscheck import check
+    from conftest import deep_merge, COMMON
+
+    text = ('vllm:kv_offload_config_info{cpu_blocks_per_chunk="1",cpu_kv_cache_size_bytes="68719476736",'
+            'cpu_kv_cache_size_tokens="524288",cpu_num_chunks="32768",engine="0"} 1\n')
+    for version, ok in ((old, False), (new, True)):
+        layout = layout_from_dict(deep_merge(deep_merge(COMMON, DENSE), {"vllm": {"version": version}}), source="t")
+        if ok:
+            assert check(layout, text, source="s.prom")["match"] is True
+        else:
+            with pytest.raises(LayoutError, match="0.33.0 or later"):
+                check(layout, text, source="s.prom")
+
+
+# ----------------------------------------------------------------------------------------------- host memory
+
+@boundary("cross_layer_blocks", "0.29.0")
+def _(old, new):
+    # Dense TP 1 on XPU (private tensors on both): 0.28.0 one cross-layer tensor of 32,768 blocks x 2 MiB = 64 GiB;
+    # 0.29.0 one per layer: 32 x (32,768 x 65,536 = 2 GiB).
+    vllm = {"platform": "xpu"}
+    a = sel(make_plan(DENSE, old, vllm=vllm)).host.allocations_per_worker[0]
+    assert [(x.count, x.size) for x in a] == [(1, 64 * GIB)]
+    a = sel(make_plan(DENSE, new, vllm=vllm)).host.allocations_per_worker[0]
+    assert [(x.count, x.size) for x in a] == [(32, 2 * GIB)]
+
+
+TWO_PAGES = {"model": {"num_layers": 2, "num_kv_heads": [8, 4], "head_size": 128}}  # 65,536 + 32,768 B: UniformType
+
+
+@boundary("pinned_layout", "0.19.0")
+def _(old, new):
+    # Old family, both: C // (98,304 x 2 tensors) = 349,525 blocks. 0.18.1 one tensor per layer: 349,525 x 65,536 =
+    # 22,906,470,400 and x 32,768; 0.19.0 FlashAttention's K and V apart: two of each half.
+    n = 64 * GIB // (98304 * 2)
+    assert n == 349525
+    a = sel(make_plan(TWO_PAGES, old)).host.allocations_per_worker[0]
+    assert sorted((x.count, x.size) for x in a) == [(1, n * 32768), (1, n * 65536)]
+    a = sel(make_plan(TWO_PAGES, new)).host.allocations_per_worker[0]
+    assert sorted((x.count, x.size) for x in a) == [(2, n * 16384), (2, n * 32768)]
+
+
+@boundary("pinned_layout", "0.23.0")
+def _(old, new):
+    # Fixed family, both: 64 GiB // 98,304 = 699,050 blocks. 0.22.1 K/V apart; 0.23.0 one tensor per KV tensor.
+    n = 64 * GIB // 98304
+    assert n == 699050
+    a = sel(make_plan(TWO_PAGES, old)).host.allocations_per_worker[0]
+    assert sorted((x.count, x.size) for x in a) == [(2, n * 16384), (2, n * 32768)]
+    a = sel(make_plan(TWO_PAGES, new)).host.allocations_per_worker[0]
+    assert sorted((x.count, x.size) for x in a) == [(1, n * 32768), (1, n * 65536)]
+
+
+def _platforms(old, new, changed):
+    # Pure MLA at TP 8: with the shared region the layout is stored once (15,279 chunks), without it 8 times
+    # (1,909): see ONCE and EIGHT.
+    for platform in ("cuda", "rocm", "xpu"):
+        for version in (old, new):
+            region = platform in behaviour_for(version).shared_region_platforms
+            r = sel(make_plan(MLA_TP8, version, vllm={"platform": platform}))
+            assert (r.shared_region, r.scheduler.num_blocks) == (region, ONCE if region else EIGHT), (platform,
+                                                                                                      version)
+    assert {p for p in ("cuda", "rocm", "xpu")
+            if (p in behaviour_for(old).shared_region_platforms) != (p in behaviour_for(new).shared_region_platforms)
+            } == changed
+
+
+@boundary("shared_region_platforms", "0.27.0")
+def _(old, new):
+    _platforms(old, new, {"cuda", "rocm"})
+
+
+@boundary("shared_region_platforms", "0.31.0")
+def _(old, new):
+    _platforms(old, new, {"rocm"})
+
+
+@boundary("shared_region_platforms", "0.32.0")
+def _(old, new):
+    _platforms(old, new, {"xpu"})
+
+
+def _startup_gate(version):
+    """The `startup` gate of `plan --check --shm-size 32G` on the dense example (a 64 GiB region from 0.27)."""
+    import contextlib
+    import io
+    import json
+
+    from kvcalc.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(["plan", "examples/llama-3.1-8b.yaml", "--vllm-version", version, "--check", "--shm-size", "32G",
+              "--format", "json"])
+    return next(c for c in json.loads(out.getvalue())["checks"] if c["name"] == "startup")
+
+
+@boundary("shm_free_space_check", "0.28.0")
+def _(old, new):
+    # A 64 GiB region on a 32 GiB /dev/shm: 0.27.1 starts (and dies with SIGBUS later: the shm gate says so);
+    # 0.28.0 refuses at start-up with "Insufficient space in /dev/shm: 65536 MiB required, 32768 MiB free".
+    assert _startup_gate(old)["passed"] is True
+    gate = _startup_gate(new)
+    assert gate["passed"] is False
+    assert "Insufficient space in /dev/shm: 65536 MiB required, 32768 MiB free." in gate["reason"]
+
+
+@boundary("shm_message_named", "0.31.0")
+def _(old, new):
+    # 0.31.0 passes allocation_name="CPU KV offload shared region in /dev/shm" to check_shm_free_space.
+    assert "Insufficient space in /dev/shm: 65536 MiB" in _startup_gate(old)["reason"]
+    assert ("Insufficient space in /dev/shm for CPU KV offload shared region in /dev/shm: 65536 MiB"
+            in _startup_gate(new)["reason"])
+
+
+@pytest.mark.parametrize("first", ["0.17.0", "0.20.0", "0.33.0"])
+def test_torch_pins_that_keep_the_rounding_rule(first):
+    # torch 2.9.1 -> 2.10.0 -> 2.11.0 all round every pinned allocation up; 2.13.0 -> 2.14.0 both honour the
+    # threshold: 2,236,817,408 B (vllm#53042) pins 4 GiB on both sides of these pins, without and with 1024 MiB.
+    size = 2053 * 1089536
+    for version in (before(first), first):
+        b = behaviour_for(version)
+        assert pinned_resident(size, b, None) == 4 * GIB
+        assert pinned_resident(size, b, 1024) == (size if b.torch_round_threshold else 4 * GIB)
+    assert behaviour_for(before(first)).torch_round_threshold == behaviour_for(first).torch_round_threshold
+
+
+for _first in ("0.17.0", "0.20.0", "0.33.0"):
+    CHECKS[("torch", _first)] = lambda old, new: test_torch_pins_that_keep_the_rounding_rule(new)
+
+
+@boundary("torch", "0.27.0")
+def _(old, new):
+    # torch 2.11.0 (vLLM 0.26.0) has no pinned_max_round_threshold_mb; 2.13.0 (0.27.0) does: above 1024 MiB no
+    # rounding.
+    size = 2053 * 1089536
+    assert pinned_resident(size, behaviour_for(old), 1024) == 4 * GIB
+    assert pinned_resident(size, behaviour_for(new), 1024) == size
+
+
+@boundary("replication_test", "0.31.0")
+def _(old, new):
+    # DeepSeek-V3.2-like (MLA + indexer, one UniformType group) at TP 8: 0.30.0 replicates only a plain MLA spec ->
+    # stored 8 times; 0.31.0 kv_tp_replicas == 8 -> once. Per layer 73,728 + indexer 64 x (128 + 4) = 8,448 B:
+    # 82,176 x 61 = 5,012,736 B (4096-aligned: 5,013,504); x 8 = 40,101,888 B (already 4096-aligned).
+    layout = {"model": {**MLA_TP8["model"], "index_head_dim": 128}, **{k: v for k, v in MLA_TP8.items()
+                                                                        if k != "model"}}
+    r = sel(make_plan(layout, old))
+    assert (r.replicated, r.scheduler.num_blocks) == (False, 64 * GIB // (82176 * 61 * 8))
+    r = sel(make_plan(layout, new))
+    assert (r.replicated, r.scheduler.num_blocks) == (True, 64 * GIB // 5013504)
+
+
+# ----------------------------------------------------------------------------------------------- families
+
+KIMI = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                  "draft": {"method": "eagle3", "num_layers": 1, "num_kv_heads": 8, "head_size": 128}},
+        "parallel": {"tensor_parallel_size": 4}, "cache": {"block_size": 64}}
+
+
+@boundary("family", "0.20.0")
+def _(old, new):
+    # Vector b2: old 3,758 scheduler / 60 workers (out of bounds); fixed 3,765 on both sides.
+    r = sel(make_plan(KIMI, old))
+    assert (r.scheduler.num_blocks, r.stage_counts[0].num_blocks, r.out_of_bounds) == (3758, 60, True)
+    r = sel(make_plan(KIMI, new))
+    assert (r.scheduler.num_blocks, r.stage_counts[0].num_blocks, r.out_of_bounds) == (3765, 3765, False)
+
+
+@boundary("family", "0.24.0")
+def _(old, new):
+    # Packed tensors count size[0]; kvcalc's layouts have none, so the figures agree (b2: 3,765).
+    assert sel(make_plan(KIMI, old)).scheduler.num_blocks == sel(make_plan(KIMI, new)).scheduler.num_blocks == 3765
+
+
+@boundary("family", "0.26.0")
+def _(old, new):
+    # blocks_per_chunk 2: 0.25.1 ignores the key (3,765 blocks, a warning); 0.26.0 chunks of 2 blocks: 64 GiB //
+    # (18,251,776 x 2) = 1,882.
+    p = make_plan(KIMI, old, offload={"blocks_per_chunk": 2})
+    assert sel(p).scheduler.num_blocks == 3765
+    assert any("ignores kv_connector_extra_config.blocks_per_chunk" in w for w in p.warnings)
+    assert sel(make_plan(KIMI, new, offload={"blocks_per_chunk": 2})).scheduler.num_blocks == 64 * GIB // (
+        18251776 * 2) == 1882
+
+
+@boundary("family", "0.27.0")
+def _(old, new):
+    # Chunks rounded up to the host page: one layer, 1 KV head of 40, block 16: 16 x 2 x 40 x 2 = 2,560 B.
+    # 0.26.0: 64 GiB // 2,560 = 26,843,545; 0.27.0: 64 GiB // 4,096 = 16,777,216.
+    layout = {"model": {"num_layers": 1, "num_kv_heads": 1, "head_size": 40}}
+    assert sel(make_plan(layout, old)).scheduler.num_blocks == 64 * GIB // 2560 == 26843545
+    assert sel(make_plan(layout, new)).scheduler.num_blocks == 64 * GIB // 4096 == 16777216
+
+
+@boundary("family", "0.29.0")
+def _(old, new):
+    # One backing allocation: kv_cache_tensors[0].size // num_blocks equals the sum of pages for these layouts.
+    assert sel(make_plan(KIMI, old)).scheduler.num_blocks == sel(make_plan(KIMI, new)).scheduler.num_blocks == 3765
+
+
+# ----------------------------------------------------------------------------------------------- the runner
+
+def test_every_boundary_has_a_check():
+    steps = {(flag, release(s.first)) for flag, ss in STEPS.items() for s in ss[1:]}
+    families = {("family", release(f.first)) for f in FAMILIES.values() if f.first > (0, 14, 0)}
+    assert set(CHECKS) == steps | families
+
+
+@pytest.mark.parametrize("flag, first", sorted(CHECKS))
+def test_boundary(flag, first):
+    old, new = before(first), first
+    if flag != "family":
+        assert getattr(behaviour_for(old), flag) != getattr(behaviour_for(new), flag), "a step changes its flag"
+    else:
+        assert behaviour_for(old).formula != behaviour_for(new).formula
+    CHECKS[(flag, first)](old, new)
