@@ -6,10 +6,9 @@ layers one by one; only rule E's strided split of a bucket spread over several r
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 from .errors import StartupRefusal
-from .records import replace
+from .records import record, replace
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -28,7 +27,8 @@ from .specs import (
 from .units import cdiv
 
 
-class KVCacheGroup(NamedTuple):
+@record
+class KVCacheGroup:
     runs: tuple[Run, ...]  # its layers (a UniformType group's runs carry each layer's own spec)
     spec: KVCacheSpec
 
@@ -42,7 +42,8 @@ class KVCacheGroup(NamedTuple):
         return layer_names(self.runs)
 
 
-class Grouping(NamedTuple):
+@record
+class Grouping:
     groups: tuple[KVCacheGroup, ...]
     rule: str  # "empty" | "uniform" | "uniform_type" | "hybrid"
     folded: bool  # rule A rewrote sliding/chunked layers as full attention

@@ -35,7 +35,8 @@ DEFAULT_MAMBA_CHUNK = 2048
 _UNBOUNDED = 1 << 62  # the last stage owns every index past its decoder layers (drafter / MTP layers)
 
 
-class StageLayers(NamedTuple):
+@record
+class StageLayers:
     pp_rank: int
     decoder_layers: tuple[int, int]  # [start, end)
     owned: tuple[int, int]  # [lo, hi) of layer indices this stage's workers hold (the last: + drafter layers)
@@ -86,7 +87,8 @@ def hybrid_alignment(*, mode: str, block_size: int, attention_token_page: int, m
                            raised_from=raised_from)
 
 
-class LayerPlan(NamedTuple):
+@record
+class LayerPlan:
     stages: tuple[StageLayers, ...]
     block_size: int  # attention block size after defaults and the hybrid bump
     block_size_note: str | None

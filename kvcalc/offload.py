@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from functools import cached_property
 from math import gcd
-from typing import NamedTuple
 
 from .grouping import KVCacheGroup
 from .kinds import ATTENTION_BACKENDS
@@ -29,7 +28,8 @@ from .units import cdiv, round_up
 from .versions import FAMILIES, Behaviour, OffloadRule, behaviour_for
 
 
-class OffloadSettings(NamedTuple):
+@record
+class OffloadSettings:
     cpu_bytes: int
     block_size: int | None  # offloaded block size in tokens
     blocks_per_chunk: int | None  # 0.26+
@@ -49,7 +49,8 @@ class OffloadSettings(NamedTuple):
     extra_retained_tokens: int  # 0.31+ sliding windows: max(0, num_prefill_lookahead_tokens - 1)
 
 
-class SideCount(NamedTuple):
+@record
+class SideCount:
     """One side's (scheduler, or one PP stage's workers) use of a family's formula."""
 
     unit_bytes: int  # bytes per GPU block the formula reads (page x tensors, or sum(sizes) // num_blocks)
@@ -64,7 +65,8 @@ class SideCount(NamedTuple):
         return self.aligned_bytes - self.kv_bytes_per_offloaded_block
 
 
-class StageOffload(NamedTuple):
+@record
+class StageOffload:
     pp_rank: int
     count: SideCount
     bytes_per_block: int  # b_w, the worker's true GPU bytes per block
@@ -74,7 +76,8 @@ class StageOffload(NamedTuple):
     wasted_bytes_per_worker: int  # rows the worker pinned that the scheduler never uses
 
 
-class Capacity(NamedTuple):
+@record
+class Capacity:
     """What the CPU tier holds, as vLLM 0.33.0's CPUOffloadingInfo states it (v1/kv_offload/cpu/common.py)."""
 
     cpu_num_chunks: int
@@ -84,7 +87,8 @@ class Capacity(NamedTuple):
     chunks_per_group: tuple[int, ...] | None  # chunks one max_model_len request occupies, per KV cache group
 
 
-class Allocation(NamedTuple):
+@record
+class Allocation:
     """Host allocations of one kind on one worker: `count` of `size` bytes, each resident as `resident`."""
 
     count: int
@@ -92,7 +96,8 @@ class Allocation(NamedTuple):
     resident: int
 
 
-class HostMemory(NamedTuple):
+@record
+class HostMemory:
     requested_bytes_per_engine: int
     resident_bytes_per_worker: tuple[int, ...]  # one per PP stage
     resident_bytes_per_engine: int
@@ -477,7 +482,8 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
                          stage_counts=tuple(counts), factor=factor, replicated=replicated)
 
 
-class OffloadPlan(NamedTuple):
+@record
+class OffloadPlan:
     cpu_bytes_to_use: int
     block_size: int  # offloaded block size in tokens (selected family)
     block_size_factor: int

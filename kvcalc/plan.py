@@ -101,9 +101,10 @@ def plan_gpu(layout: Layout) -> GpuStage:
                     gpu=gpu, logs=logs)
 
 
-def plan(layout: Layout, stage: GpuStage | None = None) -> Plan:
+def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool = False) -> Plan:
     """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas. `stage`: the
-    GPU stage of a layout that differs from this one only in its offload section (a sweep over budgets)."""
+    GPU stage of a layout that differs from this one only in its offload section (a sweep over budgets).
+    `selected_only`: size only the selected release's family (a sweep row shows no other column)."""
     behaviour, hma, why, layer_plan, grouping, gpu, logs = stage or plan_gpu(layout)
     model = layout.model
     par = layout.parallel
@@ -122,7 +123,7 @@ def plan(layout: Layout, stage: GpuStage | None = None) -> Plan:
         attention_backend=layout.backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
     )
-    off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=("old", "fixed", behaviour.formula))
+    off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=(behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula))
     notes = list(layer_plan.notes)
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)

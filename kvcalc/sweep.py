@@ -9,7 +9,6 @@ from .errors import KvcalcError
 from .flags import SWEEP_AXES
 from .load import expand, validate, validate_model, validate_offload
 from .plan import plan, plan_gpu
-from .report import family_entry
 
 # The sweep axes are the flag table's (flags.SWEEP_AXES); each row has them and these result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
@@ -50,7 +49,7 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
             data, origin = expand(top, source=source, overrides=overrides)
             if key in shared:
                 base, stage = shared[key]
-                p = plan(validate_offload(data, base, overrides=overrides), stage)
+                p = plan(validate_offload(data, base, overrides=overrides), stage, selected_only=True)
             else:
                 layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
                 stage = plan_gpu(layout)
@@ -58,7 +57,7 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
                     if len(shared) >= _SHARED_LIMIT:
                         shared.clear()  # bounded memory, whatever the grid
                     shared[key] = (layout, stage)
-                p = plan(layout, stage)
+                p = plan(layout, stage, selected_only=True)
         except KvcalcError as e:
             row["error"] = e.one_line()
             yield row
@@ -66,13 +65,17 @@ def run(top: dict, source: str, points: list[dict], base_flags: dict | None = No
         row["family"] = p.behaviour.family.id
         row["cpu_bytes_to_use"] = p.layout.offload.cpu_bytes_to_use
         row["gpu_num_blocks"] = p.gpu.num_blocks
-        e = family_entry(p, p.selected, with_note=False)  # the report's own entry, as `plan` shows it
-        if p.offload.startup_error or e is None:
+        # The same FormulaResult properties the report's entry reads (report.family_entry), without building the
+        # whole entry: a sweep row needs ten of its fields.
+        r = p.offload.results.get(p.selected)
+        if p.offload.startup_error or r is None:
             row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
         else:
-            row.update(cpu_blocks_scheduler=e.num_blocks_scheduler, cpu_blocks_worst_worker=min(e.num_blocks_workers),
-                       unit=e.unit, out_of_bounds=e.out_of_bounds, cpu_tokens_safe=e.cpu_tokens_safe,
-                       pinned_bytes_per_engine=e.pinned_bytes_per_engine, unused_bytes=e.unused_bytes,
-                       resident_bytes_per_node=e.host.resident_bytes_per_node,
-                       shm_bytes_per_node=e.host.shm_bytes_per_node)
+            host = r.host
+            row.update(cpu_blocks_scheduler=r.scheduler.num_blocks,
+                       cpu_blocks_worst_worker=min(s.count.num_blocks for s in r.stages),
+                       unit="chunks" if r.chunks else "blocks", out_of_bounds=r.out_of_bounds,
+                       cpu_tokens_safe=r.tokens_safe, pinned_bytes_per_engine=r.pinned_bytes_per_engine,
+                       unused_bytes=r.unused_bytes, resident_bytes_per_node=host.resident_bytes_per_node,
+                       shm_bytes_per_node=host.shm_bytes_per_node)
         yield row

@@ -8,7 +8,6 @@ tensor, with the layers sharing it) is expanded only when a report or --verify a
 from __future__ import annotations
 
 from functools import cached_property
-from typing import NamedTuple
 
 from .errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
@@ -18,7 +17,8 @@ from .specs import UniformTypeKVCacheSpecs, UsageContext, layer_names, ordered, 
 from .units import cdiv
 
 
-class KVCacheTensor(NamedTuple):
+@record
+class KVCacheTensor:
     """One KV cache tensor (vLLM's KVCacheTensor)."""
 
     page_bytes: int  # bytes of this tensor per GPU block
@@ -67,7 +67,8 @@ class WorkerConfig:
                      for i in range(self.num_tensors))
 
 
-class GpuPlan(NamedTuple):
+@record
+class GpuPlan:
     workers: tuple[WorkerConfig, ...]  # one per PP stage, after the min
     scheduler_groups: tuple[KVCacheGroup, ...]  # rank 0's groups, UniformType flattened to the first layer
     num_blocks: int | None
@@ -75,7 +76,8 @@ class GpuPlan(NamedTuple):
     warnings: tuple[str, ...]
 
 
-class LogNumbers(NamedTuple):
+@record
+class LogNumbers:
     family: str
     kv_cache_size_tokens: int
     max_concurrency: float  # vLLM computes it as a float and prints it with %.2f

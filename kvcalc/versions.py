@@ -67,16 +67,13 @@ class Family:
 
     @property
     def releases(self) -> tuple[str, ...]:
-        """The read releases of this family."""
-        return tuple(r for r, t in zip(RELEASES, _RELEASE_TUPLES) if family_of(t) is self)
+        """The read releases of this family (computed once: every sweep point's report asks)."""
+        return _family_releases(self.id)
 
     @property
     def versions(self) -> str:
         """Display range: '0.20.0 - 0.23.0' (JSON `versions`, `kvcalc versions`, the README)."""
-        if self.rule is None:
-            return "<= 0.13.x"
-        rs = self.releases
-        return rs[0] if len(rs) == 1 else f"{rs[0]} - {rs[-1]}"
+        return _family_versions(self.id)
 
     @property
     def representative(self) -> str | None:
@@ -370,6 +367,20 @@ def parse_release(text: str) -> tuple[Release, str]:
         raise UnsupportedError(f"vLLM version {text!r} is not a release string such as 0.19.1")
     major, minor, patch = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     return (major, minor, patch), m.group(4) or ""
+
+
+@cache
+def _family_releases(family_id: str) -> tuple[str, ...]:
+    fam = FAMILIES[family_id]
+    return tuple(r for r, t in zip(RELEASES, _RELEASE_TUPLES) if family_of(t) is fam)
+
+
+@cache
+def _family_versions(family_id: str) -> str:
+    if FAMILIES[family_id].rule is None:
+        return "<= 0.13.x"
+    rs = _family_releases(family_id)
+    return rs[0] if len(rs) == 1 else f"{rs[0]} - {rs[-1]}"
 
 
 def family_of(release: Release) -> Family:
