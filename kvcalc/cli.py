@@ -178,6 +178,9 @@ def plan(
         _report_checks(report.checks)
         if not all(c.passed for c in report.checks):
             raise typer.Exit(1)
+    elif report.error:
+        # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
+        raise StartupRefusal(f"{loaded.source}: {report.error}")
 
 
 def _name_source(e: KvcalcError, source: str) -> None:

@@ -136,8 +136,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         warnings.append(behaviour.warning)
     warnings += gpu.warnings
     warnings += off.warnings
-    if off.startup_error:
-        warnings.append(f"vLLM {behaviour.version} would fail to start the offloading connector: {off.startup_error}")
+    # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     sel = off.results.get(behaviour.formula)
     if sel is not None and sel.out_of_bounds:
         worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)

@@ -256,11 +256,11 @@ class OffloadSection:
     block_size: int = field("offloaded block size in tokens (selected family)")
     block_size_factor: int = field("offloaded block / GPU block")
     startup_error: str | None = field("why the selected release's connector fails at start-up, or null")
-    selected: FamilyEntry | None = field("the selected release's family entry")
+    selected: FamilyEntry | None = field("the selected release's family entry (null when it would not start)")
     errors: dict[str, str] = field("family id -> why that family's connector fails at init")
     old: FamilyEntry | None = field("the 0.14.0-0.19.1 formula on this layout")
     fixed: FamilyEntry | None = field("the 0.20.0+ formula on this layout")
-    out_of_bounds: bool = field("the selected release goes out of bounds")
+    out_of_bounds: bool | None = field("the selected release goes out of bounds (null when it would not start)")
     pinned_bytes_per_engine: int | None = field("selected: host bytes pinned by one engine")
     unused_bytes: int | None = field("selected: budget minus pinned")
     data_parallel_size: int = field("engines")
@@ -338,6 +338,8 @@ class Report:
     releases: list[PlannedRelease | RefusedRelease] | None = field("with --compare-versions: one entry per release",
                                                                     omit_if_none=True)
     verify: VerifySection | None = field("with --verify", omit_if_none=True)
+    error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
+                              omit_if_none=True)
 
 
 @record
@@ -507,14 +509,17 @@ def gpu_section(plan: Plan) -> GpuSection:
 def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, FamilyEntry] | None = None
                     ) -> OffloadSection:
     off, par = plan.offload, plan.layout.parallel
-    selected = family_entry(plan, plan.selected, with_note=with_notes)
-    entries = {name: (selected if name == plan.selected else family_entry(plan, name, with_note=with_notes))
+    # A release that would not start has no pool: its counts, verdict and host bytes are null, not numbers a
+    # pipeline could read as a plan (the old / fixed columns stay: what each formula gives on this layout).
+    own = family_entry(plan, plan.selected, with_note=with_notes)
+    selected = None if off.startup_error else own
+    entries = {name: (own if name == plan.selected else family_entry(plan, name, with_note=with_notes))
                for name in ("old", "fixed")}
     return OffloadSection(
         cpu_bytes_to_use=off.cpu_bytes_to_use, cpu_bytes_source=plan.layout.offload.cpu_bytes_source,
         block_size=off.block_size, block_size_factor=off.block_size_factor, startup_error=off.startup_error,
         selected=selected, errors=dict(off.errors), old=entries["old"], fixed=entries["fixed"],
-        out_of_bounds=bool(selected and selected.out_of_bounds),
+        out_of_bounds=None if selected is None else selected.out_of_bounds,
         pinned_bytes_per_engine=None if selected is None else selected.pinned_bytes_per_engine,
         unused_bytes=None if selected is None else selected.unused_bytes,
         data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=off.cpu_bytes_to_use * par.data_parallel_size,
@@ -532,7 +537,8 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         num_groups=len(result.grouping.groups), gpu_num_blocks=result.gpu.num_blocks,
         kv_cache_size_tokens=None if result.logs is None else result.logs.kv_cache_size_tokens,
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
-        startup_error=result.offload.startup_error, offload=family_entry(result, result.selected),
+        startup_error=result.offload.startup_error,
+        offload=None if result.offload.startup_error else family_entry(result, result.selected),
     )
 
 
@@ -580,6 +586,8 @@ def build_report(plan: Plan, *, releases: list[tuple[str, object]] | None = None
         gpu=gpu, offload=offload, notes=list(plan.notes), warnings=list(plan.warnings),
         checks=None if gates is None else gates(gpu, offload, parallel, plan.behaviour.version),
         releases=rel, verify=verify,
+        error=None if not plan.offload.startup_error else
+        f"vLLM {plan.behaviour.version} refuses to start the offloading connector: {plan.offload.startup_error}",
     )
 
 
