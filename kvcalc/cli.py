@@ -15,7 +15,7 @@ try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones r
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
-from .errors import KvcalcError, LayoutError, StartupRefusal
+from .errors import KvcalcError, LayoutError, StartupRefusal, UnsupportedError
 from .units import SIZE_HELP
 
 
@@ -162,7 +162,10 @@ def plan(
         versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
         if not versions:
             raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
-        releases = compare(loaded, versions)
+        try:
+            releases = compare(loaded, versions)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
     verified = None
     if verify:
         from .verify import verify_plan

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from functools import cache
 from typing import Any
 
 from .errors import LayoutError, UnsupportedError
@@ -237,8 +238,23 @@ def read_json(path: str) -> Any:
     import json
 
     raw = _read_bytes(path, "a readable config.json")
+
+    def integer(text: str) -> int:
+        if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+            raise LayoutError(path, "", f"integers of at most {_MAX_INT_DIGITS} digits", f"{len(text)} digits")
+        return int(text)
+
+    def pairs(items: list) -> dict:
+        out: dict = {}
+        for k, v in items:
+            if k in out:
+                # json.loads keeps the last of two equal keys; a config that says two things is refused.
+                raise LayoutError(path, k, "each key once in an object", detail="given twice")
+            out[k] = v
+        return out
+
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_int=integer, object_pairs_hook=pairs)
     except UnicodeDecodeError:
         raise LayoutError(path, "", "UTF-8 JSON") from None
     except json.JSONDecodeError as e:
@@ -514,7 +530,10 @@ def _cache(r: _Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: 
         if v == "sliding_window":
             skip.append(v)
         else:
-            skip.append(r.int_(v, f"cache.kv_cache_dtype_skip_layers[{i}]", minimum=0, maximum=100_000))
+            # vLLM matches str(extract_layer_index(prefix)) and ignores an index no layer has: refused here, so a
+            # typo does not quietly leave every layer quantized. Drafter / MTP layers follow the decoder's indices.
+            top = model.num_layers + (model.draft.num_layers if model.draft is not None else 0) - 1
+            skip.append(r.int_(v, f"cache.kv_cache_dtype_skip_layers[{i}]", minimum=0, maximum=top))
     memory = None
     if c.get("kv_cache_memory") is not None:
         raw = c["kv_cache_memory"]
@@ -601,14 +620,65 @@ def _shallow(text: str) -> bool:
     return True
 
 
+class _StrictYAMLError(Exception):
+    def __init__(self, line: int, expected: str, got: Any = None, detail: str = ""):
+        super().__init__(expected)
+        self.line, self.expected, self.got, self.detail = line, expected, got, detail
+
+
+# YAML 1.1 integers that are not decimal: octal (032 = 26), binary (0b101), hex (0x1F), base 60 (1:00 = 60).
+_NON_DECIMAL_INT = r"^[-+]?(0[0-7_]+|0b[01_]+|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)$"
+_MAX_INT_DIGITS = 1000  # far beyond any layout value (sizes stop at 2^62), far below Python's 4,300-digit limit
+
+
+@cache
+def _strict_loader(fast: bool):
+    """PyYAML's safe loader (libyaml's parser when `fast`) that refuses what would be misread silently: a key
+    given twice in one mapping (PyYAML keeps the last), YAML 1.1 integers that are not decimal, and integers
+    too long to be a layout value."""
+    import yaml
+
+    base = yaml.CSafeLoader if fast else yaml.SafeLoader
+
+    class Strict(base):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    line = key_node.start_mark.line + 1
+                    key = (key_node.tag, key_node.value)
+                    if key in seen:
+                        raise _StrictYAMLError(line, "each key once in a mapping", key_node.value,
+                                               detail=f"also on line {seen[key]}")
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_int(self, node):
+            text = node.value
+            line = node.start_mark.line + 1
+            if re.match(_NON_DECIMAL_INT, text):
+                value = super().construct_yaml_int(node) if len(text) <= 40 else None
+                raise _StrictYAMLError(line, "a decimal integer (write the digits you mean)", text,
+                                       detail=f"YAML 1.1 reads it as {value}" if value is not None else "")
+            if len(text) > _MAX_INT_DIGITS:
+                raise _StrictYAMLError(line, f"an integer of at most {_MAX_INT_DIGITS} digits",
+                                       f"{len(text)} digits")
+            return super().construct_yaml_int(node)
+
+    Strict.add_constructor("tag:yaml.org,2002:int", Strict.construct_yaml_int)
+    return Strict
+
+
 def parse_yaml(text: str, *, source: str) -> Any:
     import yaml
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise LayoutError(source, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
-    loader = getattr(yaml, "CSafeLoader", None) if len(text) <= 1 << 16 and _shallow(text) else None
+    fast = len(text) <= 1 << 16 and _shallow(text) and hasattr(yaml, "CSafeLoader")
     try:
-        data = yaml.load(text, Loader=loader or yaml.SafeLoader)  # noqa: S506 - safe loaders only
+        data = yaml.load(text, Loader=_strict_loader(fast))  # noqa: S506 - safe loaders only
+    except _StrictYAMLError as e:
+        raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""

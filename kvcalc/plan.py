@@ -149,7 +149,12 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:
-    """The same layout planned as each release would: a Plan, or the refusal that release gives."""
+    """The same layout planned as each release would: a Plan, or the refusal that release gives. A string that
+    is no release kvcalc models is refused up front (UnsupportedError), not shown as a start-up failure; the
+    list is de-duplicated, so it is never longer than versions.RELEASES."""
+    versions = list(dict.fromkeys(versions))
+    for v in versions:
+        behaviour_for(v)
     out: list[tuple[str, Plan | KvcalcError]] = []
     for v in versions:
         try:

@@ -43,11 +43,22 @@ def parse_size(value: object) -> int:
             raise SizeError("a non-negative size")
         return value
     if isinstance(value, float):
-        if not math.isfinite(value) or value < 0 or value != int(value):
-            raise SizeError("a whole, non-negative number of bytes (or a string with a unit, e.g. 64GiB)")
+        # YAML reads 6.4e+10 as a float: exact below 2**53, where every integer is a float; above, the digits
+        # written may not be the float's value, so the integer must be written out.
+        if not math.isfinite(value) or value < 0 or value != int(value) or value >= 1 << 53:
+            raise SizeError("a whole, non-negative number of bytes below 2^53 written as a float (or an integer, or "
+                            "a string with a unit, e.g. 64GiB)")
         return int(value)
     if not isinstance(value, str):
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
+    e = re.match(r"^\s*([0-9]+)(?:\.([0-9]*))?[eE]([+-]?[0-9]{1,3})\s*$", value)
+    if e:
+        # 6.4e10 (a string to YAML 1.1, which wants the sign) means what 6.4e+10 means: exact decimal arithmetic.
+        whole, frac, exp = e.group(1), e.group(2) or "", int(e.group(3))
+        digits, scale = int(whole + frac), len(frac) - exp
+        if scale > 0 and digits % 10 ** scale:
+            raise SizeError("a whole number of bytes")
+        return digits * 10 ** -scale if scale <= 0 else digits // 10 ** scale
     m = _size_re().match(value)
     if not m:
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")

@@ -4,6 +4,8 @@ unsupported setting, or a configuration the selected release refuses at start-up
 import json
 import os
 
+import pytest
+
 from kvcalc.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,3 +56,93 @@ def test_the_same_layout_plans_where_the_release_starts(capsys):
     doc = json.loads(out)
     assert "error" not in doc
     assert doc["offload"]["selected"]["num_blocks_scheduler"] > 0
+
+
+# ----------------------------------------------------------------------------------------------- silent misreadings
+
+BASE = "model:\n  num_layers: 32\n  num_kv_heads: 8\n  head_size: 128\ncache: {max_model_len: 4096}\n" \
+       "offload: {cpu_bytes_to_use: 64G}\n"
+
+
+def one_error(capsys, tmp_path, text, *flags):
+    path = tmp_path / "layout.yaml"
+    path.write_text(text)
+    code, out, err = run(capsys, "plan", str(path), *flags)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "", err
+    assert len(lines) == 1 and lines[0].startswith(f"kvcalc: error: {path}: "), err
+    return lines[0]
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(capsys, tmp_path):
+    # PyYAML keeps the last of two equal keys: num_layers 16 would be planned silently.
+    line = one_error(capsys, tmp_path, BASE.replace("  head_size: 128\n", "  head_size: 128\n  num_layers: 16\n"))
+    assert "line 5" in line and "'num_layers'" in line and "also on line 2" in line
+
+
+def test_a_section_given_twice_is_refused(capsys, tmp_path):
+    line = one_error(capsys, tmp_path, BASE + "offload: {cpu_bytes_to_use: 1G}\n")
+    assert "line 7" in line and "'offload'" in line and "also on line 6" in line
+
+
+@pytest.mark.parametrize("text, means", [("032", "26"), ("0b101", "5"), ("1:00", "60"), ("0x20", "32")])
+def test_yaml_1_1_integers_that_are_not_decimal_are_refused(capsys, tmp_path, text, means):
+    line = one_error(capsys, tmp_path, BASE.replace("num_layers: 32", f"num_layers: {text}"))
+    assert "line 2" in line and "a decimal integer" in line and f"'{text}'" in line and f"reads it as {means}" in line
+
+
+def test_integers_longer_than_any_layout_value_are_bad_input_not_a_crash(capsys, tmp_path):
+    # Python refuses int() of more than 4,300 digits (ValueError): that must be exit 2, not 70.
+    line = one_error(capsys, tmp_path, BASE.replace("num_layers: 32", "num_layers: " + "9" * 5000))
+    assert "at most 1000 digits" in line
+
+
+def test_a_config_json_with_a_huge_integer_or_a_repeated_key(capsys, tmp_path):
+    for text, needle in (('{"model_type": "llama", "num_hidden_layers": ' + "9" * 5000 + "}", "at most 1000 digits"),
+                         ('{"model_type": "llama", "num_hidden_layers": 2, "num_hidden_layers": 3}',
+                          "num_hidden_layers: expected each key once")):
+        path = tmp_path / "config.json"
+        path.write_text(text)
+        code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "64G")
+        assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_exponent_sizes_mean_the_same_with_and_without_the_sign(capsys, tmp_path):
+    # YAML 1.1 reads 6.4e+10 as a float and 6.4e10 as a string: both are 64,000,000,000 B.
+    got = []
+    for text in ("6.4e10", "6.4e+10"):
+        path = tmp_path / "layout.yaml"
+        path.write_text(BASE.replace("cpu_bytes_to_use: 64G", f"cpu_bytes_to_use: {text}"))
+        code, out, err = run(capsys, "plan", str(path), "--format", "json")
+        assert code == 0, err
+        got.append(json.loads(out)["offload"]["cpu_bytes_to_use"])
+    assert got == [64000000000, 64000000000]
+
+
+def test_skip_layer_indices_outside_the_model_are_refused(capsys, tmp_path):
+    # vLLM compares str(layer index) with the list and ignores an index no layer has.
+    text = BASE.replace("cache: {max_model_len: 4096}",
+                        "cache: {max_model_len: 4096, kv_cache_dtype: fp8, kv_cache_dtype_skip_layers: [32]}")
+    line = one_error(capsys, tmp_path, text, "--vllm-version", "0.19.1")
+    assert "kv_cache_dtype_skip_layers[0]" in line and "between 0 and 31" in line and "got 32" in line
+
+
+def test_data_parallel_size_local_must_be_between_1_and_dp(capsys):
+    code, out, err = run(capsys, "plan", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"), "--dp", "2",
+                         "--data-parallel-size-local", "-1", "--check", "--host-memory", "1G")
+    assert code == 2 and "between 1 and 2" in err and "--data-parallel-size-local" in err
+
+
+def test_compare_versions_refuses_a_release_kvcalc_does_not_model(capsys):
+    code, out, err = run(capsys, "plan", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"),
+                         "--compare-versions", "0.19.1,0.40.0")
+    assert code == 2 and out == ""
+    assert err.strip() == ("kvcalc: error: --compare-versions: vLLM 0.40.0 is newer than every release kvcalc read "
+                           "(up to 0.33.0); its behaviour is not modelled")
+
+
+def test_compare_versions_lists_each_release_once(capsys):
+    code, out, err = run(capsys, "plan", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"),
+                         "--compare-versions", "0.19.1,0.19.1,0.33.0", "--format", "json")
+    assert code == 0
+    assert [r["vllm_version"] for r in json.loads(out)["releases"]] == ["0.19.1", "0.33.0"]
