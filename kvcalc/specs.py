@@ -472,5 +472,28 @@ def strided_split(runs: tuple[Run, ...], k: int) -> list[tuple[Run, ...]]:
     if len(runs) == 1:
         r = runs[0]
         return [(r._replace(indices=r.indices[i::k]),) for i in range(k) if r.indices[i::k]]
+    cycle = _interleaved(runs)
+    if cycle is not None:
+        # The layers in order cycle through the m runs (Qwen3-Next: 36 GDN layers as 3 runs 0,4,8.. 1,5,9..
+        # 2,6,10..), so layer p of the bucket is run p mod m's (p div m)-th layer: no per-layer walk.
+        # When k is a multiple of m each group is a slice of one run (the same progression _compress finds).
+        m = len(cycle)
+        if k % m == 0:
+            q = k // m
+            return [(cycle[i % m]._replace(indices=cycle[i % m].indices[i // m::q]),) for i in range(k)
+                    if cycle[i % m].indices[i // m::q]]
     items = ordered(runs)
     return [_compress(items[i::k]) for i in range(k) if items[i::k]]
+
+
+def _interleaved(runs: tuple[Run, ...]) -> list[Run] | None:
+    """The runs in start order when they share one step and one length and start within one step of each other
+    (their layers interleave one by one), else None."""
+    first = runs[0].indices
+    step, n = first.step, len(first)
+    if n < 2 or any(r.indices.step != step or len(r.indices) != n for r in runs):
+        return None
+    cycle = sorted(runs, key=lambda r: r.indices.start)
+    if cycle[-1].indices.start - cycle[0].indices.start >= step:
+        return None
+    return cycle

@@ -1,6 +1,8 @@
 """Grouping rules A-E on hand-built spec dicts."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import chunked, full, indexer, layer_names as names, mla, runs, sw
 from kvcalc.errors import StartupRefusal
@@ -79,3 +81,19 @@ def test_mla_and_indexer_never_merge():
 
 def test_empty_is_attention_free():
     assert group_layers({}, hma_enabled=True, threshold=(3, 2)).groups == ()
+
+
+@given(step=st.integers(2, 8), data=st.data())
+def test_strided_split_of_interleaved_runs_equals_the_per_layer_split(step, data):
+    # specs.strided_split's shortcut (runs whose layers interleave one by one, k a multiple of their number) must
+    # give exactly the groups the per-layer walk gives.
+    from kvcalc.specs import Run, _compress, ordered, strided_split
+
+    starts = data.draw(st.lists(st.integers(0, step - 1), min_size=2, max_size=step, unique=True))
+    n = data.draw(st.integers(1, 12))
+    base = data.draw(st.integers(0, 5))
+    k = len(starts) * data.draw(st.integers(1, 3))
+    runs = tuple(Run("self_attn.attn", 0, range(base + s, base + s + step * n, step), full()) for s in starts)
+    items = ordered(runs)
+    walked = [_compress(items[i::k]) for i in range(k) if items[i::k]]
+    assert strided_split(runs, k) == walked
