@@ -27,6 +27,7 @@ from .specs import (
     clip,
     interned,
     named_specs,
+    progressions,
 )
 from .units import MODEL_DTYPES, cdiv
 from .versions import Behaviour
@@ -201,20 +202,6 @@ def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
     return keep, skipped
 
 
-def _progressions(idx: list[int]) -> list[range]:
-    """Ascending indices -> maximal arithmetic progressions."""
-    out = []
-    j = 0
-    while j < len(idx):
-        step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
-        k = j + 1
-        while k < len(idx) and idx[k] - idx[k - 1] == step:
-            k += 1
-        out.append(range(idx[j], idx[k - 1] + 1, step))
-        j = k
-    return out
-
-
 class _Builder:
     """Specs for one layout, one object per distinct shape (61 MLA layers share one spec and its cached sizes)."""
 
@@ -273,8 +260,8 @@ class _Builder:
         if not any(i in indices for i in self.skip):  # range membership is O(1); skip lists are short
             return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv))]
         keep, skipped = _split_skip(indices, self.skip)
-        out = [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv)) for r in _progressions(keep)]
-        out += [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv_auto)) for r in _progressions(skipped)]
+        out = [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv)) for r in progressions(keep)]
+        out += [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv_auto)) for r in progressions(skipped)]
         return out
 
     def decoder_runs(self, kind: LayerKind, h: int, d: int, dv: int, indices: range, prefix: str = "") -> list[Run]:

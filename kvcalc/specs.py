@@ -445,6 +445,20 @@ def restrict(runs: tuple[Run, ...], lo: int, hi: int) -> tuple[Run, ...]:
     return tuple(out)
 
 
+def progressions(idx: list[int]) -> list[range]:
+    """Ascending indices -> maximal arithmetic progressions ([0, 2, 4, 5] -> range(0, 5, 2), range(5, 6))."""
+    out = []
+    j = 0
+    while j < len(idx):
+        step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
+        k = j + 1
+        while k < len(idx) and idx[k] - idx[k - 1] == step:
+            k += 1
+        out.append(range(idx[j], idx[k - 1] + 1, step))
+        j = k
+    return out
+
+
 def _compress(items: list[tuple[int, int, Run]]) -> tuple[Run, ...]:
     """Layers in order -> runs: per (module, order, spec), maximal arithmetic progressions of indices."""
     by_key: dict[tuple, list[int]] = {}
@@ -453,18 +467,7 @@ def _compress(items: list[tuple[int, int, Run]]) -> tuple[Run, ...]:
         key = (r.module, order, r.spec)
         by_key.setdefault(key, []).append(i)
         template.setdefault(key, r)
-    out = []
-    for key, idx in by_key.items():
-        t = template[key]
-        j = 0
-        while j < len(idx):
-            step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
-            k = j + 1
-            while k < len(idx) and idx[k] - idx[k - 1] == step:
-                k += 1
-            out.append(t._replace(indices=range(idx[j], idx[k - 1] + 1, step)))
-            j = k
-    return tuple(out)
+    return tuple(template[key]._replace(indices=p) for key, idx in by_key.items() for p in progressions(idx))
 
 
 def strided_split(runs: tuple[Run, ...], k: int) -> list[tuple[Run, ...]]:
