@@ -32,6 +32,7 @@ def _format(help: str = "", **kw):
 
 APP_SETTINGS = dict(
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="vLLM KV cache layout and CPU-offload block counts (old vs fixed formula), computed exactly.",
@@ -39,8 +40,17 @@ APP_SETTINGS = dict(
 app = typer.Typer(add_completion=True, **APP_SETTINGS)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"kvcalc {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                       help="print kvcalc's version and exit")) -> None:
     """kvcalc: vLLM's KV cache and CPU offload pool, before you start the server."""
 
 
@@ -554,8 +564,15 @@ def _plain() -> bool:
 def _console(width_when_piped: int):
     from rich.console import Console
 
-    # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else width_when_piped
+    # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise; a COLUMNS that is no
+    # usable width (0, 1, "abc": rich would print nothing at all) is ignored.
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        width = int(columns)
+    elif sys.stdout.isatty():
+        width = None if not columns else 80  # the terminal's own width, unless COLUMNS is set and unusable
+    else:
+        width = width_when_piped
     return Console(soft_wrap=False, highlight=False, emoji=False, width=width,
                    no_color=_plain() or None, color_system=None if _plain() else "auto")
 
@@ -574,6 +591,15 @@ def _app_for(args: list[str]) -> typer.Typer:
     one.callback()(_root)
     one.registered_commands.append(commands[args[0]])
     return one
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -595,7 +621,18 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Exit, typer.Abort) as e:
         return getattr(e, "exit_code", 1)
     except BrokenPipeError:
+        _quiet_stdout()  # the reader left (`| head -1`): nothing to say, and nothing left to flush
         return 0
+    except SystemExit as e:
+        # typer's main turns EPIPE into sys.exit(1) (typer/core.py), even outside standalone mode.
+        if isinstance(e.__context__, BrokenPipeError):
+            _quiet_stdout()
+            return 0
+        raise
+    except OSError as e:  # writing the output failed (`> /dev/full`, a closed stdout): not a kvcalc bug
+        _quiet_stdout()
+        _err(f"kvcalc: error: cannot write the output: {e.strerror or e}")
+        return 74  # EX_IOERR
     except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback for users
         if os.environ.get("KVCALC_DEBUG"):
             raise

@@ -9,7 +9,16 @@ class KvcalcError(Exception):
     exit_code = 2
 
     def one_line(self) -> str:
-        return " ".join(str(self).split())
+        """The message on one line, with every character a terminal could act on (escape sequences, other
+        control and non-printable characters) written as its escape: input text echoed back cannot drive the
+        terminal."""
+        return _printable(" ".join(str(self).split()))
+
+
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class LayoutError(KvcalcError):

@@ -83,8 +83,11 @@ class _Reader:
             raise self.fail(path or "(top level)", "a mapping", type(data).__name__)
         for key in data:
             if not isinstance(key, str) or key not in allowed:
-                sub = f"{path}.{key}" if path else str(key)
-                raise self.fail(sub, f"a known key (one of: {', '.join(allowed)})", detail="unknown key")
+                expected = f"a known key (one of: {', '.join(allowed)})"
+                if isinstance(key, str) and len(key) <= 60 and re.fullmatch(r"[A-Za-z0-9_.\-]+", key):
+                    raise self.fail(f"{path}.{key}" if path else key, expected, detail="unknown key")
+                # Any other key is echoed repr'd and cut (errors._short), never raw: it can hold escapes.
+                raise self.fail(path or "(top level)", expected, key, detail="unknown key")
         return data
 
     def int_(self, value: Any, path: str, *, minimum: int = 0, maximum: int = 1 << 62) -> int:
@@ -264,6 +267,18 @@ def read_json(path: str) -> Any:
 
 
 def _read_bytes(path: str, what: str) -> bytes:
+    import stat
+
+    if path == "-":
+        raise LayoutError(path, "", what, detail="standard input is not read: give a file path")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    if not stat.S_ISREG(mode):
+        # A FIFO, socket or device would block or never end: refused without opening it.
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+        raise LayoutError(path, "", what, detail=kind)
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_INPUT_BYTES + 1)

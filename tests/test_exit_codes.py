@@ -146,3 +146,86 @@ def test_compare_versions_lists_each_release_once(capsys):
                          "--compare-versions", "0.19.1,0.19.1,0.33.0", "--format", "json")
     assert code == 0
     assert [r["vllm_version"] for r in json.loads(out)["releases"]] == ["0.19.1", "0.33.0"]
+
+
+# ----------------------------------------------------------------------------------------------- output and terminals
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+LLAMA = os.path.join(ROOT, "examples", "llama-3.1-8b.yaml")
+
+
+def kvcalc(*args, env=None, **kw):
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "kvcalc", *args], cwd=ROOT, env=e, capture_output=True, **kw)
+
+
+def test_a_closed_pipe_exits_quietly():
+    # `kvcalc plan ... | head -1`: the reader leaves; typer turns EPIPE into exit 1, kvcalc into a quiet 0.
+    p = subprocess.Popen([sys.executable, "-m", "kvcalc", "plan", LLAMA], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.read(10)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 0
+    assert "Error" not in err and "Exception" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_one_line_and_not_an_internal_error():
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "kvcalc", "plan", LLAMA, "--format", "json"], cwd=ROOT,
+                           stdout=full, stderr=subprocess.PIPE)
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 74  # EX_IOERR, not 70
+    assert err[-1] == "kvcalc: error: cannot write the output: No space left on device"
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "abc"])
+def test_an_unusable_columns_falls_back_to_a_sane_width(columns):
+    r = kvcalc("plan", LLAMA, env={"COLUMNS": columns})
+    assert r.returncode == 0
+    lines = r.stdout.decode().splitlines()
+    assert len(lines) > 20 and "Verdict" in r.stdout.decode()
+
+
+def test_version_and_short_help(capsys):
+    from kvcalc import __version__
+
+    code, out, err = run(capsys, "--version")
+    assert (code, out) == (0, f"kvcalc {__version__}\n")
+    code, out, err = run(capsys, "-h")
+    assert code == 0 and out.startswith("Usage: kvcalc")
+    code, out, err = run(capsys, "plan", "-h")
+    assert code == 0 and "--vllm-version" in out
+
+
+def test_fifo_and_stdin_are_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "layout.yaml"
+    os.mkfifo(fifo)
+    r = kvcalc("plan", str(fifo), timeout=30)  # opening a FIFO would block forever
+    assert r.returncode == 2
+    assert r.stderr.decode().strip() == (f"kvcalc: error: {fifo}: expected a readable layout file (not a regular file "
+                                         "(a FIFO, socket or device))")
+    r = kvcalc("check", LLAMA, "--log", str(fifo), timeout=30)
+    assert r.returncode == 2 and "not a regular file" in r.stderr.decode()
+    r = kvcalc("plan", "-", timeout=30)
+    assert r.returncode == 2 and "standard input is not read" in r.stderr.decode()
+
+
+def test_escape_sequences_in_input_are_echoed_escaped(capsys, tmp_path):
+    path = tmp_path / "layout.yaml"
+    path.write_text('model:\n  num_layers: 2\n  "\\e[31mred\\e[0m": 1\n')
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2
+    assert "\x1b" not in err
+    assert "got '\\x1b[31mred\\x1b[0m' (unknown key)" in err
+
+
+def test_a_file_that_is_no_layout_is_not_echoed_whole(capsys, tmp_path):
+    path = tmp_path / "shadow"
+    path.write_text("root:x:0:0:root:/root:/bin/bash" + "x" * 200 + "\n")
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2
+    assert len(err) < 200 and "root:x:0:0" not in err
