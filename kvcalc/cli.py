@@ -388,6 +388,9 @@ def size_cmd(
 def sweep(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
     fmt: SweepFormat = _format(rich_help_panel="output"),
+    max_points: int = typer.Option(1_000_000, "--max-points", min=1,
+                                   help="refuse a grid of more points than this, before planning any",
+                                   rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
@@ -401,21 +404,26 @@ def sweep(
             return None
         parts = [p.strip() for p in text.split(",") if p.strip()]
         if FLAGS[name].type is int:
-            if not parts or not all(p.isdigit() for p in parts):
+            if not parts or not all(p.isascii() and p.isdigit() for p in parts):  # not '²', which isdigit()
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of integers, got {text!r}")
             return [int(p) for p in parts]
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
     base = _layout_overrides(flags)
+    total = 1
+    for v in axes.values():
+        total *= len(v) if v else 1
+    if total > max_points:
+        raise KvcalcError(f"sweep: the grid has {total:,} points, more than --max-points {max_points:,}")
     top, _, source = read_input(layout)
-    points = grid(axes)
+    points = grid(axes)  # lazy: the first row is out before the cross product is walked
     rows = run(top, source, points, base)
-    if len(points) > 200 and sys.stderr.isatty():
+    if total > 200 and sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import track
 
-        rows = track(rows, total=len(points), description="sweep", console=Console(stderr=True), transient=True)
+        rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
     if fmt == "jsonl":
         import json
 
@@ -434,7 +442,7 @@ def sweep(
 
         shown = [c for c in COLUMNS if c in ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker",
                                                "out_of_bounds", "unused_bytes", "error") or axes.get(c)]
-        t = Table(box=None, title=f"sweep of {source}: {len(points)} point(s)", title_justify="left")
+        t = Table(box=None, title=f"sweep of {source}: {total} point(s)", title_justify="left")
         for c in shown:
             t.add_column(c, overflow="fold")
         for row in rows:

@@ -8,13 +8,14 @@ reproduces every logged number.
 from __future__ import annotations
 
 import re
-from .records import replace
 from fractions import Fraction
 from math import ceil, floor
 
 from .errors import KvcalcError
 from .layout import Layout
 from .plan import plan
+from .records import replace
+from .tensors import log_numbers
 
 _AVAILABLE = re.compile(r"Available KV cache memory:\s*([0-9.]+)\s*GiB")
 _TOKENS = re.compile(r"\b([A-Z]{2,4}) KV cache size:\s*([0-9,]+)\s*tokens")
@@ -70,15 +71,23 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
         candidates = [logged["num_gpu_blocks"]] if n_lo <= logged["num_gpu_blocks"] <= n_hi else []
     else:
         candidates = list(range(n_lo, n_hi + 1))
+    # The logged numbers depend on the block count alone once the layout is fixed, so the layout is planned
+    # once and each candidate count only re-derives rank 0's log numbers (no plan per candidate).
+    base = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_lo)))
+    worker, usage = base.gpu.workers[0], base.layers.usage
+    family, device = base.behaviour.log_family, base.logs.device if base.logs else None
     best = None
     for n in candidates or [n_lo]:
-        p = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n)))
-        rows = _compare(p, logged, n)
+        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device)
+        rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
         if best is None or sum(r["match"] is True for r in rows) > sum(r["match"] is True for r in best[1]):
-            best = (p, rows)
+            best = (n, rows)
         if all(r["match"] is not False for r in rows) and candidates:
-            best = (p, rows)
+            best = (n, rows)
             break
+    n_best, rows = best
+    p = base if n_best == n_lo else plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_best)))
+    best = (p, rows)
     p, rows = best
     if logged["num_gpu_blocks"] is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
@@ -88,9 +97,11 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
             "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
 
 
-def _compare(p, logged: dict, n: int) -> list[dict]:
+def _compare(logs, max_model_len: int, logged: dict, n: int) -> list[dict]:
     rows = []
-    logs = p.logs
+    if logs is None:  # no KV cache layers: nothing vLLM would log to compare
+        return [{"quantity": "GPU KV cache size (tokens)", "predicted": "none (no KV cache layers)",
+                 "logged": str(logged["kv_cache_size_tokens"]), "match": False}]
     if logged["num_gpu_blocks"] is not None:
         rows.append({"quantity": "num_gpu_blocks", "predicted": f"{n:,}", "logged": f"{logged['num_gpu_blocks']:,}",
                      "match": n == logged["num_gpu_blocks"]})
@@ -100,7 +111,7 @@ def _compare(p, logged: dict, n: int) -> list[dict]:
                      "match": logs.kv_cache_size_tokens == logged["kv_cache_size_tokens"]})
     if logged["max_concurrency"] is not None:
         predicted = f"{logs.max_concurrency:.2f}"
-        rows.append({"quantity": f"maximum concurrency ({p.layout.cache.max_model_len:,} tokens)",
+        rows.append({"quantity": f"maximum concurrency ({max_model_len:,} tokens)",
                      "predicted": predicted + "x", "logged": logged["max_concurrency"] + "x",
                      "match": predicted == logged["max_concurrency"]})
     return rows

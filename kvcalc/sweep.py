@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .errors import KvcalcError
 from .flags import SWEEP_AXES
@@ -19,12 +19,13 @@ COLUMNS = tuple(AXES) + RESULTS
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 
-def grid(axes: dict[str, list]) -> list[dict]:
+def grid(axes: dict[str, list]) -> Iterator[dict]:
+    """The points of the cross product, one at a time (a large grid is never held in memory)."""
     names = [k for k in AXES if axes.get(k)]
-    return [dict(zip(names, values)) for values in itertools.product(*(axes[n] for n in names))]
+    return (dict(zip(names, values)) for values in itertools.product(*(axes[n] for n in names)))
 
 
-def run(top: dict, source: str, points: list[dict], base_flags: dict | None = None) -> Iterator[dict]:
+def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None = None) -> Iterator[dict]:
     """Yield one row per point, in order. `top` is the expanded layout dict (config already read).
 
     The sweep axes never touch the model section, so it is validated once (with the base flags) and shared

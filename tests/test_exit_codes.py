@@ -229,3 +229,48 @@ def test_a_file_that_is_no_layout_is_not_echoed_whole(capsys, tmp_path):
     code, out, err = run(capsys, "plan", str(path))
     assert code == 2
     assert len(err) < 200 and "root:x:0:0" not in err
+
+
+# ----------------------------------------------------------------------------------------------- bounded work
+
+def test_check_log_plans_a_bounded_number_of_times(monkeypatch, tmp_path):
+    # One layer, 1 KV head of 64: a 4,096 B block, so 0.01 GiB of logged rounding allows 2,622 block counts.
+    # Matching them must not plan the model once per candidate (it did: minutes for a 3-line log).
+    import kvcalc.logcheck as lc
+    from kvcalc.load import layout_from_dict
+
+    calls = []
+    real = lc.plan
+    monkeypatch.setattr(lc, "plan", lambda layout, *a, **k: calls.append(1) or real(layout, *a, **k))
+    layout = layout_from_dict({"model": {"num_layers": 1, "num_kv_heads": 1, "head_size": 64},
+                               "cache": {"max_model_len": 4096}, "offload": {"cpu_bytes_to_use": "1G"},
+                               "vllm": {"version": "0.19.1"}}, source="t.yaml")
+    # 10.00 GiB logged: [9.995, 10.005] GiB // 4,096 B. The tokens line names the top count (x 16 tokens a
+    # block), so every candidate below it is tried first.
+    from fractions import Fraction
+    from math import ceil, floor
+
+    n_lo = ceil(Fraction(9995, 1000) * (1 << 30)) // 4096
+    n_hi = floor(Fraction(10005, 1000) * (1 << 30)) // 4096
+    assert n_hi - n_lo + 1 == 2622
+    text = (f"Available KV cache memory: 10.00 GiB\nGPU KV cache size: {n_hi * 16:,} tokens\n")
+    result = lc.check(layout, text, source="t.log")
+    assert result["num_gpu_blocks_range"] == [n_lo, n_hi]
+    assert result["match"] is True
+    assert len(calls) <= 4  # the two ends of the range, the base plan, the matching one
+
+
+def test_a_grid_larger_than_max_points_is_refused_before_planning(capsys):
+    # 101 x 100 x 100 = 1,010,000 points > the default 1,000,000 (and 8 > --max-points 7).
+    code, out, err = run(capsys, "sweep", LLAMA, "--tp", ",".join(str(i) for i in range(1, 102)),
+                         "--block-size", ",".join(str(16 * i) for i in range(1, 101)),
+                         "--cpu-bytes", ",".join(f"{i}G" for i in range(1, 101)), "--format", "csv")
+    assert code == 2 and out == ""
+    assert err.strip() == "kvcalc: error: sweep: the grid has 1,010,000 points, more than --max-points 1,000,000"
+    code, out, err = run(capsys, "sweep", LLAMA, "--tp", "1,2", "--cpu-bytes", "1G,2G,4G,8G", "--max-points", "7")
+    assert code == 2 and "the grid has 8 points, more than --max-points 7" in err
+
+
+def test_superscript_digits_in_a_sweep_list_are_bad_input(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--tp", "²")
+    assert code == 2 and err.strip() == "kvcalc: error: --tp: expected a comma-separated list of integers, got '²'"
