@@ -482,7 +482,10 @@ def map_config(data: Any, *, source: str) -> Mapped:
         # vLLM's gpt-oss attention divides the KV heads by TP with no floor at 1 (spec 3.2).
         m.put("kv_head_replication", False, "gpt-oss: heads // TP, no replication")
     mpe = cfg.get("max_position_embeddings")
-    if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
+    if mpe is not None:
+        if isinstance(mpe, bool) or not isinstance(mpe, int) or mpe <= 0:
+            # Present but unusable is not "missing": name the key and the value.
+            raise LayoutError(source, cfg.origin("max_position_embeddings"), "a positive integer", mpe)
         m.put("max_position_embeddings", mpe, cfg.origin("max_position_embeddings"))
     return m
 

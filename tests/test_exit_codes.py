@@ -274,3 +274,21 @@ def test_a_grid_larger_than_max_points_is_refused_before_planning(capsys):
 def test_superscript_digits_in_a_sweep_list_are_bad_input(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--tp", "²")
     assert code == 2 and err.strip() == "kvcalc: error: --tp: expected a comma-separated list of integers, got '²'"
+
+
+@pytest.mark.parametrize("value", ['"8"', "-1", "0", "NaN"])
+def test_an_invalid_max_position_embeddings_is_named_as_invalid(capsys, tmp_path, value):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8, '
+                    f'"num_key_value_heads": 8, "hidden_size": 1024, "max_position_embeddings": {value}}}')
+    code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "1G")
+    assert code == 2
+    assert f"{path}: max_position_embeddings: expected a positive integer, got" in err
+
+
+def test_gpt_oss_yaml_and_config_agree_on_head_replication(capsys):
+    # The config path states no replication for gpt-oss; the example YAML says so too: --tp 16 refused by both.
+    for src in (os.path.join(ROOT, "examples", "gpt-oss-120b.yaml"),
+                os.path.join(ROOT, "tests", "fixtures", "models", "gpt-oss-120b.json")):
+        code, out, err = run(capsys, "plan", src, "--tp", "16", "--cpu-bytes", "64G")
+        assert code == 2 and "does not replicate heads" in err, (src, err)
