@@ -139,6 +139,9 @@ def plan(
     overrides = _layout_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
     loaded = load_layout(layout, overrides=overrides)
+    if check and loaded.offload.cpu_bytes_to_use is None:
+        raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
+                          "(or offload.cpu_bytes_to_use)")
     try:
         p = make_plan(loaded)
     except StartupRefusal as e:

@@ -192,7 +192,7 @@ class CacheLayout:
 
 @record
 class OffloadLayout:
-    cpu_bytes_to_use: int
+    cpu_bytes_to_use: int | None  # None: no budget given (the GPU side is planned, CPU counts are not)
     cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)

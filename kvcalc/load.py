@@ -602,7 +602,7 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout, back
         raw = o["cpu_bytes_to_use"]
         cpu, src = r.size(raw, "offload.cpu_bytes_to_use"), str(raw)
     else:
-        raise r.fail("offload.cpu_bytes_to_use", "a size such as 64GiB (the CPU budget of one engine), or --cpu-bytes")
+        cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
     block = r.opt_int(o, "block_size", "offload")
     bpc = r.opt_int(o, "blocks_per_chunk", "offload")
     gpu_block = base_block_size(cache.block_size, model.is_mla, backend)

@@ -96,7 +96,7 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
         "block_size": str(p.layers.block_size),
     }}
     r = p.offload.results.get(p.selected)
-    if r is not None and not p.offload.startup_error:
+    if r is not None and not p.offload.startup_error and p.layout.offload.cpu_bytes_to_use is not None:
         c = r.capacity
         out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks), "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
                              "cpu_kv_cache_size_bytes": str(c.cpu_kv_cache_size_bytes),
@@ -114,6 +114,14 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
         if len(blocks) == 1 and (b := blocks.pop()) and b.isdigit():
             layout = replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=int(b)))
             notes.append(f"num_gpu_blocks {int(b):,} taken from the scrape (the layout gives no KV memory)")
+    if layout.offload.cpu_bytes_to_use is None:
+        sizes = {s.get("cpu_kv_cache_size_bytes") for _, s in found[OFFLOAD_INFO]}
+        if len(sizes) == 1 and (b := sizes.pop()) and b.isdigit():
+            # The tier's bytes are whole chunks of the budget: as a budget they give the same chunk count.
+            layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=int(b),
+                                                     cpu_bytes_source="the scrape"))
+            notes.append(f"cpu_bytes_to_use {int(b):,} taken from the scrape's cpu_kv_cache_size_bytes (the layout "
+                         "gives no budget)")
     p = plan(layout)
     if found[OFFLOAD_INFO] and not p.behaviour.capacity_metric:
         # The series exists from 0.33.0 (versions.STEPS capacity_metric); a scrape that has it came from a later

@@ -503,7 +503,7 @@ def family_behaviour(family_id: str, selected: Behaviour) -> Behaviour:
 
 
 def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_enabled: bool,
-                 families: tuple[str, ...]) -> OffloadPlan:
+                 families: tuple[str, ...], budget_given: bool = True) -> OffloadPlan:
     warnings: list[str] = []
     results: dict[str, FormulaResult] = {}
     errors: dict[str, str] = {}
@@ -527,7 +527,7 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
         # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
         warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read from "
                         "0.26.0): one GPU block per CPU block; use offload.block_size on this release")
-    if selected_error is None:
+    if selected_error is None and budget_given:
         if s.cpu_bytes == 0:
             warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a falsy "
                             "cpu_bytes_to_use at startup)")

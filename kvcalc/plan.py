@@ -115,7 +115,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     if draft is not None and draft.method == "mtp" and min(draft.num_layers, draft.num_speculative_tokens) > 1:
         retained = draft.num_speculative_tokens - 1
     settings = OffloadSettings(
-        cpu_bytes=layout.offload.cpu_bytes_to_use, block_size=layout.offload.block_size,
+        cpu_bytes=layout.offload.cpu_bytes_to_use or 0, block_size=layout.offload.block_size,
         blocks_per_chunk=layout.offload.blocks_per_chunk, tp=par.tensor_parallel_size,
         pp=par.pipeline_parallel_size, dp=par.data_parallel_size, world_size=par.world_size,
         backend=par.distributed_executor_backend, nnodes=par.nnodes, engines_per_node=par.engines_per_node,
@@ -123,8 +123,13 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         attention_backend=layout.backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
     )
-    off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=(behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula))
+    families = (behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula)
+    off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=families,
+                       budget_given=layout.offload.cpu_bytes_to_use is not None)
     notes = list(layer_plan.notes)
+    if layout.offload.cpu_bytes_to_use is None:
+        notes.append("no CPU budget given (--cpu-bytes, --kv-offloading-size or offload.cpu_bytes_to_use): the GPU "
+                     "side is planned with the offloading connector configured; CPU counts are null")
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
     if grouping.folded:

@@ -178,6 +178,9 @@ def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
 
 def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
+    if off.cpu_bytes_to_use is None:
+        return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
+                    style="bold")
     title = (f"CPU offload: cpu_bytes_to_use = {_b(off.cpu_bytes_to_use)}, from {off.cpu_bytes_source!r}; "
              f"offloaded block {off.block_size} tokens (×{off.block_size_factor})")
     if off.startup_error:
@@ -248,6 +251,9 @@ def verdict(report: Report) -> str:
     v = report.vllm_version
     if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
+    if off.cpu_bytes_to_use is None:
+        return (f"Verdict: the GPU side on vLLM {v} is above; give a CPU budget (--cpu-bytes) for the CPU counts, or "
+                "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
     sel = off.selected
     old, fixed = off.old, off.fixed
     unit = "CPU chunks" if sel.unit == "chunks" else "CPU blocks"
@@ -301,7 +307,7 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))
     row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
-        "fails at startup")
+        "fails at startup" if r.startup_error or r.family is None else "— (no CPU budget)")
     notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
     notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
     return Group(t, *notes)

@@ -251,7 +251,7 @@ class FamilyEntry:
 class OffloadSection:
     """The native offloading connector's CPU pool."""
 
-    cpu_bytes_to_use: int = field("the CPU budget of one engine, bytes")
+    cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
     block_size_factor: int = field("offloaded block / GPU block")
@@ -264,7 +264,7 @@ class OffloadSection:
     pinned_bytes_per_engine: int | None = field("selected: host bytes pinned by one engine")
     unused_bytes: int | None = field("selected: budget minus pinned")
     data_parallel_size: int = field("engines")
-    cpu_bytes_all_replicas: int = field("budget x DP")
+    cpu_bytes_all_replicas: int | None = field("budget x DP")
     host: HostSection | None = field("selected: host memory resident")
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True)
@@ -511,6 +511,15 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
     off, par = plan.offload, plan.layout.parallel
     # A release that would not start has no pool: its counts, verdict and host bytes are null, not numbers a
     # pipeline could read as a plan (the old / fixed columns stay: what each formula gives on this layout).
+    budget = plan.layout.offload.cpu_bytes_to_use
+    if budget is None:
+        # No budget: nothing to count. The per-block bytes are the GPU side's (gpu.workers[].bytes_per_block).
+        return OffloadSection(
+            cpu_bytes_to_use=None, cpu_bytes_source=plan.layout.offload.cpu_bytes_source, block_size=off.block_size,
+            block_size_factor=off.block_size_factor, startup_error=off.startup_error, selected=None,
+            errors=dict(off.errors), old=None, fixed=None, out_of_bounds=None, pinned_bytes_per_engine=None,
+            unused_bytes=None, data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=None, host=None,
+            families=None)
     own = family_entry(plan, plan.selected, with_note=with_notes)
     selected = None if off.startup_error else own
     entries = {name: (own if name == plan.selected else family_entry(plan, name, with_note=with_notes))
@@ -522,7 +531,7 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
         out_of_bounds=None if selected is None else selected.out_of_bounds,
         pinned_bytes_per_engine=None if selected is None else selected.pinned_bytes_per_engine,
         unused_bytes=None if selected is None else selected.unused_bytes,
-        data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=off.cpu_bytes_to_use * par.data_parallel_size,
+        data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=budget * par.data_parallel_size,
         host=None if selected is None else selected.host, families=families,
     )
 
@@ -538,7 +547,8 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         kv_cache_size_tokens=None if result.logs is None else result.logs.kv_cache_size_tokens,
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
         startup_error=result.offload.startup_error,
-        offload=None if result.offload.startup_error else family_entry(result, result.selected),
+        offload=None if result.offload.startup_error or result.layout.offload.cpu_bytes_to_use is None
+        else family_entry(result, result.selected),
     )
 
 

@@ -69,7 +69,9 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
         # The same FormulaResult properties the report's entry reads (report.family_entry), without building the
         # whole entry: a sweep row needs ten of its fields.
         r = p.offload.results.get(p.selected)
-        if p.offload.startup_error or r is None:
+        if p.layout.offload.cpu_bytes_to_use is None:
+            row["cpu_bytes_to_use"] = None  # no budget: the GPU columns only
+        elif p.offload.startup_error or r is None:
             row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
         else:
             host = r.host

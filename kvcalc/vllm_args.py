@@ -104,6 +104,9 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
 
     notes += [f"added {c}" for c in changed or []]
     cpu = lay.offload.cpu_bytes_to_use
+    if cpu is None:
+        raise KvcalcError(f"{lay.source}: vllm-args spells the CPU budget: give --cpu-bytes or --kv-offloading-size "
+                          "(or offload.cpu_bytes_to_use)")
     extra: dict = {"cpu_bytes_to_use": cpu}
     if lay.offload.block_size is not None:
         extra["block_size"] = lay.offload.block_size

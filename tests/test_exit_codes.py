@@ -292,3 +292,47 @@ def test_gpt_oss_yaml_and_config_agree_on_head_replication(capsys):
                 os.path.join(ROOT, "tests", "fixtures", "models", "gpt-oss-120b.json")):
         code, out, err = run(capsys, "plan", src, "--tp", "16", "--cpu-bytes", "64G")
         assert code == 2 and "does not replicate heads" in err, (src, err)
+
+
+def test_plan_without_a_cpu_budget_plans_the_gpu_side(capsys, tmp_path):
+    # Dense 32 layers, 40 GiB: 40 GiB // (32 x 65,536 B) = 20,480 GPU blocks; no budget -> CPU figures null.
+    path = tmp_path / "layout.yaml"
+    path.write_text("model:\n  num_layers: 32\n  num_kv_heads: 8\n  head_size: 128\n"
+                    "cache: {max_model_len: 4096, kv_cache_memory: 40GiB}\n")
+    code, out, err = run(capsys, "plan", str(path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["gpu"]["num_blocks"] == 40 * (1 << 30) // (32 * 65536) == 20480
+    assert doc["gpu"]["workers"][0]["bytes_per_block"] == 32 * 65536
+    off = doc["offload"]
+    assert off["cpu_bytes_to_use"] is None and off["selected"] is None and off["host"] is None
+    assert off["old"] is None and off["fixed"] is None and off["out_of_bounds"] is None
+    assert "no CPU budget given" in err
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 0 and "no CPU budget given" in out and "Memory tiers" not in out
+    # What needs a budget says so, exit 2.
+    code, out, err = run(capsys, "plan", str(path), "--check")
+    assert code == 2 and "--check gates a CPU budget" in err
+    code, out, err = run(capsys, "vllm-args", str(path))
+    assert code == 2 and "vllm-args spells the CPU budget" in err
+    # A sweep without a budget axis has the GPU columns only.
+    code, out, err = run(capsys, "sweep", str(path), "--tp", "1,2", "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["gpu_num_blocks"] for r in rows] == [20480, 40960]
+    assert all(r["cpu_blocks_scheduler"] is None and r["error"] is None for r in rows)
+
+
+def test_check_metrics_takes_the_budget_from_the_scrape_when_the_layout_has_none(capsys, tmp_path):
+    # cpu_kv_cache_size_bytes = 3,765 chunks x 18,251,776 B: as a budget it buys the same 3,765 chunks.
+    import yaml
+
+    with open(os.path.join(ROOT, "examples", "kimi-k2.5-eagle3-tp4.yaml")) as fh:
+        data = yaml.safe_load(fh)
+    del data["offload"]
+    path = tmp_path / "kimi.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, out, err = run(capsys, "check", str(path), "--metrics",
+                         os.path.join(ROOT, "tests", "fixtures", "metrics", "kimi-k2.5-eagle3-tp4-v0.33.0.prom"),
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 0, err
+    assert f"cpu_bytes_to_use {3765 * 18251776:,} taken from the scrape" in err
