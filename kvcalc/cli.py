@@ -254,14 +254,12 @@ def init(
     overrides = _layout_overrides(flags)
     top, origin, source = read_input(config, overrides=overrides)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
-    check = dict(top)
-    if not isinstance(check.get("offload"), dict) or not check["offload"]:
-        check["offload"] = {"cpu_bytes_to_use": 0}
-    validate(check, source=source, overrides=overrides)
+    validate(top, source=source, overrides=overrides)
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       "Each comment names the config key a value came from.")
     if "offload" not in top:
-        text += "# offload:\n#   cpu_bytes_to_use: 64GiB  # required by `kvcalc plan`: the CPU budget of one engine\n"
+        text += ("# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without it `kvcalc plan` "
+                 "shows the GPU side only)\n")
     sys.stdout.write(text)
 
 
