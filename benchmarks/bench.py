@@ -203,6 +203,47 @@ def peak_rss() -> dict:
     return {"peak_rss_mb": round(kib / 1024, 1), "target_mb": 40, "ok": kib / 1024 <= 40}
 
 
+def worst_layout() -> dict:
+    """The costliest layout the validator accepts (issue 11: every accepted layout plans in < 2 s and < 200 MB):
+    the most layers (load.MAX_LAYERS), the most PP stages (load.MAX_PP), a different KV head count on every
+    layer (one spec per layer shape, UniformType on every stage), through the CLI as JSON and as a table; and the
+    time to refuse a 10^8-point sweep."""
+    import tempfile
+
+    sys.path.insert(0, ROOT)
+    from kvcalc.load import MAX_LAYERS, MAX_PP
+
+    layout = {"model": {"num_layers": MAX_LAYERS, "num_kv_heads": [1 + i % 7 for i in range(MAX_LAYERS)],
+                        "head_size": 128},
+              "parallel": {"pipeline_parallel_size": MAX_PP},
+              "cache": {"max_model_len": 16, "kv_cache_memory": "80GiB"}, "offload": {"cpu_bytes_to_use": "64G"}}
+    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = {}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(layout, fh)
+    try:
+        path = fh.name.replace(".json", ".yaml")
+        os.rename(fh.name, path)  # JSON is YAML: read as a layout file
+        for fmt in ("json", "table"):
+            cmd = [sys.executable, "-c", code, sys.executable, "-m", "kvcalc", "plan", path, "--format", fmt]
+            secs, kib = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
+            out[fmt] = {"s": round(float(secs), 2), "peak_rss_mb": round(int(kib) / 1024, 1)}
+    finally:
+        os.unlink(path)
+    ten = ",".join(str(i) for i in range(1, 11))
+    hundred = ",".join(str(i) for i in range(1, 101))
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "kvcalc", "sweep", os.path.join(EXAMPLES, "llama-3.1-8b.yaml"),
+                        "--tp", hundred, "--pp", hundred, "--block-size", hundred, "--cpu-bytes", ten,
+                        "--offload-block-size", ten], capture_output=True, cwd=ROOT)
+    out["sweep_1e8_refused_s"] = round(time.perf_counter() - t, 2)
+    out["sweep_1e8_exit"] = r.returncode  # 2: refused before planning
+    out["ok"] = all(v["s"] < 2 and v["peak_rss_mb"] < 200 for k, v in out.items() if isinstance(v, dict))
+    return out
+
+
 def torch_free() -> dict:
     code = ("import sys, io, contextlib, kvcalc.cli as c\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
@@ -232,6 +273,7 @@ def main() -> int:
         "layer_scaling": layer_scaling(seconds / 2),
         "sweep": sweep_10k(),
         "memory": peak_rss(),
+        "worst": worst_layout(),
         "torch": torch_free(),
     }
     if args.json:
@@ -256,8 +298,12 @@ def main() -> int:
         print(f"sweep: {s['points']:,} points in {s['in_process_s']} s in-process, {s['cli_s']} s through the CLI "
               f"(targets 1 s / 2 s) {ok(s)}")
         print(f"peak RSS: {m['peak_rss_mb']} MB (target <= 40) {ok(m)}")
+        w = results["worst"]
+        print(f"worst accepted layout: {w['json']['s']} s / {w['json']['peak_rss_mb']} MB as JSON, {w['table']['s']} s "
+              f"/ {w['table']['peak_rss_mb']} MB as a table (target < 2 s, < 200 MB) {ok(w)}; a 10^8-point sweep "
+              f"refused in {w['sweep_1e8_refused_s']} s")
         print(f"torch imported without --verify: {results['torch']['torch_imported_without_verify']}")
-    keys = ("cold_start", "plans", "layer_scaling", "sweep", "memory", "torch")
+    keys = ("cold_start", "plans", "layer_scaling", "sweep", "memory", "worst", "torch")
     return 0 if all(results[k]["ok"] for k in keys) else 1
 
 

@@ -53,6 +53,12 @@ CACHE_KEYS = (
     "max_model_len", "max_num_batched_tokens", "enable_prefix_caching", "hybrid_kv_cache_manager",
     "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size", "mamba_cache_mode",
 )
+# Bounds on what one plan may cost: the worst layout inside them (per-layer heads, 2,048 layers, 64 PP stages)
+# plans and renders in ~1.5 s and ~35 MB on a 2-core box (benchmarks/README.md); past them the per-layer report
+# alone grows without bound. Real models have at most a few hundred layers and stages.
+MAX_LAYERS = 2048
+MAX_PP = 64
+MAX_DRAFT_LAYERS = 64
 OFFLOAD_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
 VLLM_KEYS = ("version", "platform", "attention_backend", "gpu_arch")
 HOST_KEYS = ("page_size", "pinned_round_threshold_mb")
@@ -365,7 +371,7 @@ def _model(r: _Reader, data: Any) -> ModelLayout:
     m = r.mapping(data, "model", MODEL_KEYS)
     if "num_layers" not in m:
         raise r.fail("model.num_layers", "the number of decoder layers")
-    n = r.int_(m["num_layers"], "model.num_layers", minimum=1, maximum=100_000)
+    n = r.int_(m["num_layers"], "model.num_layers", minimum=1, maximum=MAX_LAYERS)
     name = r.str_(m.get("name", "unnamed model"), "model.name")
     dtype_name = m.get("dtype", "bfloat16")
     if not isinstance(dtype_name, str) or dtype_name not in MODEL_DTYPES:
@@ -464,7 +470,7 @@ def _mamba(r: _Reader, data: Any) -> MambaLayout:
 def _draft(r: _Reader, data: Any, kinds: set) -> DraftLayout:
     d = r.mapping(data, "model.draft", DRAFT_KEYS)
     method = r.choice(d.get("method"), "model.draft.method", DRAFT_METHODS)
-    n = r.int_(d.get("num_layers", 1), "model.draft.num_layers", minimum=1, maximum=1000)
+    n = r.int_(d.get("num_layers", 1), "model.draft.num_layers", minimum=1, maximum=MAX_DRAFT_LAYERS)
     ns = r.int_(d.get("num_speculative_tokens", 1), "model.draft.num_speculative_tokens", minimum=1, maximum=1000)
     if method == "mtp":
         if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
@@ -487,7 +493,7 @@ def _draft(r: _Reader, data: Any, kinds: set) -> DraftLayout:
 def _parallel(r: _Reader, data: Any, model: ModelLayout) -> ParallelLayout:
     p = r.mapping(data, "parallel", PARALLEL_KEYS)
     tp = r.int_(p.get("tensor_parallel_size", 1), "parallel.tensor_parallel_size", minimum=1, maximum=4096)
-    pp = r.int_(p.get("pipeline_parallel_size", 1), "parallel.pipeline_parallel_size", minimum=1, maximum=4096)
+    pp = r.int_(p.get("pipeline_parallel_size", 1), "parallel.pipeline_parallel_size", minimum=1, maximum=MAX_PP)
     dp = r.int_(p.get("data_parallel_size", 1), "parallel.data_parallel_size", minimum=1, maximum=65536)
     if pp > model.num_layers:
         raise r.fail("parallel.pipeline_parallel_size", f"at most model.num_layers ({model.num_layers})", pp)

@@ -54,6 +54,9 @@ def _table(style: Style, title: str, *columns: str, header: bool = True) -> Tabl
     return t
 
 
+TENSOR_ROWS = 12  # per stage: a model with a different page on every layer would print one row per layer
+
+
 def _runs(tensors) -> list[tuple[int, int | None, list[str]]]:
     """Consecutive tensors of one size (page, when sizes are unknown) -> (count, size, layers sharing them)."""
     runs: list[tuple[int, int | None, list[str]]] = []
@@ -121,8 +124,13 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
         title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
                 f"{w.decoder_layers[1] - 1}; each of its {par.tensor_parallel_size} TP rank(s))"
         tt = _table(style, title, "tensors", "size each", "shared by")
-        for count, size, names in _runs(w.tensors):
+        runs = _runs(w.tensors)
+        for count, size, names in runs[:TENSOR_ROWS]:
             tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
+        if len(runs) > TENSOR_ROWS:
+            rest = runs[TENSOR_ROWS:]
+            tt.add_row(f"{sum(c for c, _, _ in rest)} ×", "…", f"{len(rest)} more row(s) of other sizes (the JSON "
+                                                              "lists every tensor)")
         tt.add_row("total", _b(w.total_bytes),
                    f"{_n(w.num_blocks)} blocks × {w.bytes_per_block:,} B per block"
                    + (f" (this stage alone: {w.num_blocks_before_min:,})"

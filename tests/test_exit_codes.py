@@ -336,3 +336,15 @@ def test_check_metrics_takes_the_budget_from_the_scrape_when_the_layout_has_none
                          "--vllm-version", "0.33.0", "--format", "json")
     assert code == 0, err
     assert f"cpu_bytes_to_use {3765 * 18251776:,} taken from the scrape" in err
+
+
+@pytest.mark.parametrize("key, value, limit", [("model.num_layers", 2049, "between 1 and 2048"),
+                                               ("parallel.pipeline_parallel_size", 65, "between 1 and 64")])
+def test_layouts_past_the_cost_bounds_are_refused(capsys, tmp_path, key, value, limit):
+    section, name = key.split(".")
+    data = {"model": {"num_layers": 2048, "num_kv_heads": 8, "head_size": 128}, "cache": {"max_model_len": 16}}
+    data.setdefault(section, {})[name] = value
+    path = tmp_path / "layout.yaml"
+    path.write_text(json.dumps(data))
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2 and key in err and limit in err and f"got {value}" in err
