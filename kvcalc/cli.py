@@ -315,6 +315,8 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
 def vllm_args(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
     fmt: OutputFormat = _format(rich_help_panel="output"),
+    force: bool = typer.Option(False, "--force", help="exit 0 even when kvcalc calls the layout unsafe (out of "
+                                                      "bounds, or vLLM would not start)", rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
@@ -329,15 +331,27 @@ def vllm_args(
     if fmt == "json":
         _print_json(doc)
     else:
-        # A config.json's directory is the model to serve; a layout YAML does not name one.
-        model = shlex.quote(os.path.dirname(loaded.source) or ".") if loaded.source.endswith(".json") else "MODEL"
+        # A model directory's config.json names the model to serve (its directory); any other file does not
+        # (examples/configs/jamba-1.5-mini.json sits among unrelated configs): a placeholder then.
+        if os.path.basename(loaded.source) == "config.json":
+            model = shlex.quote(os.path.dirname(loaded.source) or ".")
+        else:
+            model = "<model>"
+            if loaded.source.endswith(".json"):
+                doc["notes"].append(f"replace <model> with the model to serve ({loaded.source} is not a model "
+                                    "directory's config.json)")
         for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
             if doc[key]:
                 sys.stdout.write(f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
     for n in doc["notes"]:
         _err(f"note: {n}")
-    if not doc["starts"]:
-        raise typer.Exit(1)
+    unsafe = ("vLLM would not start with this layout" if not doc["starts"] else
+              "the scheduler can hand out CPU blocks a worker never allocated (out of bounds)"
+              if doc["out_of_bounds"] else None)
+    if unsafe:
+        _err(f"warning: unsafe: {unsafe}; `kvcalc plan` shows why" + ("" if force else " (--force to exit 0)"))
+        if not force:
+            raise typer.Exit(1)
 
 
 @app.command("size")

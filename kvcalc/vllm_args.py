@@ -135,7 +135,9 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
         notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']}, {shm}; add "
                      "the process's own memory (weights staging, CUDA context, Python: typically a few GiB)")
     return {"vllm_version": b.version, "args_kv_offloading_size": with_gib, "args_kv_transfer_config": with_json,
-            "notes": notes, "starts": plan.offload.startup_error is None, "pod": pod}
+            "notes": notes, "starts": plan.offload.startup_error is None, "pod": pod,
+            "out_of_bounds": bool(plan.offload.results.get(plan.selected)
+                                  and plan.offload.results[plan.selected].out_of_bounds)}
 
 
 def _gi(n: int) -> str:

@@ -307,13 +307,33 @@ def test_piped_table_has_no_box_characters_or_colour(capsys):
     assert '#' in out
 
 
-def test_vllm_args_serves_the_config_directory(capsys):
-    code, out, _ = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), "--tp", "4",
-                       "--cpu-bytes", "64G")
+def test_vllm_args_serves_the_model_directory_only(capsys, tmp_path):
+    # A model directory's config.json names the model (its directory) ...
+    import shutil
+
+    model = tmp_path / "Kimi-K2.5"
+    model.mkdir()
+    shutil.copy(os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), model / "config.json")
+    code, out, _ = run(capsys, "vllm-args", str(model), "--tp", "4", "--cpu-bytes", "64G")
     assert code == 0
-    assert out.startswith(f"vllm serve {os.path.join(EXAMPLES_DIR, 'configs')} ")
+    assert out.startswith(f"vllm serve {model} ")
+    # ... a config among unrelated ones does not (vllm serve would get the folder of examples): a placeholder.
+    code, out, err = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), "--tp", "4",
+                         "--cpu-bytes", "64G")
+    assert code == 0
+    assert out.startswith("vllm serve <model> ")
+    assert "replace <model> with the model to serve" in err
     code, out, _ = run(capsys, "vllm-args", ex("llama-3.1-8b.yaml"))
-    assert out.startswith("vllm serve MODEL ")
+    assert out.startswith("vllm serve <model> ")
+
+
+def test_vllm_args_on_an_unsafe_layout_warns_and_exits_1_unless_forced(capsys):
+    # Vector b2 on 0.19.1: scheduler 3,758 CPU blocks, workers 60 -> out of bounds.
+    code, out, err = run(capsys, "vllm-args", ex("kimi-k2.5-eagle3-tp4.yaml"))
+    assert code == 1 and out.startswith("vllm serve ")
+    assert "warning: unsafe: the scheduler can hand out CPU blocks a worker never allocated" in err
+    code, out, err = run(capsys, "vllm-args", ex("kimi-k2.5-eagle3-tp4.yaml"), "--force")
+    assert code == 0 and "unsafe" in err and "--force to exit 0" not in err
 
 
 def test_output_schema_rejects_documents_that_do_not_match(capsys):
