@@ -375,7 +375,7 @@ def size_cmd(
 
     if [cpu_tokens, cpu_blocks, resident].count(None) != 2:
         raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks or --resident")
-    tokens = None if cpu_tokens is None else _Reader("--cpu-tokens", {}).human_int(cpu_tokens, "value", minimum=1)
+    tokens = None if cpu_tokens is None else _Reader("--cpu-tokens", {}).human_int(cpu_tokens, "", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
     limit = None
@@ -388,9 +388,17 @@ def size_cmd(
     overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
     loaded = load_layout(layout, overrides=overrides)
     rows = size(loaded, tokens=tokens, blocks=cpu_blocks, resident=limit)
+    # The selected release's answer (it stands for its own family) at the top level; every family under `families`.
+    own = next(r for r in rows if r.vllm_version == loaded.vllm_version)
+    if own.startup_error and "more than a budget kvcalc accepts" in own.startup_error:
+        raise KvcalcError(f"{loaded.source}: vLLM {own.vllm_version}: {own.startup_error}")
     if fmt == "json":
+        from .records import to_json
+
+        answer = {k: v for k, v in to_json(own).items() if k != "family"}
         _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
-                     "target_blocks": cpu_blocks, "target_resident_bytes": limit, "families": rows})
+                     "target_blocks": cpu_blocks, "target_resident_bytes": limit, "family": own.family,
+                     **answer, "families": rows})
         return
 
     from .render_table import Style, render_sizing

@@ -339,6 +339,11 @@ def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | 
             t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
             notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
             continue
+        if r.cpu_bytes_to_use is None:  # no budget helps: the note says why
+            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—",
+                      "NO: out of bounds at any budget")
+            notes.append(Text(f"{r.family}: {r.note}"))
+            continue
         t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
                   f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
                   format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"

@@ -42,6 +42,9 @@ class SizeRow:
     note: str | None = field("what to do when no budget helps")
 
 
+MAX_BUDGET = 1 << 62  # load._Reader.size's bound on cpu_bytes_to_use: plan refuses more
+
+
 def _refused(fam: str, version: str, why: str) -> SizeRow:
     return SizeRow(family=fam, vllm_version=version, startup_error=why, cpu_bytes_to_use=None,
                    kv_offloading_size_gib=None, num_blocks=None, unit=None, tokens=None, aligned_bytes=None,
@@ -73,18 +76,25 @@ def _entry(p: Plan, tokens: int | None, blocks: int | None, resident: int | None
         mml = p.layout.cache.max_model_len
         need = cdiv(tokens * sum(per), mml) if per else 0
     cpu = need * worst
-    at = _at(p, cpu).offload.results[fam]
+    unit = "chunks" if r.chunks else "blocks"
     # The scheduler counts C // its own bytes per block; if a worker's are larger, the scheduler's count
     # exceeds the worker's at every budget that gives the worker a block: no budget fixes that.
-    oob_always = r.scheduler.aligned_bytes < max(c.aligned_bytes for c in r.stage_counts)
-    note = None
-    if oob_always:
+    if r.scheduler.aligned_bytes < max(c.aligned_bytes for c in r.stage_counts):
         note = ("no budget fixes the scheduler/worker mismatch: the scheduler always counts more CPU blocks than "
                 "the worst worker allocated (out-of-bounds stores); upgrade to a release of another family or "
                 "change the layout (e.g. drop the UniformType trigger or even out the PP stages)")
+        return SizeRow(family=fam, vllm_version=p.behaviour.version, startup_error=None, cpu_bytes_to_use=None,
+                       kv_offloading_size_gib=None, num_blocks=None, unit=unit, tokens=None, aligned_bytes=worst,
+                       out_of_bounds_at_any_budget=True, resident_bytes_per_node=None, shm_bytes_per_node=None,
+                       note=note)
+    if cpu > MAX_BUDGET:
+        return _refused(fam, p.behaviour.version, f"the target needs {cpu:,} B, more than a budget kvcalc accepts "
+                                                   f"({MAX_BUDGET:,} B, 2^62)")
+    at = _at(p, cpu).offload.results[fam]
+    oob_always, note = False, None
     return SizeRow(family=fam, vllm_version=p.behaviour.version, startup_error=None, cpu_bytes_to_use=cpu,
                    kv_offloading_size_gib=smallest_gib(cpu), num_blocks=need,
-                   unit="chunks" if r.chunks else "blocks", tokens=at.tokens(need) or 0, aligned_bytes=worst,
+                   unit=unit, tokens=at.tokens(need) or 0, aligned_bytes=worst,
                    out_of_bounds_at_any_budget=oob_always, resident_bytes_per_node=at.host.resident_bytes_per_node,
                    shm_bytes_per_node=at.host.shm_bytes_per_node, note=note)
 

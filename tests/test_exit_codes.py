@@ -348,3 +348,33 @@ def test_layouts_past_the_cost_bounds_are_refused(capsys, tmp_path, key, value, 
     path.write_text(json.dumps(data))
     code, out, err = run(capsys, "plan", str(path))
     assert code == 2 and key in err and limit in err and f"got {value}" in err
+
+
+def test_size_answers_for_the_selected_release_at_the_top_level(capsys):
+    # Llama-3.1-8B on its example's 0.22.1, 2M tokens: 2,097,152 / 16 = 131,072 blocks of 32 x 65,536 B = 2 MiB:
+    # 274,877,906,944 B (256 GiB).
+    code, out, err = run(capsys, "size", LLAMA, "--cpu-tokens", "2M", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["vllm_version"], doc["family"]) == ("0.22.1", "fixed")
+    assert doc["num_blocks"] == 2097152 // 16 == 131072
+    assert doc["cpu_bytes_to_use"] == 131072 * 32 * 65536 == 274877906944
+    assert doc["kv_offloading_size_gib"] == 256.0 and doc["tokens"] == 2097152
+    assert [f["family"] for f in doc["families"]] == ["old", "fixed", "packed", "config", "replicated", "single-alloc"]
+
+
+def test_size_prints_no_budget_where_none_helps(capsys):
+    # Vector b2 on 0.19.1 (old): the scheduler's bytes per block (18,284,544) are smaller than the workers'
+    # (1,131,610,112): every budget is out of bounds -> null and the reason.
+    code, out, err = run(capsys, "size", os.path.join(ROOT, "examples", "kimi-k2.5-eagle3-tp4.yaml"),
+                         "--cpu-tokens", "2M", "--format", "json")
+    doc = json.loads(out)
+    assert doc["vllm_version"] == "0.19.1" and doc["cpu_bytes_to_use"] is None and doc["num_blocks"] is None
+    assert doc["out_of_bounds_at_any_budget"] is True and "no budget fixes" in doc["note"]
+
+
+def test_size_refuses_a_target_whose_budget_plan_would_refuse(capsys):
+    # 4 x 10^18 tokens x 2 MiB / 16 is far above the 2^62 B a budget may be.
+    code, out, err = run(capsys, "size", LLAMA, "--cpu-tokens", "4000000000000000000")
+    assert code == 2 and out == ""
+    assert "more than a budget kvcalc accepts (4,611,686,018,427,387,904 B, 2^62)" in err
