@@ -612,12 +612,45 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+PANELS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
+
+
+def _grouped_command_class():
+    """typer's plain (non-rich) help lists every option in one block; kvcalc's commands group them by the panel
+    each option names in the flag table (input, parallelism, cache, offload, release, output, checks)."""
+    from typer.core import TyperCommand
+
+    class GroupedCommand(TyperCommand):
+        def format_options(self, ctx, formatter) -> None:
+            args, groups = [], {}
+            for param in self.get_params(ctx):
+                rv = param.get_help_record(ctx)
+                if rv is None:
+                    continue
+                if param.param_type_name == "argument":
+                    args.append(rv)
+                else:
+                    groups.setdefault(getattr(param, "rich_help_panel", None) or "help", []).append(rv)
+            if args:
+                with formatter.section("Arguments"):
+                    formatter.write_dl(args)
+            order = [p for p in PANELS if p in groups] + sorted(set(groups) - set(PANELS))
+            for panel in order:
+                with formatter.section(f"Options: {panel}"):
+                    formatter.write_dl(groups[panel])
+
+    return GroupedCommand
+
+
 def _app_for(args: list[str]) -> typer.Typer:
     """The full app, or one holding only the command asked for: typer builds every command's parameters
     before it parses, which costs more start-up time than planning the model."""
     commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
     if not args or args[0] not in commands:
         return app  # --help, completion, an unknown command: the full app answers
+    if any(a in ("-h", "--help") for a in args[1:]):
+        # Grouped help, built only when help is asked for (start-up time is a target).
+        commands[args[0]].cls = _grouped_command_class()  # (typer's default: TyperCommand, one block)
     one = typer.Typer(add_completion=False, **APP_SETTINGS)
     one.callback()(_root)
     one.registered_commands.append(commands[args[0]])

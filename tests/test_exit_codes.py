@@ -378,3 +378,15 @@ def test_size_refuses_a_target_whose_budget_plan_would_refuse(capsys):
     code, out, err = run(capsys, "size", LLAMA, "--cpu-tokens", "4000000000000000000")
     assert code == 2 and out == ""
     assert "more than a budget kvcalc accepts (4,611,686,018,427,387,904 B, 2^62)" in err
+
+
+def test_plan_help_groups_its_options(capsys):
+    code, out, err = run(capsys, "plan", "--help")
+    assert code == 0
+    sections = [line.rstrip(":") for line in out.splitlines() if line.startswith("Options: ")]
+    assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "offload", "release", "output",
+                                                   "checks", "help")]
+    # The release help is generated from the read releases (versions.RELEASES), default shown.
+    from kvcalc.versions import DEFAULT_VERSION, RELEASES
+
+    assert f"{RELEASES[0]} to {RELEASES[-1]} (default {DEFAULT_VERSION})" in " ".join(out.split())
