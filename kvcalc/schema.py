@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
+from .load import MAX_DRAFT_LAYERS, MAX_LAYERS, MAX_PP
 from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, PLATFORMS
 from .units import MODEL_DTYPES
 
@@ -26,16 +27,105 @@ def _obj(props: dict, required: tuple = ()) -> dict:
     return {"type": "object", "additionalProperties": False, "properties": props, "required": list(required)}
 
 
+# What each key means, for editors (every key has one: tests/test_pipeline.py walks the schema).
+DESCRIPTIONS = {
+    "schema_version": "layout schema version: 1",
+    "model": "the model: layer kinds and shapes, or hf_config",
+    "model.name": "free text, shown in the report",
+    "model.num_layers": "decoder layers (at most 2,048)",
+    "model.dtype": "model dtype; the KV dtype when cache.kv_cache_dtype is auto",
+    "model.layer_types": "one kind per layer (full_attention, sliding_attention, chunked_attention, mla, mamba, "
+                         "none, full_attention+mamba)",
+    "model.layer_pattern": "kinds repeated cyclically up to num_layers (default: every layer full_attention, or mla "
+                           "with kv_lora_rank)",
+    "model.num_kv_heads": "KV heads of the model before TP: one number, or one per layer",
+    "model.head_size": "head size: one number, or one per layer",
+    "model.head_size_v": "value head size (default head_size): one number, or one per layer",
+    "model.sliding_window": "window of the sliding_attention layers, tokens",
+    "model.attention_chunk_size": "chunk of the chunked_attention layers, tokens",
+    "model.kv_lora_rank": "MLA: latent size (one unsharded head of kv_lora_rank + qk_rope_head_dim)",
+    "model.qk_rope_head_dim": "MLA: rope part of the head",
+    "model.index_head_dim": "DeepSeek-V3.2: the indexer's head next to every mla layer",
+    "model.max_position_embeddings": "default for cache.max_model_len",
+    "model.hf_config": "a Hugging Face config.json to read the model from; keys here override it",
+    "model.kv_head_replication": "false when the model's attention divides KV heads by TP without replicating "
+                                 "(gpt-oss)",
+    "model.mamba": "the Mamba layers' state: kind and that kind's Hugging Face fields",
+    "model.mamba.kind": "mamba1 | mamba2 | gated_delta_net | short_conv | linear_attention",
+    "model.draft": "speculative decoding layers on the last PP stage",
+    "model.draft.method": "eagle | eagle3 (own attention shape) | mtp (the main model's layer shape)",
+    "model.draft.num_layers": "draft layers (at most 64)",
+    "model.draft.num_kv_heads": "eagle/eagle3: the drafter's KV heads",
+    "model.draft.head_size": "eagle/eagle3: the drafter's head size",
+    "model.draft.head_size_v": "eagle/eagle3: the drafter's value head size",
+    "model.draft.num_speculative_tokens": "speculative tokens (Mamba conv state rows, MTP retained tokens)",
+    "model.draft.hf_config": "the drafter's own config.json",
+    "parallel": "parallelism of one engine, and the engines",
+    "parallel.tensor_parallel_size": "TP size",
+    "parallel.pipeline_parallel_size": "PP size (at most 64)",
+    "parallel.data_parallel_size": "DP size: engines, each with its own CPU budget",
+    "parallel.pp_layer_partition": "layers per PP stage, as VLLM_PP_LAYER_PARTITION",
+    "parallel.data_parallel_size_local": "engines on one node (default: every DP replica)",
+    "parallel.distributed_executor_backend": "mp | ray | uni | external_launcher (which multiplies the world size "
+                                             "by DP)",
+    "parallel.nnodes": "nodes one engine spans",
+    "cache": "vLLM's cache config",
+    "cache.block_size": "GPU block size in tokens (default: the attention backend's, 16; 64 for MLA)",
+    "cache.kv_cache_dtype": "KV cache dtype (auto: the model dtype)",
+    "cache.kv_cache_dtype_skip_layers": "layer indices, or sliding_window, kept at the model dtype (0.19.0+)",
+    "cache.kv_cache_memory": "KV cache memory per GPU (one size, or one per worker); without it the GPU block count "
+                             "is not computed",
+    "cache.num_gpu_blocks_override": "GPU blocks instead of the count from memory",
+    "cache.max_model_len": "the longest request, tokens (128K = 131072, 128k = 128000)",
+    "cache.max_num_batched_tokens": "tokens per scheduler step",
+    "cache.enable_prefix_caching": "null: vLLM's default (on; off for models with Mamba layers)",
+    "cache.hybrid_kv_cache_manager": "auto (what vLLM decides for the release) | on | off",
+    "cache.mamba_cache_dtype": "Mamba conv state dtype",
+    "cache.mamba_ssm_cache_dtype": "Mamba SSM state dtype (auto: the conv dtype)",
+    "cache.mamba_block_size": "Mamba block size in tokens",
+    "cache.mamba_cache_mode": "auto | none | align | all (which the release accepts)",
+    "offload": "the native offloading connector's CPU budget (without one the GPU side alone is planned)",
+    "offload.cpu_bytes_to_use": "the CPU budget of one engine",
+    "offload.kv_offloading_size": "the budget as vLLM's --kv-offloading-size: GiB through a float",
+    "offload.block_size": "offloaded block size in tokens, a multiple of the GPU block size",
+    "offload.blocks_per_chunk": "0.26+: GPU blocks per CPU chunk (instead of block_size)",
+    "host": "the host the CPU tier lives on",
+    "host.page_size": "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)",
+    "host.pinned_round_threshold_mb": "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb (torch 2.13+, vLLM 0.27+)",
+    "vllm": "the vLLM release and platform",
+    "vllm.version": "the release, 0.14.0 to 0.33.0 (quoted if it has two parts)",
+    "vllm.platform": "cuda | rocm | xpu",
+    "vllm.attention_backend": "null: vLLM's pick on CUDA (FLASH_ATTN; FLASHMLA for MLA)",
+    "vllm.gpu_arch": "sm90 (H100) | sm100 (B200): the hybrid block's kernel alignment",
+}
+
+
+def _describe(schema: dict, path: str = "") -> dict:
+    """Attach DESCRIPTIONS to every property (a Mamba kind's fields: their Hugging Face name and kinds)."""
+    for key, sub in schema.get("properties", {}).items():
+        full = f"{path}.{key}" if path else key
+        text = DESCRIPTIONS.get(full)
+        if text is None and path == "model.mamba":
+            kinds = [k for k, row in MAMBA_KINDS.items() if key in row.fields + row.optional]
+            text = f"the Hugging Face config field {key} ({', '.join(kinds)})"
+        if text is not None:
+            sub["description"] = text
+        _describe(sub, full)
+    return schema
+
+
 def layout_schema() -> dict:
     mamba_props = {"kind": {"enum": list(MAMBA_KIND_NAMES)}}
     for row in MAMBA_KINDS.values():
         for f in row.fields + row.optional:
             mamba_props[f] = _POS
-    draft = _obj({"method": {"enum": list(DRAFT_METHODS)}, "num_layers": _POS, "num_kv_heads": _POS,
+    draft = _obj({"method": {"enum": list(DRAFT_METHODS)}, "num_layers": {**_POS, "maximum": MAX_DRAFT_LAYERS},
+                  "num_kv_heads": _POS,
                   "head_size": _POS, "head_size_v": _NULL_POS, "num_speculative_tokens": _POS,
                   "hf_config": {"type": "string"}})
     model = _obj({
-        "name": {"type": "string"}, "num_layers": _POS, "dtype": {"enum": list(MODEL_DTYPES)},
+        "name": {"type": "string"}, "num_layers": {**_POS, "maximum": MAX_LAYERS},
+        "dtype": {"enum": list(MODEL_DTYPES)},
         "layer_types": {"type": "array", "items": {"enum": list(LAYER_KINDS)}},
         "layer_pattern": {"type": "array", "minItems": 1, "items": {"enum": list(LAYER_KINDS)}},
         "num_kv_heads": _PER_LAYER, "head_size": _PER_LAYER, "head_size_v": {"anyOf": [_PER_LAYER, {"type": "null"}]},
@@ -46,7 +136,8 @@ def layout_schema() -> dict:
         "mamba": {"type": "object", "additionalProperties": False, "properties": mamba_props, "required": ["kind"]},
         "draft": draft,
     })
-    parallel = _obj({"tensor_parallel_size": _POS, "pipeline_parallel_size": _POS, "data_parallel_size": _POS,
+    parallel = _obj({"tensor_parallel_size": _POS, "pipeline_parallel_size": {**_POS, "maximum": MAX_PP},
+                     "data_parallel_size": _POS,
                      "pp_layer_partition": {"type": "array", "items": _POS},
                      "data_parallel_size_local": _NULL_POS,
                      "distributed_executor_backend": {"enum": list(EXECUTOR_BACKENDS)}, "nnodes": _POS})
@@ -66,18 +157,15 @@ def layout_schema() -> dict:
     vllm = _obj({"version": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?"}, "platform": {"enum": list(PLATFORMS)},
                  "attention_backend": {"anyOf": [{"enum": list(ATTENTION_BACKEND_NAMES)}, {"type": "null"}]},
                  "gpu_arch": {"enum": list(GPU_ARCHS)}})
-    host = _obj({"page_size": {"type": "integer", "minimum": 4096, "maximum": 1 << 30,
-                               "description": "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)"},
-                 "pinned_round_threshold_mb": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}],
-                                               "description": "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb "
-                                                              "(torch 2.13+)"}})
-    return {
+    host = _obj({"page_size": {"type": "integer", "minimum": 4096, "maximum": 1 << 30},
+                 "pinned_round_threshold_mb": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}})
+    return _describe({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "kvcalc-layout-v1",
         "title": "kvcalc layout, schema version 1",
         **_obj({"schema_version": {"const": 1}, "model": model, "parallel": parallel, "cache": cache,
                 "offload": offload, "host": host, "vllm": vllm}, ("model",)),
-    }
+    })
 
 
 def output_schema() -> dict:

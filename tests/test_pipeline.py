@@ -360,3 +360,12 @@ def test_output_schema_rejects_documents_that_do_not_match(capsys):
     for what, bad in bad_docs:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
+
+
+def test_layout_schema_describes_every_key():
+    def walk(node, path=""):
+        for key, sub in node.get("properties", {}).items():
+            full = f"{path}.{key}" if path else key
+            assert sub.get("description"), f"{full} has no description"
+            walk(sub, full)
+    walk(layout_schema())
