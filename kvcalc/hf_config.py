@@ -347,6 +347,18 @@ def _falcon_h1(m: Mapped, cfg: _Cfg) -> None:
     if d_head in (None, "auto"):
         d_head = inter // n_heads
         head_origin = f"mamba intermediate // mamba_n_heads ({inter} // {n_heads})"
+    # transformers 5.24.0 models/falcon_h1/configuration_falcon_h1.py validate_architecture: the class refuses
+    # these, so kvcalc does too instead of planning a state shape the model cannot have.
+    if not isinstance(inter, int) or isinstance(inter, bool) or inter < 1:
+        raise LayoutError(cfg.source, f"{cfg.prefix}mamba_d_ssm", "a positive integer (or null: mamba_expand x "
+                                                                  "hidden_size)", inter)
+    if inter % n_heads:
+        raise LayoutError(cfg.source, f"{cfg.prefix}mamba_n_heads", f"a divisor of the Mamba intermediate size "
+                          f"{inter} ({inter_origin})", n_heads, detail="FalconH1Config: mamba_n_heads must divide it")
+    if not isinstance(d_head, int) or isinstance(d_head, bool) or d_head * n_heads != inter:
+        raise LayoutError(cfg.source, f"{cfg.prefix}mamba_d_head", f"mamba_d_head x mamba_n_heads = the Mamba "
+                          f"intermediate size {inter} ({inter_origin})", d_head,
+                          detail="FalconH1Config: the dimensions for the Mamba head state do not match")
     _mamba_fields(m, cfg, "mamba2", [("mamba_num_heads", "mamba_n_heads"), ("n_groups", "mamba_n_groups"),
                                      ("ssm_state_size", "mamba_d_state"), ("conv_kernel", "mamba_d_conv"),
                                      ("chunk_size", "mamba_chunk_size")])

@@ -390,3 +390,19 @@ def test_plan_help_groups_its_options(capsys):
     from kvcalc.versions import DEFAULT_VERSION, RELEASES
 
     assert f"{RELEASES[0]} to {RELEASES[-1]} (default {DEFAULT_VERSION})" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("change, key, needle", [
+    # transformers 5.24.0 FalconH1Config.validate_architecture: intermediate = mamba_d_ssm (or expand x hidden).
+    ({"mamba_d_ssm": None, "mamba_expand": 2, "mamba_n_heads": 25}, "mamba_n_heads", "a divisor of the Mamba "
+                                                                                      "intermediate size 6144"),
+    ({"mamba_d_head": 64}, "mamba_d_head", "= the Mamba intermediate size 3072"),
+])
+def test_falcon_h1_configs_its_class_refuses_are_refused(capsys, tmp_path, change, key, needle):
+    with open(os.path.join(ROOT, "tests", "fixtures", "hf", "falcon-h1-7b.json")) as fh:
+        cfg = json.load(fh)
+    cfg.update(change)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "1G")
+    assert code == 2 and f"{path}: {key}: expected" in err and needle in err, err
