@@ -166,18 +166,34 @@ class MambaKind:
     mode_all: bool
     single_state: bool  # one state, in the conv dtype (no separate SSM dtype)
     refuses_float32: bool  # vLLM refuses a float32 state for it
+    # Other Hugging Face configs' names for the same fields (state-spaces MambaConfig, Mamba2Config, FalconH1Config),
+    # accepted in a layout and read as the field they name; giving both spellings with two values is refused.
+    aliases: dict = None  # type: ignore[assignment]
 
 
-def _mamba(name: str, module: str, fields: tuple[str, ...], optional: tuple[str, ...], shapes, **flags) -> MambaKind:
-    return MambaKind(name=name, module=module, fields=fields, optional=optional, shapes=shapes, **flags)
+def _mamba(name: str, module: str, fields: tuple[str, ...], optional: tuple[str, ...], shapes, *,
+           aliases: dict | None = None, **flags) -> MambaKind:
+    return MambaKind(name=name, module=module, fields=fields, optional=optional, shapes=shapes,
+                     aliases=aliases or {}, **flags)
 
 
 MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
-    _mamba("mamba1", "mamba", ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"), ("chunk_size",),
-              _mamba1, mode_all=True, single_state=False, refuses_float32=False),
+    # JambaConfig names; transformers MambaConfig: expand, state_size, conv_kernel (intermediate_size = expand x
+    # hidden_size, checked); mamba_ssm's config: d_model, d_state, d_conv.
+    _mamba("mamba1", "mamba", ("hidden_size", "mamba_expand", "mamba_d_state", "mamba_d_conv"),
+              ("chunk_size", "intermediate_size"), _mamba1, mode_all=True, single_state=False, refuses_float32=False,
+              aliases={"expand": "mamba_expand", "state_size": "mamba_d_state", "conv_kernel": "mamba_d_conv",
+                       "d_model": "hidden_size", "d_state": "mamba_d_state", "d_conv": "mamba_d_conv"}),
+    # NemotronHConfig names; Mamba2Config: num_heads, head_dim, state_size; FalconH1Config: mamba_n_heads,
+    # mamba_d_head, mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size, mamba_d_ssm (intermediate).
     _mamba("mamba2", "mixer", ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
               ("chunk_size", "intermediate_size"), _mamba2, mode_all=True, single_state=False,
-              refuses_float32=False),
+              refuses_float32=False,
+              aliases={"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim", "state_size": "ssm_state_size",
+                       "mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim",
+                       "mamba_n_groups": "n_groups", "mamba_d_state": "ssm_state_size",
+                       "mamba_d_conv": "conv_kernel", "mamba_chunk_size": "chunk_size",
+                       "mamba_d_ssm": "intermediate_size"}),
     _mamba("gated_delta_net", "linear_attn",
               ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel_dim"), (), _gated_delta_net, mode_all=False, single_state=False,

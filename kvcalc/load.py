@@ -455,7 +455,15 @@ def _mamba(r: _Reader, data: Any) -> MambaLayout:
     if not isinstance(data, dict):
         raise r.fail("model.mamba", "a mapping", type(data).__name__)
     row = MAMBA_KINDS[r.choice(data.get("kind"), "model.mamba.kind", MAMBA_KIND_NAMES)]
-    r.mapping(data, "model.mamba", ("kind",) + row.fields + row.optional)
+    r.mapping(data, "model.mamba", ("kind",) + row.fields + row.optional + tuple(row.aliases))
+    data = dict(data)
+    for alias, name in row.aliases.items():
+        if data.get(alias) is None:
+            continue
+        if data.get(name) is not None and data[name] != data[alias]:
+            raise r.fail(f"model.mamba.{alias}", f"the value of model.mamba.{name} ({data[name]!r}): both name "
+                         "one field", data[alias])
+        data[name] = data.pop(alias)
     params = []
     for key in row.fields:
         if data.get(key) is None:
@@ -464,6 +472,17 @@ def _mamba(r: _Reader, data: Any) -> MambaLayout:
     for key in row.optional:
         if data.get(key) is not None:
             params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
+    got = dict(params)
+    if row.name == "mamba1" and "intermediate_size" in got and \
+            got["intermediate_size"] != got["mamba_expand"] * got["hidden_size"]:
+        # transformers MambaConfig / JambaConfig: intermediate_size = expand x hidden_size, the state's width.
+        raise r.fail("model.mamba.intermediate_size", f"mamba_expand x hidden_size = "
+                     f"{got['mamba_expand'] * got['hidden_size']}", got["intermediate_size"])
+    if row.name == "mamba2" and "intermediate_size" in got and \
+            got["intermediate_size"] != got["mamba_num_heads"] * got["mamba_head_dim"]:
+        # FalconH1Config.validate_architecture: mamba_d_head x mamba_n_heads == the intermediate size.
+        raise r.fail("model.mamba.intermediate_size", f"mamba_num_heads x mamba_head_dim = "
+                     f"{got['mamba_num_heads'] * got['mamba_head_dim']}", got["intermediate_size"])
     return MambaLayout(kind=row.name, params=tuple(params))
 
 

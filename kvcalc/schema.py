@@ -107,7 +107,9 @@ def _describe(schema: dict, path: str = "") -> dict:
         text = DESCRIPTIONS.get(full)
         if text is None and path == "model.mamba":
             kinds = [k for k, row in MAMBA_KINDS.items() if key in row.fields + row.optional]
-            text = f"the Hugging Face config field {key} ({', '.join(kinds)})"
+            names = sorted({row.aliases[key] for row in MAMBA_KINDS.values() if key in row.aliases})
+            text = (f"the Hugging Face config field {key} ({', '.join(kinds)})" if kinds else
+                    f"another config's name for {' / '.join(names)}")
         if text is not None:
             sub["description"] = text
         _describe(sub, full)
@@ -117,7 +119,7 @@ def _describe(schema: dict, path: str = "") -> dict:
 def layout_schema() -> dict:
     mamba_props = {"kind": {"enum": list(MAMBA_KIND_NAMES)}}
     for row in MAMBA_KINDS.values():
-        for f in row.fields + row.optional:
+        for f in row.fields + row.optional + tuple(row.aliases):
             mamba_props[f] = _POS
     draft = _obj({"method": {"enum": list(DRAFT_METHODS)}, "num_layers": {**_POS, "maximum": MAX_DRAFT_LAYERS},
                   "num_kv_heads": _POS,

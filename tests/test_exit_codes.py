@@ -406,3 +406,39 @@ def test_falcon_h1_configs_its_class_refuses_are_refused(capsys, tmp_path, chang
     path.write_text(json.dumps(cfg))
     code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "1G")
     assert code == 2 and f"{path}: {key}: expected" in err and needle in err, err
+
+
+MAMBA1 = {"kind": "mamba1", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16, "mamba_d_conv": 4}
+
+
+def _jamba(mamba):
+    return {"model": {"num_layers": 8, "num_kv_heads": 8, "head_size": 128,
+                      "layer_pattern": ["mamba"] * 4 + ["full_attention"] + ["mamba"] * 3, "mamba": mamba},
+            "parallel": {"tensor_parallel_size": 2}, "cache": {"max_model_len": 4096, "enable_prefix_caching": True},
+            "offload": {"cpu_bytes_to_use": "16G"}}
+
+
+def test_mamba_fields_under_other_configs_names_mean_the_same(capsys, tmp_path):
+    # transformers MambaConfig spells mamba_expand / mamba_d_state / mamba_d_conv as expand / state_size /
+    # conv_kernel: the same layout, the same plan.
+    outs = []
+    for mamba in (MAMBA1, {"kind": "mamba1", "hidden_size": 4096, "expand": 2, "state_size": 16, "conv_kernel": 4,
+                           "intermediate_size": 8192}):
+        path = tmp_path / "layout.yaml"
+        path.write_text(json.dumps(_jamba(mamba)))
+        code, out, err = run(capsys, "plan", str(path), "--format", "json")
+        assert code == 0, err
+        doc = json.loads(out)
+        outs.append((doc["gpu"]["groups"], doc["offload"]["selected"]["num_blocks_scheduler"]))
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("mamba, key, needle", [
+    ({**MAMBA1, "expand": 3}, "model.mamba.expand", "the value of model.mamba.mamba_expand (2)"),
+    ({**MAMBA1, "intermediate_size": 4096}, "model.mamba.intermediate_size", "mamba_expand x hidden_size = 8192"),
+])
+def test_mamba_fields_that_contradict_are_refused(capsys, tmp_path, mamba, key, needle):
+    path = tmp_path / "layout.yaml"
+    path.write_text(json.dumps(_jamba(mamba)))
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2 and f"{key}: expected" in err and needle in err, err
