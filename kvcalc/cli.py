@@ -187,6 +187,9 @@ def plan(
     report = build_report(p, releases=releases, gates=gates, verify=verified)
     for line in p.notes:
         _err(f"note: {line}")
+    other = _other_unit_reading(loaded, p)
+    if other:
+        _err(f"note: {other}")
     for line in p.warnings:
         _err(f"warning: {line}")
     RENDERERS[fmt](report)
@@ -197,6 +200,30 @@ def plan(
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
         raise StartupRefusal(f"{loaded.source}: {report.error}")
+
+
+def _other_unit_reading(loaded, p) -> str | None:
+    """units.md: a budget in a decimal unit (64GB = 64 x 10^9) gets a note with the binary reading's CPU count
+    when it differs (64GB -> 30,517 blocks; 64GiB would give 32,768), the one vLLM's GiB flag would give."""
+    import re
+
+    from .plan import plan as make_plan
+    from .records import replace
+    from .units import parse_size
+
+    src = loaded.offload.cpu_bytes_source or ""
+    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", src)
+    r = p.offload.results.get(p.selected)
+    if not m or r is None or p.offload.startup_error:
+        return None
+    binary = parse_size(f"{m.group(1)}{m.group(2).upper()}iB")
+    alt = make_plan(replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=binary)))
+    n, n_alt = r.scheduler.num_blocks, alt.offload.results[alt.selected].scheduler.num_blocks
+    if n == n_alt:
+        return None
+    unit = "chunks" if r.chunks else "blocks"
+    return (f"{src.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {unit}; "
+            f"{m.group(1)}{m.group(2).upper()}iB ({binary:,} B) would give {n_alt:,}")
 
 
 def _name_source(e: KvcalcError, source: str) -> None:

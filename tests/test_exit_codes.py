@@ -442,3 +442,14 @@ def test_mamba_fields_that_contradict_are_refused(capsys, tmp_path, mamba, key, 
     path.write_text(json.dumps(_jamba(mamba)))
     code, out, err = run(capsys, "plan", str(path))
     assert code == 2 and f"{key}: expected" in err and needle in err, err
+
+
+def test_a_decimal_budget_gets_the_binary_readings_count(capsys):
+    # units.md: 64GB = 64 x 10^9 B -> 64,000,000,000 // 2,097,152 = 30,517 blocks; 64GiB -> 32,768.
+    code, out, err = run(capsys, "plan", LLAMA, "--cpu-bytes", "64GB", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["offload"]["selected"]["num_blocks_scheduler"] == 64 * 10**9 // 2097152 == 30517
+    assert ("note: 64GB is decimal (64,000,000,000 B) -> 30,517 CPU blocks; 64GiB (68,719,476,736 B) would give "
+            "32,768") in err
+    code, out, err = run(capsys, "plan", LLAMA, "--cpu-bytes", "64GiB", "--format", "json")
+    assert "is decimal" not in err
