@@ -211,7 +211,7 @@ def _other_unit_reading(loaded, p) -> str | None:
     from .records import replace
     from .units import parse_size
 
-    src = loaded.offload.cpu_bytes_source or ""
+    src = (loaded.offload.cpu_bytes_source or "").split(" (")[0]  # "64GB (--cpu-bytes)" -> "64GB"
     m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", src)
     r = p.offload.results.get(p.selected)
     if not m or r is None or p.offload.startup_error:

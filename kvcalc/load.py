@@ -622,10 +622,16 @@ def _offload(r: _Reader, data: Any, model: ModelLayout, cache: CacheLayout, back
                 or gib > 1 << 30:
             raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
                          gib)
-        cpu, src = gib_float_to_bytes(float(gib)), f"--kv-offloading-size {gib} (GiB)"
+        flag = r.flags.get("offload.kv_offloading_size")
+        cpu, src = gib_float_to_bytes(float(gib)), (f"--kv-offloading-size {gib} (GiB)" if flag else
+                                                     f"offload.kv_offloading_size {gib} (GiB)")
     elif has_bytes:
         raw = o["cpu_bytes_to_use"]
+        # What the user wrote (echoed next to the exact count), and where: a flag or the layout's key.
+        flag = r.flags.get("offload.cpu_bytes_to_use")
         cpu, src = r.size(raw, "offload.cpu_bytes_to_use"), str(raw)
+        if flag:
+            src = f"{raw} ({flag})"
     else:
         cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
     block = r.opt_int(o, "block_size", "offload")

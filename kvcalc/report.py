@@ -449,6 +449,17 @@ def _one(values: tuple) -> object:
     return values[0] if len(set(values)) == 1 else list(values)
 
 
+def _layer_kinds_from(lay) -> str:
+    """Where the layer kinds came from: the config key that set them, the default a config implies, or the layout."""
+    prov = dict(lay.provenance)
+    if "model.layer_types" in prov:
+        return prov["model.layer_types"]
+    if prov:  # read from a config.json that states no layer types
+        return ("config: every layer mla (kv_lora_rank is set)" if lay.model.is_mla else
+                "config: every layer full_attention (it states no layer types)")
+    return "layout file"
+
+
 def model_fields(plan: Plan) -> list[ModelField]:
     """The model fields the numbers rest on, with where each came from, for checking against a config."""
     m = plan.layout.model
@@ -577,7 +588,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, object]] | None = None
         model=ModelSection(
             name=lay.model.name, num_layers=lay.model.num_layers, dtype=lay.model.dtype,
             layer_kinds={k.value: n for k, n in sorted(kinds.items())},
-            layer_kinds_from=dict(lay.provenance).get("model.layer_types", "layout file"),
+            layer_kinds_from=_layer_kinds_from(lay),
             fields=model_fields(plan),
             draft=None if lay.model.draft is None else DraftSummary(method=lay.model.draft.method,
                                                                     num_layers=lay.model.draft.num_layers),
