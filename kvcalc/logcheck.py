@@ -11,13 +11,13 @@ import re
 from fractions import Fraction
 from math import ceil, floor
 
-from .errors import KvcalcError
+from .errors import KvcalcError, LayoutError
 from .layout import Layout
 from .plan import plan
 from .records import replace
 from .tensors import log_numbers
 
-_AVAILABLE = re.compile(r"Available KV cache memory:\s*([0-9.]+)\s*GiB")
+_AVAILABLE = re.compile(r"Available KV cache memory:\s*([0-9.,]+)\s*GiB")
 _TOKENS = re.compile(r"\b([A-Z]{2,4}) KV cache size:\s*([0-9,]+)\s*tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for\s*([0-9,]+)\s*tokens per request:\s*([0-9.]+)x")
 _BLOCKS = re.compile(r"num_gpu_blocks(?:\s+is)?\s*[:=]\s*([0-9,]+)")
@@ -25,19 +25,35 @@ _VERSION = re.compile(r"(?:vLLM API server version|LLM engine \(v|vLLM version)\
 MAX_CANDIDATES = 4096
 
 
-def parse(text: str) -> dict:
+_DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{1,6})?")
+_GROUPED = re.compile(r"[0-9]{1,3}(,[0-9]{3}){0,6}|[0-9]{1,21}")  # 602,368 or 602368, at most 10^21
+
+
+def _number(text: str, pattern: re.Pattern, source: str, no: int, what: str) -> str:
+    """A number as vLLM prints it, or a LayoutError naming the log's line (1.2.3 GiB is no number)."""
+    if not pattern.fullmatch(text):
+        raise LayoutError(source, f"line {no}", what, text)
+    return text
+
+
+def parse(text: str, source: str = "<log>") -> dict:
     out: dict = {"available_gib": [], "kv_cache_size_tokens": None, "max_model_len": None, "max_concurrency": None,
                  "num_gpu_blocks": None, "vllm_version": None}
-    for line in text.splitlines():
+    for no, line in enumerate(text.splitlines(), 1):
         if m := _AVAILABLE.search(line):
-            out["available_gib"].append(m.group(1))
+            out["available_gib"].append(_number(m.group(1), _DECIMAL, source, no, "a number of GiB such as 37.79"))
         if (m := _TOKENS.search(line)) and out["kv_cache_size_tokens"] is None:
-            out["kv_cache_size_tokens"] = int(m.group(2).replace(",", ""))
+            out["kv_cache_size_tokens"] = int(_number(m.group(2), _GROUPED, source, no, "a token count such as "
+                                                      "602,368").replace(",", ""))
         if (m := _CONCURRENCY.search(line)) and out["max_concurrency"] is None:
-            out["max_model_len"] = int(m.group(1).replace(",", ""))
-            out["max_concurrency"] = m.group(2)
+            mml = int(_number(m.group(1), _GROUPED, source, no, "a token count such as 131,072").replace(",", ""))
+            if mml < 1:
+                raise LayoutError(source, f"line {no}", "a max_model_len of at least 1 token", m.group(1))
+            out["max_model_len"] = mml
+            out["max_concurrency"] = _number(m.group(2), _DECIMAL, source, no, "a concurrency such as 4.60")
         if (m := _BLOCKS.search(line)) and out["num_gpu_blocks"] is None:
-            out["num_gpu_blocks"] = int(m.group(1).replace(",", ""))
+            out["num_gpu_blocks"] = int(_number(m.group(1), _GROUPED, source, no, "a block count such as "
+                                                "9,412").replace(",", ""))
         if (m := _VERSION.search(line)) and out["vllm_version"] is None:
             out["vllm_version"] = m.group(1)
     return out
@@ -49,7 +65,7 @@ def _blocks_for(layout: Layout, memory: int) -> int | None:
 
 
 def check(layout: Layout, text: str, *, source: str) -> dict:
-    logged = parse(text)
+    logged = parse(text, source)
     if logged["vllm_version"] and layout.vllm_version != logged["vllm_version"]:
         layout = replace(layout, vllm_version=logged["vllm_version"])
     if logged["max_model_len"] is not None and logged["max_model_len"] != layout.cache.max_model_len:

@@ -453,3 +453,17 @@ def test_a_decimal_budget_gets_the_binary_readings_count(capsys):
             "32,768") in err
     code, out, err = run(capsys, "plan", LLAMA, "--cpu-bytes", "64GiB", "--format", "json")
     assert "is decimal" not in err
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("Available KV cache memory: 1.2.3 GiB\n", "line 1: expected a number of GiB such as 37.79, got '1.2.3'"),
+    ("Available KV cache memory: 40.00 GiB\nMaximum concurrency for 0 tokens per request: 2.50x\n",
+     "line 2: expected a max_model_len of at least 1 token, got '0'"),
+    ("GPU KV cache size: 1,2,3,4 tokens\n", "line 1: expected a token count such as 602,368, got '1,2,3,4'"),
+])
+def test_malformed_log_numbers_are_bad_input_naming_the_log_line(capsys, tmp_path, text, needle):
+    log = tmp_path / "vllm.log"
+    log.write_text(text)
+    code, out, err = run(capsys, "check", LLAMA, "--log", str(log))
+    assert code == 2  # was 70 (ValueError, ZeroDivisionError)
+    assert err.strip() == f"kvcalc: error: {log}: {needle}"
