@@ -267,3 +267,51 @@ def test_empty_directory_missing_and_non_mapping(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{'model_type': 'llama'}")
     refusal(str(bad), "--cpu-bytes", "1G", name=str(bad))
+
+
+YAML11_INTS = st.one_of(st.integers(0, 777).map(lambda n: f"0{n:o}"), st.integers(0, 255).map(lambda n: f"0b{n:b}"),
+                        st.integers(0, 255).map(lambda n: f"0x{n:x}"),
+                        st.tuples(st.integers(1, 99), st.integers(0, 59)).map(lambda t: f"{t[0]}:{t[1]:02d}"))
+TEXT_EDITS = st.one_of(
+    st.tuples(st.just("dup"), st.integers(0, 200)),
+    st.tuples(st.just("yaml11"), YAML11_INTS),
+    st.tuples(st.just("escape"), st.sampled_from(["\x1b[31m", "\x1b]0;title\x07", "\x9b", "\r", "\u202e"])),
+    st.tuples(st.just("huge"), st.integers(4301, 20000)),
+)
+
+
+@given(edit=TEXT_EDITS, name=st.sampled_from(sorted(n for n in os.listdir(EXAMPLES_DIR) if n.endswith(".yaml"))))
+def test_hostile_text_edits(edit, name):
+    """Edits a YAML parser reads silently: a line given twice (a repeated key), YAML 1.1 integers (octal, binary,
+    hex, base 60), terminal escape sequences, integers past Python's 4,300-digit limit: one line or a plan."""
+    with open(os.path.join(EXAMPLES_DIR, name)) as fh:
+        lines = fh.read().splitlines()
+    kind, arg = edit
+    numeric = [i for i, line in enumerate(lines) if line.rstrip().split(":")[-1].strip().isdigit()]
+    if kind == "dup":
+        i = arg % len(lines)
+        lines.insert(i, lines[i])
+    elif kind in ("yaml11", "huge") and numeric:
+        i = numeric[hash(str(arg)) % len(numeric)]
+        key = lines[i].rsplit(":", 1)[0]
+        lines[i] = f"{key}: {arg if kind == 'yaml11' else '7' * arg}"
+    elif kind == "escape":
+        lines.insert(1, f'"{arg}key": 1')
+    file = os.path.join(WORK, f"text-{name}")
+    with open(file, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    code, out, err = run_cli("plan", file, "--format", "json")
+    assert "Traceback" not in err and code in (0, 2), (code, err)
+    assert "\x1b" not in err and "\x9b" not in err, err  # escapes are echoed escaped
+    if code == 2 and not out:
+        assert err.count("\n") == 1 and err.startswith(f"kvcalc: error: {file}"), err
+    if kind == "yaml11" and numeric and code == 2 and not out:
+        assert "decimal integer" in err or "expected" in err, err
+    if kind == "huge" and numeric:
+        assert code == 2 and "digits" in err, err
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "layout.yaml"
+    os.mkfifo(fifo)
+    refusal(str(fifo), name=str(fifo))
