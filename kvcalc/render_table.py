@@ -83,6 +83,7 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
                 f"(world {par.world_size}), DP {par.data_parallel_size}")
     out.append(head)
+    out.extend(summary(report, style))
 
     lay = _table(style, "Layout", "", "", header=False)
     lay.add_row("layers", f"{m.num_layers}: {kinds}{draft}")
@@ -147,7 +148,31 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     bars = memory_bars(report, style)
     if bars is not None:
         out.append(bars)
-    out.append(Text(verdict(report)))
+    return out
+
+
+def summary(report: Report, style: Style) -> list[RenderableType]:
+    """The first screen (<= 20 lines at 80 columns): per formula column the CPU counts, the tokens held, the
+    host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
+    off = report.offload
+    out: list[RenderableType] = []
+    if off.cpu_bytes_to_use is not None and not off.startup_error:
+        cols = _columns(report)
+        t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
+
+        def row(label: str, get) -> None:
+            t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
+
+        row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
+        row("CPU blocks/chunks, worst worker", lambda e: min(e.num_blocks_workers))
+        row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
+        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
+        t.add_row("out of bounds", *(("YES" if e.out_of_bounds else "no") if e else "fails at init"
+                                     for _, e, _ in cols))
+        out.append(t)
+    text = verdict(report)
+    unsafe = "UNSAFE" in text or "would not start" in text
+    out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
     return out
 
 

@@ -467,3 +467,16 @@ def test_malformed_log_numbers_are_bad_input_naming_the_log_line(capsys, tmp_pat
     code, out, err = run(capsys, "check", LLAMA, "--log", str(log))
     assert code == 2  # was 70 (ValueError, ZeroDivisionError)
     assert err.strip() == f"kvcalc: error: {log}: {needle}"
+
+
+def test_the_first_screen_at_80_columns_answers_the_question():
+    # Vector b2 on 0.19.1: within 20 lines, the release, both formulas' counts (3,758 / 60 and 3,765 / 3,765),
+    # tokens held, out-of-bounds and the verdict with what to do.
+    r = kvcalc("plan", os.path.join(ROOT, "examples", "kimi-k2.5-eagle3-tp4.yaml"), env={"COLUMNS": "80"})
+    first = r.stdout.decode().splitlines()[:20]
+    text = "\n".join(first)
+    assert all(len(line) <= 80 for line in first)
+    assert "vLLM 0.19.1" in first[0]
+    for needle in ("3,758", "60", "3,765", "CPU tokens held", "out of bounds", "YES", "Verdict: UNSAFE",
+                   "Upgrading to vLLM ≥ 0.20.0"):
+        assert needle in text, needle
