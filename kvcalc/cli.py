@@ -693,9 +693,44 @@ def _quiet_stdout() -> None:
         pass
 
 
+# What kvcalc prints beyond ASCII, and its ASCII spelling for a stream that cannot encode it (a C or latin-1
+# locale): the output stays readable instead of failing with UnicodeEncodeError.
+_ASCII = str.maketrans({"—": "-", "–": "-", "×": "x", "≥": ">=", "≤": "<=", "÷": "/", "█": "#", "…": "...",
+                        "─": "-", "━": "-", "│": "|", "·": ".", "±": "+-", "²": "^2", "→": "->", "’": "'"})
+
+
+class _AsciiStream:
+    """A text stream that writes what its encoding cannot hold in ASCII (_ASCII, then '?')."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text.translate(_ASCII))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _encodable_streams() -> None:
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "—×≥█".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            try:
+                stream.reconfigure(errors="replace")
+            except (AttributeError, ValueError):
+                pass
+            setattr(sys, name, _AsciiStream(stream))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code instead of raising, so errors stay one line."""
     args = sys.argv[1:] if argv is None else argv
+    _encodable_streams()
     try:
         rc = _app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
         if isinstance(rc, int) and not isinstance(rc, bool):

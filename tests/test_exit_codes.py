@@ -480,3 +480,12 @@ def test_the_first_screen_at_80_columns_answers_the_question():
     for needle in ("3,758", "60", "3,765", "CPU tokens held", "out of bounds", "YES", "Verdict: UNSAFE",
                    "Upgrading to vLLM ≥ 0.20.0"):
         assert needle in text, needle
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_encode_the_output_gets_ascii(encoding):
+    r = kvcalc("plan", os.path.join(ROOT, "examples", "kimi-k2.5-eagle3-tp4.yaml"),
+               env={"PYTHONIOENCODING": encoding})
+    assert r.returncode == 0, r.stderr.decode(encoding, "replace")
+    text = r.stdout.decode("ascii")  # raises if anything beyond ASCII got through
+    assert "Upgrading to vLLM >= 0.20.0" in text and "TP 4 x PP 1" in text
