@@ -351,6 +351,10 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     notes: list[str] = []
     kv = resolve_kv_dtype(layout, behaviour)
     kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True)
+    choices = behaviour.block_size_choices
+    if cache.block_size is not None and choices is not None and cache.block_size not in choices:
+        raise LayoutError(src, "cache.block_size", f"one of {', '.join(map(str, choices))} for vLLM "
+                          f"{behaviour.version} (its --block-size choices; any size from 0.18.0)", cache.block_size)
     if cache.kv_cache_dtype_skip_layers and not behaviour.supports_skip_layers:
         raise LayoutError(src, "cache.kv_cache_dtype_skip_layers", f"an empty list for vLLM {behaviour.version}",
                           sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")

@@ -175,6 +175,13 @@ STEPS: dict[str, tuple[Step, ...]] = {
     "sliding_page_uses_head_size_v": (
         Step((0, 0, 0), False, "0.19.1 v1/kv_cache_interface.py: SlidingWindowSpec page 2 * B * H * D * s"),
         Step((0, 20, 0), True, "0.20.0 v1/kv_cache_interface.py: SlidingWindowSpec page B * H * (D + Dv) * s")),
+    # --block-size values the release's argument parser accepts (None: any positive integer).
+    "block_size_choices": (
+        Step((0, 0, 0), (1, 8, 16, 32, 64, 128, 256), "0.17.1 config/cache.py: BlockSize = Literal[1, 8, 16, 32, "
+                                                       "64, 128, 256] (engine/arg_utils.py: the choices of "
+                                                       "--block-size)"),
+        Step((0, 18, 0), None, "0.18.0 config/cache.py: block_size: SkipValidation[int] (no BlockSize Literal); "
+                               "0.26.0: Field(gt=0)")),
     "supports_skip_layers": (
         Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
         Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
@@ -323,6 +330,7 @@ class Behaviour:
     log_family: str
     log_device_prefix: bool
     sliding_page_uses_head_size_v: bool
+    block_size_choices: tuple[int, ...] | None
     supports_skip_layers: bool
     supports_scaled_kv_dtypes: bool
     hybrid_kernel_uses_block_size: bool

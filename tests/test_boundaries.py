@@ -89,6 +89,15 @@ def _(old, new):
         assert g.spec.page_size_bytes == page, version
 
 
+@boundary("block_size_choices", "0.18.0")
+def _(old, new):
+    # 0.17.1's --block-size takes 1, 8, 16, 32, 64, 128 or 256; 0.18.0 any size: block 48 -> 48 x 2 x 8 x 128 x 2 =
+    # 196,608 B a layer's block, 32 layers: 40 GiB // 6,291,456 = 6,826 GPU blocks.
+    with pytest.raises(LayoutError, match="one of 1, 8, 16, 32, 64, 128, 256 for vLLM 0.17.1"):
+        make_plan(DENSE, old, cache={"block_size": 48})
+    assert make_plan(DENSE, new, cache={"block_size": 48}).gpu.num_blocks == 40 * GIB // (32 * 196608) == 6826
+
+
 @boundary("supports_skip_layers", "0.19.0")
 def _(old, new):
     # fp8 with layer 0 skipped: 0.18.1 has no kv_cache_dtype_skip_layers. 0.19.0: layer 0 bf16 65,536 B, 31 fp8
