@@ -167,7 +167,8 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         row("CPU blocks/chunks, worst worker", lambda e: min(e.num_blocks_workers))
         row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
         row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
-        t.add_row("out of bounds", *(("YES" if e.out_of_bounds else "no") if e else "fails at init"
+        red = None if style.plain else "bold red"
+        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
                                      for _, e, _ in cols))
         out.append(t)
     text = verdict(report)
