@@ -112,7 +112,11 @@ def _layout_overrides(flags: dict) -> dict:
 @app.command()
 @layout_flags()
 def plan(
-    layout: str = typer.Argument(..., help="layout YAML (schema v1), a Hugging Face config.json, or its directory"),
+    layout: Optional[str] = typer.Argument(None, help="layout YAML (schema v1), a Hugging Face config.json, or its "
+                                                      "directory; or `-- vllm serve MODEL ...`"),
+    serve: Optional[str] = typer.Option(None, "--serve", help="a `vllm serve MODEL ...` command line, as one string "
+                                        "(MODEL: a directory or a hub id in the local Hugging Face cache)",
+                                        rich_help_panel="input"),
     fmt: OutputFormat = _format("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
@@ -138,7 +142,7 @@ def plan(
 
     overrides = _layout_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
-    loaded = load_layout(layout, overrides=overrides)
+    loaded = _load_input(layout, serve, overrides)
     if check and loaded.offload.cpu_bytes_to_use is None:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
@@ -200,6 +204,23 @@ def plan(
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
         raise StartupRefusal(f"{loaded.source}: {report.error}")
+
+
+def _load_input(layout: str | None, serve: str | None, overrides: dict):
+    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line."""
+    from .load import load_layout
+
+    if (layout is None) == (serve is None):
+        raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
+                          "one of them")
+    if layout is not None:
+        return load_layout(layout, overrides=overrides)
+    from .serve import load_serve, split
+
+    loaded, notes = load_serve(split(serve), overrides=overrides)
+    for n in notes:
+        _err(f"note: {n}")
+    return loaded
 
 
 def _other_unit_reading(loaded, p) -> str | None:
@@ -727,9 +748,21 @@ def _encodable_streams() -> None:
             setattr(sys, name, _AsciiStream(stream))
 
 
+def _serve_tail(args: list[str]) -> list[str]:
+    """`kvcalc plan [opts] -- vllm serve MODEL ...` -> `kvcalc plan [opts] --serve "vllm serve MODEL ..."`."""
+    import shlex
+
+    if "--" in args and args[:1] == ["plan"]:
+        i = args.index("--")
+        tail = args[i + 1:]
+        if tail[:1] in (["vllm"], ["serve"]):
+            return args[:i] + ["--serve", shlex.join(tail)]
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code instead of raising, so errors stay one line."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _serve_tail(list(sys.argv[1:] if argv is None else argv))
     _encodable_streams()
     try:
         rc = _app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)

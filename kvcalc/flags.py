@@ -6,13 +6,10 @@ Pure data and two small helpers; the CLI builds its Typer options from these row
 
 from __future__ import annotations
 
-from .records import record
-
 import os
 from typing import Any
 
 from .records import record
-
 from .units import SIZE_HELP
 from .versions import DEFAULT_VERSION, supported_range
 

@@ -1,0 +1,140 @@
+"""Plans read from a `vllm serve` command line and the local Hugging Face cache (issue 12, parts 1 and 2).
+
+The expected numbers are the examples' own vectors: a serve line that spells a layout must give that layout's plan.
+"""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES_DIR
+from kvcalc.cli import main
+
+HERE = os.path.dirname(__file__)
+SERVE = os.path.join(HERE, "fixtures", "serve")
+CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fake_cache(root, repo: str, config: str, revision: str = "main", commit: str = "0123abcd" * 5) -> str:
+    """The hub client's layout: refs/<revision> holds the commit, snapshots/<commit>/config.json is a symlink
+    into blobs/."""
+    base = root / ("models--" + repo.replace("/", "--"))
+    (base / "refs").mkdir(parents=True, exist_ok=True)
+    (base / "refs" / revision).write_text(commit)
+    (base / "blobs").mkdir(exist_ok=True)
+    blob = base / "blobs" / "cfg-blob"
+    shutil.copy(config, blob)
+    snap = base / "snapshots" / commit
+    snap.mkdir(parents=True, exist_ok=True)
+    os.symlink(blob, snap / "config.json")
+    return str(root)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "hub"
+    fake_cache(root, "moonshotai/Kimi-K2.5", os.path.join(CONFIGS, "kimi-k2.5.json"))
+    fake_cache(root, "org/kimi-eagle3", os.path.join(CONFIGS, "kimi-k2.5-eagle3.json"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(root))
+    return root
+
+
+def test_a_serve_line_from_a_script_plans_vector_b2(capsys, cache):
+    # The fixture spells the kimi-k2.5-eagle3-tp4 layout: 9,412 GPU blocks; 0.19.1 old 3,758 / 60, fixed 3,765.
+    with open(os.path.join(SERVE, "kimi-k2.5-eagle3-tp4.sh")) as fh:
+        line = fh.read()
+    code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", "0.19.1", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["parallel"]["tensor_parallel_size"] == 4
+    assert doc["gpu"]["num_blocks"] == 9412
+    assert doc["offload"]["old"]["num_blocks_scheduler"] == 3758
+    assert doc["offload"]["old"]["num_blocks_workers"] == [60]
+    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 3765
+    assert doc["model"]["draft"] == {"method": "eagle3", "num_layers": 1}
+    assert "--trust-remote-code, --port, --served-model-name" in err
+
+
+def test_the_double_dash_form_equals_the_string_form(capsys, cache):
+    argv = ["vllm", "serve", "moonshotai/Kimi-K2.5", "-tp", "4", "--block-size=64", "--kv-cache-memory-bytes", "40G",
+            "--max-model-len", "128K", "--kv-offloading-size", "64"]
+    code, a, err = run(capsys, "plan", "--format", "json", "--", *argv)
+    assert code == 0, err
+    code, b, err = run(capsys, "plan", "--format", "json", "--serve", " ".join(argv))
+    assert code == 0, err
+    assert json.loads(a) == json.loads(b)
+    # 40G is vLLM's human_readable_int: 40 x 2^30; 128K = 131,072; --kv-offloading-size 64 = 64 GiB.
+    doc = json.loads(a)
+    assert doc["cache"]["kv_cache_memory"] == [40 << 30] and doc["cache"]["max_model_len"] == 131072
+    assert doc["offload"]["cpu_bytes_to_use"] == 64 << 30
+
+
+def test_a_vllm_config_file_under_the_command_line(capsys):
+    # The file says TP 2; the line says TP 4 and wins, as in vLLM.
+    cfg = os.path.join(SERVE, "vllm-config.yaml")
+    model = os.path.join(CONFIGS, "kimi-k2.5.json")
+    code, out, err = run(capsys, "plan", "--format", "json", "--", "vllm", "serve", model, "--config", cfg, "-tp", "4")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["parallel"]["tensor_parallel_size"] == 4
+    assert doc["cache"]["max_model_len"] == 32768 and doc["cache"]["enable_prefix_caching"] is True
+    assert doc["offload"]["cpu_bytes_to_use"] == 64 << 30
+
+
+def test_a_revision_and_a_commit(capsys, tmp_path, monkeypatch):
+    root = tmp_path / "hub"
+    fake_cache(root, "org/model", os.path.join(CONFIGS, "kimi-k2.5.json"), revision="v2", commit="f" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(root))
+    code, out, err = run(capsys, "plan", "--format", "json", "--", "vllm", "serve", "org/model", "--revision", "v2",
+                         "-tp", "4", "--kv-offloading-size", "1")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", "--format", "json", "--", "vllm", "serve", "org/model", "--revision",
+                         "f" * 40, "-tp", "4", "--kv-offloading-size", "1")
+    assert code == 0, err
+
+
+def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
+    from kvcalc.serve import hub_cache_dirs
+
+    assert hub_cache_dirs({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == ["/a"]
+    assert hub_cache_dirs({"HF_HOME": "/b"}) == [os.path.join("/b", "hub")]
+    assert hub_cache_dirs({})[0].endswith(os.path.join(".cache", "huggingface", "hub"))
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["vllm", "serve", "no-such/model"], "tried "),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", "{not json"], "--kv-transfer-config: expected "
+                                                                                     "valid JSON"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--frobnicate", "3"], "--frobnicate: kvcalc does not know"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1"}'],
+     "kvcalc models the native OffloadingConnector"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "-tp", "four"], "-tp: expected an integer, got 'four'"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--max-model-len", "64GB"], "--max-model-len"),
+    (["vllm", "serve"], "a model"),
+])
+def test_bad_serve_lines_are_one_line_exit_2(capsys, cache, argv, needle):
+    code, out, err = run(capsys, "plan", "--", *argv)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kvcalc: error: ") and needle in lines[0], err
+
+
+def test_a_model_not_in_the_cache_names_every_path_and_the_fetch_command(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    code, out, err = run(capsys, "plan", "--", "vllm", "serve", "org/absent")
+    assert code == 2
+    assert str(tmp_path / "empty" / "models--org--absent" / "snapshots" / "main" / "config.json") in err
+    assert "huggingface-cli download org/absent config.json" in err
+
+
+def test_a_layout_and_a_serve_line_are_exclusive(capsys):
+    code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml"), "--serve", "vllm serve x")
+    assert code == 2 and "one of them" in err
