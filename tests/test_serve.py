@@ -138,3 +138,26 @@ def test_a_model_not_in_the_cache_names_every_path_and_the_fetch_command(capsys,
 def test_a_layout_and_a_serve_line_are_exclusive(capsys):
     code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml"), "--serve", "vllm serve x")
     assert code == 2 and "one of them" in err
+
+
+@pytest.mark.parametrize("config", sorted(n for n in os.listdir(CONFIGS) if n.endswith(".json") and "eagle" not in n))
+@pytest.mark.parametrize("version", ["0.19.1", "0.22.1", "0.33.0"])
+def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
+    # What vllm-args prints, fed back as a serve line (MODEL = the config), plans exactly what the config plans.
+    path = os.path.join(CONFIGS, config)
+    flags = ["--tp", "2", "--cpu-bytes", "64G", "--kv-cache-memory", "40GiB", "--max-model-len", "32K",
+             "--enable-prefix-caching", "--vllm-version", version]
+    code, out, err = run(capsys, "plan", path, *flags, "--format", "json")
+    if code != 0:
+        pytest.skip(f"{config} on {version} is refused: {err.strip()[:80]}")
+    direct = json.loads(out)
+    code, out, err = run(capsys, "vllm-args", path, *flags, "--force")
+    assert code == 0, err
+    line = out.splitlines()[-1].replace("<model>", path)  # the --kv-transfer-config spelling: exact bytes
+    code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", version, "--format", "json")
+    assert code == 0, err
+    back = json.loads(out)
+    for key in ("gpu", "cache", "parallel"):
+        assert back[key] == direct[key], key
+    for key in ("selected", "old", "fixed", "host", "startup_error"):
+        assert back["offload"][key] == direct["offload"][key], key
