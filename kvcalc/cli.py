@@ -130,6 +130,10 @@ def plan(
     min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
                                                  help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)",
                                                  rich_help_panel="checks"),
+    memory_log: Optional[str] = typer.Option(None, "--kv-cache-memory-from-log",
+                                             help="a vLLM startup log: the GPU block count its 'Available KV cache "
+                                                  "memory' line (and KV cache size line) pins down",
+                                             rich_help_panel="input"),
     shm_size: Optional[str] = typer.Option(None, "--shm-size",
                                            help=f"--check: the node's or pod's /dev/shm size. SIZE: {SIZE_HELP}",
                                            rich_help_panel="checks"),
@@ -143,6 +147,8 @@ def plan(
     overrides = _layout_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
     loaded = _load_input(layout, serve, overrides)
+    if memory_log is not None:
+        loaded = _gpu_blocks_from_log(loaded, memory_log)
     if check and loaded.offload.cpu_bytes_to_use is None:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
@@ -221,6 +227,29 @@ def _load_input(layout: str | None, serve: str | None, overrides: dict):
     for n in notes:
         _err(f"note: {n}")
     return loaded
+
+
+def _gpu_blocks_from_log(loaded, log: str):
+    """The GPU side of a real start: the block count the log's lines allow (check --log's candidates, the one
+    that reproduces every logged number), as num_gpu_blocks_override; the plan itself keeps the layout's release
+    and max_model_len."""
+    from .load import _read_bytes
+    from .logcheck import check as check_log
+    from .records import replace
+
+    text = _read_bytes(log, "a readable file").decode("utf-8", "replace")
+    if "Available KV cache memory" not in text:
+        raise KvcalcError(f"{log}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
+    probe = replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
+    # The block count is the logged run's: its release and max_model_len (when the log names them) decide which
+    # candidate reproduces the logged lines.
+    result = check_log(probe, text, source=log)
+    lo, hi = result["num_gpu_blocks_range"]
+    n = result["num_gpu_blocks"]
+    pinned = "matched by its KV cache size line" if result["match"] else (
+        f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
+    _err(f"note: {n:,} GPU blocks from {log} ({result['memory']}; {pinned})")
+    return replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=n))
 
 
 def _other_unit_reading(loaded, p) -> str | None:

@@ -109,6 +109,7 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
                         "logged": f"{logged['num_gpu_blocks']:,}", "match": False})
     return {"source": source, "vllm_version": p.behaviour.version, "memory": memory_source,
+            "num_gpu_blocks": p.gpu.num_blocks,
             "num_gpu_blocks_range": [n_lo, n_hi], "rows": rows,
             "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
 

@@ -161,3 +161,27 @@ def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
         assert back[key] == direct[key], key
     for key in ("selected", "old", "fixed", "host", "startup_error"):
         assert back["offload"][key] == direct["offload"][key], key
+
+
+def test_gpu_blocks_from_a_startup_log(capsys, tmp_path):
+    # Vector b2's log: 40.00 GiB allows 9,411..9,413 blocks; "602,368 tokens" (= 9,412 x 64) pins 9,412.
+    log = os.path.join(HERE, "fixtures", "logs", "kimi-k2.5-eagle3-tp4-v0.33.0.log")
+    layout = os.path.join(EXAMPLES_DIR, "kimi-k2.5-eagle3-tp4.yaml")
+    code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", log, "--vllm-version", "0.33.0",
+                         "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["gpu"]["num_blocks"] == 602368 // 64 == 9412
+    assert doc["cache"]["num_gpu_blocks_override"] == 9412 and doc["cache"]["kv_cache_memory"] is None
+    assert "9,412 GPU blocks from" in err and "matched by its KV cache size line" in err
+    # A log with the memory line only: the smallest count its rounding allows, said so.
+    only = tmp_path / "only.log"
+    only.write_text("Available KV cache memory: 40.00 GiB\n")
+    code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", str(only), "--vllm-version", "0.33.0",
+                         "--format", "json")
+    assert code == 0 and json.loads(out)["gpu"]["num_blocks"] == 9411
+    assert "the smallest of 9,411..9,413" in err
+    none = tmp_path / "none.log"
+    none.write_text("INFO nothing\n")
+    code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", str(none))
+    assert code == 2 and "no 'Available KV cache memory' line" in err
