@@ -130,6 +130,10 @@ def plan(
     min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
                                                  help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)",
                                                  rich_help_panel="checks"),
+    k8s: Optional[str] = typer.Option(None, "--k8s", help="a Kubernetes manifest: plan its vLLM container's serve "
+                                      "line; --check gates the pod's memory limit and /dev/shm", rich_help_panel="input"),
+    container: Optional[str] = typer.Option(None, "--container", help="--k8s: the container to plan",
+                                            rich_help_panel="input"),
     memory_log: Optional[str] = typer.Option(None, "--kv-cache-memory-from-log",
                                              help="a vLLM startup log: the GPU block count its 'Available KV cache "
                                                   "memory' line (and KV cache size line) pins down",
@@ -146,6 +150,27 @@ def plan(
 
     overrides = _layout_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
+    grant = None
+    if k8s is not None:
+        import shlex
+
+        from .k8s import read as read_manifest
+
+        if layout is not None or serve is not None:
+            raise KvcalcError("--k8s reads the serve line from the manifest: give no layout or --serve with it")
+        grant = read_manifest(k8s, container=container)
+        if grant.pinned_round_threshold_mb is not None:
+            overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
+                                                                    "PYTORCH_ALLOC_CONF in the manifest"))
+        serve = shlex.join(grant.argv)
+        # The pod's grants are the gates' limits, unless given on the command line.
+        if grant.memory_limit is not None:
+            thresholds.setdefault("host_memory", grant.memory_limit)
+        thresholds.setdefault("shm_size", grant.shm_size_limit)
+        for n in grant.notes:
+            _err(f"note: {n}")
+    elif container is not None:
+        raise KvcalcError("--container picks a container of --k8s FILE")
     loaded = _load_input(layout, serve, overrides)
     if memory_log is not None:
         loaded = _gpu_blocks_from_log(loaded, memory_log)

@@ -1,0 +1,110 @@
+"""Plans read from Kubernetes manifests (issue 12, part 3): the vLLM container's serve line, and gates on what the
+pod grants. Numbers: Kimi-K2.5 (61 MLA layers, page 64 x 576 x 2 = 73,728 B) at TP 4 on 0.33.0 stores each chunk
+once (kv_tp_replicas = 4): 73,728 x 61 = 4,497,408 B (4096-aligned); 64 GiB // that = 15,279 chunks in one
+/dev/shm region of 15,279 x 4,497,408 B."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES_DIR
+from kvcalc.cli import main
+
+HERE = os.path.dirname(__file__)
+K8S = os.path.join(HERE, "fixtures", "k8s")
+REGION = (64 << 30) // 4497408 * 4497408
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def manifest(tmp_path, name, **subst):
+    model = tmp_path / "kimi-k2.5"
+    model.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), model / "config.json")
+    with open(os.path.join(K8S, name)) as fh:
+        text = fh.read().replace("/models/kimi-k2.5", str(model))
+    for old, new in subst.items():
+        text = text.replace(old, new)
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_helm_rendered_deployment(capsys, tmp_path):
+    path = manifest(tmp_path, "deployment-helm.yaml")
+    code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert REGION == 15279 * 4497408
+    sel = doc["offload"]["selected"]
+    assert sel["num_blocks_scheduler"] == 15279 and sel["replicated"] is True
+    assert doc["offload"]["host"]["shm_bytes_per_engine"] == REGION
+    checks = {c["name"]: c for c in doc["checks"]}
+    # The pod's memory limit (96Gi) and /dev/shm sizeLimit (80Gi) are the gates' limits.
+    assert checks["host_memory"]["passed"] and f"{96 << 30:,} B" in checks["host_memory"]["reason"]
+    assert checks["shm"]["passed"]
+    assert doc["parallel"]["tensor_parallel_size"] == 4
+    # PYTORCH_ALLOC_CONF's pinned_max_round_threshold_mb:1024 reaches the plan: on ROCm (private pinned tensors in
+    # 0.33.0) the rounding rule is that threshold.
+    code, out, err = run(capsys, "plan", "--k8s", path, "--platform", "rocm", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["offload"]["host"]["pinned_rounding"] == "threshold:1024"
+
+
+def test_a_pod_that_grants_too_little_fails_its_gates(capsys, tmp_path):
+    path = manifest(tmp_path, "deployment-helm.yaml", **{"sizeLimit: 80Gi": "sizeLimit: 32Gi",
+                                                        "memory: 96Gi": "memory: 48Gi"})
+    code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
+    assert code == 1
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    # 0.33.0's own preflight refuses a region larger than /dev/shm ("Insufficient space in /dev/shm for ...").
+    assert checks["startup"]["passed"] is False and "Insufficient space in /dev/shm" in checks["startup"]["reason"]
+    assert checks["shm"]["passed"] is False
+
+
+def test_leaderworkerset_and_inferenceservice(capsys, tmp_path):
+    # Neither mounts /dev/shm (the next test); --shm-size on the command line overrides the runtime default.
+    for name, limit in (("lws.yaml", 200 * 10 ** 9), ("inferenceservice.yaml", 1 << 40)):
+        path = manifest(tmp_path, name)
+        code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--shm-size", "80G", "--format", "json")
+        assert code == 0, (name, err)
+        doc = json.loads(out)
+        assert doc["offload"]["selected"]["num_blocks_scheduler"] == 15279
+        assert f"{limit:,} B" in {c["name"]: c for c in doc["checks"]}["host_memory"]["reason"], name
+
+
+def test_no_emptydir_at_dev_shm_means_the_runtime_default(capsys, tmp_path):
+    path = manifest(tmp_path, "lws.yaml")
+    code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
+    assert "no emptyDir (medium: Memory) is mounted at /dev/shm" in err
+    # lws.yaml mounts none: 64 MiB, far below the region; 0.33.0 refuses at start-up.
+    assert code == 1 and not {c["name"]: c for c in json.loads(out)["checks"]}["shm"]["passed"]
+
+
+@pytest.mark.parametrize("name, flags, needle", [
+    ("no-vllm.yaml", [], "a container that runs `vllm serve`"),
+    ("deployment-helm.yaml", ["--container", "nope"], "a container named 'nope'"),
+    ("deployment-helm.yaml", ["--container", "sidecar"], "a command that runs `vllm serve`"),
+])
+def test_bad_manifests_are_one_line_exit_2(capsys, tmp_path, name, flags, needle):
+    path = manifest(tmp_path, name)
+    code, out, err = run(capsys, "plan", "--k8s", path, *flags)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_quantities():
+    from kvcalc.k8s import quantity
+
+    assert quantity("96Gi", source="m", key="k") == 96 << 30
+    assert quantity("200G", source="m", key="k") == 200 * 10 ** 9
+    assert quantity("1.5Gi", source="m", key="k") == 3 << 29
+    assert quantity("1e9", source="m", key="k") == 10 ** 9
+    assert quantity(1024, source="m", key="k") == 1024
+    with pytest.raises(Exception, match="a Kubernetes memory quantity"):
+        quantity("100m", source="m", key="k")  # milli: no byte count
