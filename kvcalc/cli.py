@@ -344,21 +344,37 @@ def _report_checks(checks) -> None:
 @app.command()
 @layout_flags()
 def init(
-    config: str = typer.Argument(..., help="a Hugging Face config.json, or its directory"),
+    config: Optional[str] = typer.Argument(None, help="a Hugging Face config.json, or its directory"),
+    serve: Optional[str] = typer.Option(None, "--serve", help="a `vllm serve MODEL ...` line instead: each field's "
+                                        "comment names the flag it came from", rich_help_panel="input"),
     flags: dict = None,
 ) -> None:
-    """Write the layout YAML a config.json maps to, with where each value came from."""
-    from .load import read_input, validate
+    """Write the layout YAML a config.json (or a vllm serve line) maps to, with where each value came from."""
+    from .load import expand, read_input, validate
     from .render_yaml import render
 
-    if not (os.path.isdir(config) or config.endswith(".json")):
-        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json or a directory holding one")
     overrides = _layout_overrides(flags)
-    top, origin, source = read_input(config, overrides=overrides)
+    if (config is None) == (serve is None):
+        raise KvcalcError("kvcalc init reads a config.json (or its directory), or --serve 'vllm serve ...': one of them")
+    if serve is not None:
+        from .serve import SOURCE, parse, split
+
+        base, from_line, notes = parse(split(serve))
+        for n in notes:
+            _err(f"note: {n}")
+        merged = {**from_line, **overrides}
+        top, origin = expand(base, source=SOURCE, overrides=merged)
+        source = SOURCE
+        overrides = merged
+    else:
+        if not (os.path.isdir(config) or config.endswith(".json")):
+            raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json or a directory holding one")
+        top, origin, source = read_input(config, overrides=overrides)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
+    what = "config key (or vllm serve flag)" if serve is not None else "config key"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
-                                      "Each comment names the config key a value came from.")
+                                      f"Each comment names the {what} a value came from.")
     if "offload" not in top:
         text += ("# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without it `kvcalc plan` "
                  "shows the GPU side only)\n")

@@ -185,3 +185,21 @@ def test_gpu_blocks_from_a_startup_log(capsys, tmp_path):
     none.write_text("INFO nothing\n")
     code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", str(none))
     assert code == 2 and "no 'Available KV cache memory' line" in err
+
+
+def test_init_from_a_serve_line_plans_what_the_line_plans(capsys, tmp_path):
+    line = (f"vllm serve {os.path.join(CONFIGS, 'kimi-k2.5.json')} -tp 4 --block-size 64 --kv-cache-memory-bytes 40G "
+            "--max-model-len 32K --kv-offloading-size 64")
+    code, text, err = run(capsys, "init", "--serve", line)
+    assert code == 0, err
+    assert "tensor_parallel_size: 4  # -tp" in text and "kv_offloading_size: 64.0  # --kv-offloading-size" in text
+    path = tmp_path / "layout.yaml"
+    path.write_text(text)
+    code, a, err = run(capsys, "plan", str(path), "--format", "json")
+    assert code == 0, err
+    code, b, err = run(capsys, "plan", "--serve", line, "--format", "json")
+    assert code == 0, err
+    a, b = json.loads(a), json.loads(b)
+    for key in ("gpu", "cache", "parallel"):
+        assert a[key] == b[key], key
+    assert a["offload"]["selected"] == b["offload"]["selected"]
