@@ -254,6 +254,17 @@ def _load_input(layout: str | None, serve: str | None, overrides: dict):
     return loaded
 
 
+def _pod_block(pod: dict) -> str:
+    """The container's resources and the /dev/shm volume a pod needs for one engine's CPU tier (YAML to paste);
+    the memory limit still needs the process's own memory on top (weights staging, CUDA context, Python)."""
+    lines = ["# the CPU tier's share; add the process's own memory (a few GiB) to the limit",
+             "resources:", "  limits:", f"    memory: {pod['memory_limit']}"]
+    if pod["shm_size_limit"]:
+        lines += ["volumeMounts:", "  - {name: dshm, mountPath: /dev/shm}",
+                  "volumes:", f"  - {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {pod['shm_size_limit']}}}}}"]
+    return "\n".join(lines) + "\n"
+
+
 def _gpu_blocks_from_log(loaded, log: str):
     """The GPU side of a real start: the block count the log's lines allow (check --log's candidates, the one
     that reproduces every logged number), as num_gpu_blocks_override; the plan itself keeps the layout's release
@@ -435,6 +446,8 @@ def vllm_args(
     fmt: OutputFormat = _format(rich_help_panel="output"),
     force: bool = typer.Option(False, "--force", help="exit 0 even when kvcalc calls the layout unsafe (out of "
                                                       "bounds, or vLLM would not start)", rich_help_panel="output"),
+    k8s: bool = typer.Option(False, "--k8s", help="also print the pod's resources block: memory limit and the "
+                                                  "/dev/shm emptyDir, in Gi", rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
@@ -461,6 +474,8 @@ def vllm_args(
         for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
             if doc[key]:
                 sys.stdout.write(f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
+        if k8s and doc["pod"]:
+            sys.stdout.write(_pod_block(doc["pod"]))
     for n in doc["notes"]:
         _err(f"note: {n}")
     unsafe = ("vLLM would not start with this layout" if not doc["starts"] else

@@ -108,3 +108,18 @@ def test_quantities():
     assert quantity(1024, source="m", key="k") == 1024
     with pytest.raises(Exception, match="a Kubernetes memory quantity"):
         quantity("100m", source="m", key="k")  # milli: no byte count
+
+
+def test_vllm_args_prints_the_pod_block(capsys):
+    # DeepSeek-V3 TP 4 on 0.33.0, 64 GiB: stored once, 15,279 chunks x 4,497,408 B = 68,715,896,832 B, just under
+    # 64 Gi: the region and the memory limit are 64Gi (whole Gi, rounded up).
+    import yaml
+
+    code, out, err = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "deepseek-v3-tp4.yaml"), "--vllm-version",
+                         "0.33.0", "--k8s")
+    assert code == 0, err
+    block = yaml.safe_load("\n".join(line for line in out.splitlines() if not line.startswith("vllm serve")))
+    assert -(-REGION // (1 << 30)) == 64
+    assert block["resources"]["limits"]["memory"] == "64Gi"
+    assert block["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]
+    assert block["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
