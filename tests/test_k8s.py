@@ -123,3 +123,25 @@ def test_vllm_args_prints_the_pod_block(capsys):
     assert block["resources"]["limits"]["memory"] == "64Gi"
     assert block["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]
     assert block["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+
+
+@pytest.mark.parametrize("kind", ["StatefulSet", "Job", "DaemonSet"])
+def test_other_workload_kinds_hold_the_same_pod_template(capsys, tmp_path, kind):
+    path = manifest(tmp_path, "deployment-helm.yaml", **{"kind: Deployment": f"kind: {kind}"})
+    code, out, err = run(capsys, "plan", "--k8s", path, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["offload"]["selected"]["num_blocks_scheduler"] == 15279
+
+
+def test_a_bare_pod(capsys, tmp_path):
+    # The Deployment's pod template as a Pod of its own.
+    import yaml
+
+    with open(manifest(tmp_path, "deployment-helm.yaml")) as fh:
+        docs = list(yaml.safe_load_all(fh))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "kimi"}, "spec": docs[1]["spec"]["template"]["spec"]}
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    code, out, err = run(capsys, "plan", "--k8s", str(path), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["offload"]["selected"]["num_blocks_scheduler"] == 15279
