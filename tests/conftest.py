@@ -93,3 +93,12 @@ def layer_names(n, start=0, module="self_attn.attn"):
 def runs(specs: dict):
     """{vLLM layer name: spec} -> the runs the pipeline stages carry."""
     return runs_from_names(specs)
+
+
+def run(capsys, *argv):
+    """One CLI call in-process: (exit code, stdout, stderr)."""
+    from kvcalc.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

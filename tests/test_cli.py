@@ -8,17 +8,12 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLES_DIR
+from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import OUTPUT_FORMATS, RENDERERS, main
 
 GIB = 1 << 30
 EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.yaml")))
 
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *args):

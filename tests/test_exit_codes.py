@@ -6,16 +6,12 @@ import os
 
 import pytest
 
+from conftest import run
 from kvcalc.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 L4 = os.path.join(ROOT, "examples", "llama-4-scout-tp4.yaml")
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_connector_startup_failure_is_exit_2_with_the_document_on_stdout(capsys):

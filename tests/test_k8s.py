@@ -9,18 +9,13 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES_DIR
+from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
 
 HERE = os.path.dirname(__file__)
 K8S = os.path.join(HERE, "fixtures", "k8s")
 REGION = (64 << 30) // 4497408 * 4497408
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def manifest(tmp_path, name, **subst):

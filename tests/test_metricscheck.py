@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import EXAMPLES_DIR as EXAMPLES
+from conftest import EXAMPLES_DIR as EXAMPLES, run
 from kvcalc.cli import main
 from kvcalc.errors import LayoutError
 from kvcalc.load import load_layout
@@ -21,11 +21,6 @@ HERE = os.path.dirname(__file__)
 METRICS = os.path.join(HERE, "fixtures", "metrics")
 KIMI = os.path.join(EXAMPLES, "kimi-k2.5-eagle3-tp4.yaml")
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_scrape_matches_vector_b2(capsys):

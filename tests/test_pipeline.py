@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import EXAMPLES_DIR
+from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
 from kvcalc.schema import layout_schema, output_schema
 
@@ -20,11 +20,6 @@ LOGS = os.path.join(os.path.dirname(__file__), "fixtures", "logs")
 def ex(name):
     return os.path.join(EXAMPLES_DIR, name)
 
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ------------------------------------------------------------------ --check: exit codes and gates

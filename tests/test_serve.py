@@ -9,18 +9,13 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES_DIR
+from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
 
 HERE = os.path.dirname(__file__)
 SERVE = os.path.join(HERE, "fixtures", "serve")
 CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def fake_cache(root, repo: str, config: str, revision: str = "main", commit: str = "0123abcd" * 5) -> str:
