@@ -103,8 +103,6 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
             break
     n_best, rows = best
     p = base if n_best == n_lo else plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_best)))
-    best = (p, rows)
-    p, rows = best
     if logged["num_gpu_blocks"] is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
                         "logged": f"{logged['num_gpu_blocks']:,}", "match": False})

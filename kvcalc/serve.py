@@ -51,21 +51,23 @@ BOOL_FLAGS: dict[str, tuple[str, Any, Any]] = {  # flag -> (path, value when giv
     "--disable-hybrid-kv-cache-manager": ("cache.hybrid_kv_cache_manager", "off", "on"),
 }
 JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--hf-overrides")
-# Flags that do not change the KV cache or the offload pool: accepted, listed in a note.
-IGNORED = frozenset((
-    "--host", "--port", "--served-model-name", "--trust-remote-code", "--tokenizer", "--tokenizer-mode",
-    "--api-key", "--uvicorn-log-level", "--disable-log-requests", "--enable-log-requests", "--disable-log-stats",
-    "--enable-chunked-prefill", "--no-enable-chunked-prefill", "--max-num-seqs", "--seed", "--quantization", "-q",
-    "--enforce-eager", "--swap-space", "--load-format", "--chat-template", "--tool-call-parser",
-    "--enable-auto-tool-choice", "--reasoning-parser", "--limit-mm-per-prompt", "--max-logprobs",
-    "--enable-expert-parallel", "--compilation-config", "-O", "--cuda-graph-sizes", "--generation-config",
-    "--override-generation-config", "--enable-lora", "--max-loras", "--max-lora-rank", "--lora-modules",
-    "--async-scheduling", "--scheduling-policy", "--kv-events-config", "--disable-custom-all-reduce",
-    "--tokenizer-revision", "--code-revision", "--response-role", "--ssl-keyfile", "--ssl-certfile",
-    "--allowed-origins", "--root-path", "--middleware", "--max-parallel-loading-workers", "--worker-cls",
-    "--disable-fastapi-docs", "--enable-prompt-tokens-details", "--enable-force-include-usage",
-    "--enable-server-load-tracking", "--api-server-count", "--data-parallel-address", "--data-parallel-rpc-port",
-    "--data-parallel-start-rank", "--headless", "--node-rank", "--master-addr", "--master-port",
+# Flags that do not change the KV cache or the offload pool: accepted, listed in a note. Switches take no value.
+IGNORED_SWITCHES = frozenset((
+    "--trust-remote-code", "--disable-log-requests", "--enable-log-requests", "--disable-log-stats",
+    "--enable-chunked-prefill", "--enforce-eager", "--enable-auto-tool-choice", "--enable-expert-parallel",
+    "--enable-lora", "--async-scheduling", "--disable-custom-all-reduce", "--disable-fastapi-docs",
+    "--enable-prompt-tokens-details", "--enable-force-include-usage", "--enable-server-load-tracking", "--headless",
+))
+IGNORED = IGNORED_SWITCHES | frozenset((
+    "--host", "--port", "--served-model-name", "--tokenizer", "--tokenizer-mode", "--api-key",
+    "--uvicorn-log-level", "--no-enable-chunked-prefill", "--max-num-seqs", "--seed", "--quantization", "-q",
+    "--swap-space", "--load-format", "--chat-template", "--tool-call-parser", "--reasoning-parser",
+    "--limit-mm-per-prompt", "--max-logprobs", "--compilation-config", "-O", "--cuda-graph-sizes",
+    "--generation-config", "--override-generation-config", "--max-loras", "--max-lora-rank", "--lora-modules",
+    "--scheduling-policy", "--kv-events-config", "--tokenizer-revision", "--code-revision", "--response-role",
+    "--ssl-keyfile", "--ssl-certfile", "--allowed-origins", "--root-path", "--middleware",
+    "--max-parallel-loading-workers", "--worker-cls", "--api-server-count", "--data-parallel-address",
+    "--data-parallel-rpc-port", "--data-parallel-start-rank", "--node-rank", "--master-addr", "--master-port",
     "--gpu-memory-utilization", "--cpu-offload-gb", "--kv-offloading-backend", "--revision", "--download-dir",
     "--model", "--config",
 ))
@@ -130,18 +132,7 @@ def _number(text: str) -> bool:
 
 
 def _takes_value(name: str) -> bool:
-    if name in BOOL_FLAGS or name.startswith("--no-") or name in ("--enforce-eager", "--trust-remote-code",
-                                                                   "--enable-chunked-prefill", "--disable-log-requests",
-                                                                   "--enable-auto-tool-choice", "--headless",
-                                                                   "--enable-expert-parallel", "--enable-lora",
-                                                                   "--disable-log-stats", "--async-scheduling",
-                                                                   "--disable-custom-all-reduce",
-                                                                   "--disable-fastapi-docs", "--enable-log-requests",
-                                                                   "--enable-prompt-tokens-details",
-                                                                   "--enable-force-include-usage",
-                                                                   "--enable-server-load-tracking"):
-        return False
-    return True
+    return not (name in BOOL_FLAGS or name in IGNORED_SWITCHES or name.startswith("--no-"))
 
 
 def _config_file(path: str) -> list[tuple[str, str | None]]:

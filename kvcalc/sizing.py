@@ -91,12 +91,11 @@ def _entry(p: Plan, tokens: int | None, blocks: int | None, resident: int | None
         return _refused(fam, p.behaviour.version, f"the target needs {cpu:,} B, more than a budget kvcalc accepts "
                                                    f"({MAX_BUDGET:,} B, 2^62)")
     at = _at(p, cpu).offload.results[fam]
-    oob_always, note = False, None
     return SizeRow(family=fam, vllm_version=p.behaviour.version, startup_error=None, cpu_bytes_to_use=cpu,
                    kv_offloading_size_gib=smallest_gib(cpu), num_blocks=need,
                    unit=unit, tokens=at.tokens(need) or 0, aligned_bytes=worst,
-                   out_of_bounds_at_any_budget=oob_always, resident_bytes_per_node=at.host.resident_bytes_per_node,
-                   shm_bytes_per_node=at.host.shm_bytes_per_node, note=note)
+                   out_of_bounds_at_any_budget=False, resident_bytes_per_node=at.host.resident_bytes_per_node,
+                   shm_bytes_per_node=at.host.shm_bytes_per_node, note=None)
 
 
 def _largest_under(p: Plan, worst: int, limit: int) -> int:
