@@ -214,12 +214,15 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
         if draft.get("hf_config") is not None:
             from .hf_config import map_draft
 
-            path = _config_path(r, draft.pop("hf_config"), "model.draft.hf_config", base_dir)
+            # Provenance names the file as the layout spells it (relative to the layout): the resolved
+            # absolute path differs per checkout and made the same plan print differently in each clone.
+            written = draft.pop("hf_config")
+            path = _config_path(r, written, "model.draft.hf_config", base_dir)
             method = draft.get("method")
             mapped_draft, draft_origin = map_draft(read_json(path), source=path,
                                                    method=method if isinstance(method, str) else None)
             draft = {**mapped_draft, **draft}
-            origin.update({k: f"drafter config {path}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
+            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
                            or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
         if draft.get("method") == "mtp" and draft.get("num_layers") is None:
             if not nextn:

@@ -45,3 +45,25 @@ def test_golden_numbers_are_the_vectors():
     text = rendered("kimi-k2.5-eagle3-tp4.yaml")
     for number in ("9,412", "602,368", "4.60x", "3,758", "3,765", "YES ids 60–3,757", "1,131,610,112"):
         assert number in text
+
+
+def test_output_does_not_depend_on_where_the_checkout_is(tmp_path):
+    # CI clones the repository elsewhere: a plan of the same files must print the same table there (the drafter's
+    # provenance once named the absolute config path, so the table wrapped differently in a longer checkout).
+    import shutil
+
+    deep = tmp_path / ("a-much-longer-checkout-directory-name" * 2) / "examples"
+    shutil.copytree(EXAMPLES_DIR, deep)
+    name = "kimi-k2.5-from-config-eagle3-tp4.yaml"
+
+    def table(directory):
+        report = replace(build_report(plan(load_layout(os.path.join(directory, name)))), source=name)
+        buf = io.StringIO()
+        console = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False)
+        for item in render(report):
+            console.print(item)
+        return buf.getvalue()
+
+    here, there = table(EXAMPLES_DIR), table(str(deep))
+    assert "drafter config configs/kimi-k2.5-eagle3.json: num_hidden_layers" in here
+    assert here == there
