@@ -103,10 +103,36 @@ def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
     return lambda fn: _FlagCommand(fn, exclude, lists)
 
 
-def _layout_overrides(flags: dict) -> dict:
+def _split_overrides(flags: dict) -> tuple[dict, dict]:
+    """(LMCache's own config sources as offload.lmcache.* overrides, the flags' overrides): a serve line's
+    kv_connector_extra_config goes between the two, as LMCache applies it after its file and environment."""
     from .flags import overrides
 
-    return overrides(flags)
+    own = overrides(flags)
+    config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))
+    if config is None and not env and env_file is None:
+        return {}, own
+    from .lmcache_input import overrides as lmcache_sources
+    from .lmcache_input import read_env_file
+
+    environ: dict[str, str] = {}
+    label = "environment"
+    if env:
+        environ.update(os.environ)
+    if env_file is not None:
+        environ.update(read_env_file(env_file))
+        label = env_file if not env else f"environment and {env_file}"
+    base, notes = lmcache_sources(config_file=config, environ=environ, env_label=label)
+    for n in notes:
+        _err(f"note: {n}")
+    which = "--lmcache-config" if config is not None else "--lmcache-env" if env else "--lmcache-env-file"
+    base.setdefault("offload.backend", ("lmcache", which))
+    return base, own
+
+
+def _layout_overrides(flags: dict) -> dict:
+    base, own = _split_overrides(flags)
+    return {**base, **own}
 
 
 @app.command()
@@ -148,7 +174,7 @@ def plan(
     from .plan import plan as make_plan
     from .report import build_report
 
-    overrides = _layout_overrides(flags)
+    base, overrides = _split_overrides(flags)
     thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
     grant = None
     if k8s is not None:
@@ -169,12 +195,20 @@ def plan(
         thresholds.setdefault("shm_size", grant.shm_size_limit)
         for n in grant.notes:
             _err(f"note: {n}")
+        if grant.lmcache_env:
+            # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
+            from .lmcache_input import overrides as lmcache_sources
+
+            pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
+            base = {**pod_env, **base}
+            for n in pod_notes:
+                _err(f"note: {n}")
     elif container is not None:
         raise KvcalcError("--container picks a container of --k8s FILE")
-    loaded = _load_input(layout, serve, overrides)
+    loaded = _load_input(layout, serve, overrides, base)
     if memory_log is not None:
         loaded = _gpu_blocks_from_log(loaded, memory_log)
-    if check and loaded.offload.cpu_bytes_to_use is None:
+    if check and loaded.offload.cpu_bytes_to_use is None and loaded.offload.backend == "native":
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
     try:
@@ -237,18 +271,19 @@ def plan(
         raise StartupRefusal(f"{loaded.source}: {report.error}")
 
 
-def _load_input(layout: str | None, serve: str | None, overrides: dict):
-    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line."""
+def _load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
+    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line.
+    `base`: LMCache's file and environment (a serve line's kv_connector_extra_config overrides them)."""
     from .load import load_layout
 
     if (layout is None) == (serve is None):
         raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
                           "one of them")
     if layout is not None:
-        return load_layout(layout, overrides=overrides)
+        return load_layout(layout, overrides={**(base or {}), **overrides})
     from .serve import load_serve, split
 
-    loaded, notes = load_serve(split(serve), overrides=overrides)
+    loaded, notes = load_serve(split(serve), overrides=overrides, base=base)
     for n in notes:
         _err(f"note: {n}")
     return loaded

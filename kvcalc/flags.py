@@ -11,6 +11,7 @@ from typing import Any
 
 from .records import record
 from .units import SIZE_HELP
+from .lmcache_releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .versions import DEFAULT_VERSION, supported_range
 
 # Help groups, in the order `--help` shows them.
@@ -103,19 +104,34 @@ LAYOUT_FLAGS: tuple[Flag, ...] = (
          "offload", sweep=True),
     _flag("blocks_per_chunk", ("--blocks-per-chunk",), "offload.blocks_per_chunk", int,
          "0.26+: GPU blocks per CPU chunk", "offload"),
+    _flag("offload_backend", ("--offload-backend",), "offload.backend", str,
+          "native (vLLM's OffloadingConnector, default) | lmcache (LMCacheConnectorV1: LMCache's pool per rank)",
+          "offload"),
+    _flag("lmcache_version", ("--lmcache-version",), "offload.lmcache.version", str,
+          f"LMCache release whose rules apply, {LMCACHE_RELEASES[0]} - {LMCACHE_RELEASES[-1]} (default "
+          f"{DEFAULT_LMCACHE_VERSION})", "offload"),
+    # LMCache's own config sources: no single layout key (lmcache_input.py turns them into offload.lmcache.* keys,
+    # in LMCache's precedence); each implies --offload-backend lmcache.
+    _flag("lmcache_config", ("--lmcache-config",), "", str,
+          "an LMCache config YAML (what LMCACHE_CONFIG_FILE names); LMCACHE_* variables override it", "offload"),
+    _flag("lmcache_env", ("--lmcache-env",), "", bool,
+          "read LMCACHE_* variables (and LMCACHE_CONFIG_FILE) from this process's environment", "offload"),
+    _flag("lmcache_env_file", ("--lmcache-env-file",), "", str,
+          "read LMCACHE_* variables from a .env-style file (NAME=VALUE lines)", "offload"),
     _flag("draft_config", ("--draft-config",), "model.draft.hf_config", str, "an EAGLE/EAGLE3 drafter's config.json",
          "input"),
     _flag("speculative", ("--speculative",), "model.draft.method", str, "eagle | eagle3 | mtp", "input"),
 )
 FLAGS: dict[str, Flag] = {f.name: f for f in LAYOUT_FLAGS}
 SWEEP_AXES: tuple[Flag, ...] = tuple(f for f in LAYOUT_FLAGS if f.sweep)
+LMCACHE_SOURCES = ("lmcache_config", "lmcache_env", "lmcache_env_file")
 
 
 def overrides(values: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     """Flag values -> {layout key path: (value, the flag that set it)}; unset flags (None) are left out."""
     out = {}
     for name, raw in values.items():
-        if raw is None:
+        if raw is None or not FLAGS[name].path:
             continue
         flag = FLAGS[name]
         out[flag.path] = (flag.value(raw), flag.named)

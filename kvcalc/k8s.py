@@ -26,6 +26,7 @@ class PodGrant:
     shm_mounted: bool  # an emptyDir is mounted at /dev/shm at all
     pinned_round_threshold_mb: int | None  # PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb
     notes: list
+    lmcache_env: dict  # the container's LMCACHE_* variables with a literal value (what LMCache reads)
 
 
 # Kubernetes quantities (apimachinery resource.Quantity): binary Ki Mi Gi Ti Pi Ei, decimal k M G T P E, exponent
@@ -163,11 +164,17 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
                     shm_limit = quantity(empty["sizeLimit"], source=path, key=f"volumes.{mount.get('name')}"
                                                                                ".emptyDir.sizeLimit")
     threshold, notes = None, []
+    lmcache_env: dict = {}
     for env in c.get("env") or []:
         if isinstance(env, dict) and env.get("name") == "PYTORCH_ALLOC_CONF" and isinstance(env.get("value"), str):
             m = re.search(r"pinned_max_round_threshold_mb:([0-9]+)", env["value"])
             if m:
                 threshold = int(m.group(1))
+        if isinstance(env, dict) and isinstance(env.get("name"), str) and env["name"].startswith("LMCACHE_"):
+            if isinstance(env.get("value"), (str, int, float)) and not isinstance(env.get("value"), bool):
+                lmcache_env[env["name"]] = str(env["value"])
+            else:
+                notes.append(f"{env['name']} has no literal value (valueFrom): not read")
     if not mounted:
         # containerd's CRI and Docker give a container a 64 MiB /dev/shm unless a memory-backed emptyDir is mounted.
         shm_limit = DEFAULT_SHM
@@ -177,4 +184,4 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
         shm_limit = memory  # a memory-backed emptyDir without sizeLimit is bounded by the pod's memory
 
     return PodGrant(source=where, argv=argv, memory_limit=memory, shm_size_limit=shm_limit, shm_mounted=mounted,
-                    pinned_round_threshold_mb=threshold, notes=notes)
+                    pinned_round_threshold_mb=threshold, notes=notes, lmcache_env=lmcache_env)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
+from .lmcache_releases import DEFAULT_LMCACHE_VERSION
 from .records import field, record
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
@@ -17,6 +18,7 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
+OFFLOAD_BACKENDS = ("native", "lmcache")
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -191,11 +193,42 @@ class CacheLayout:
 
 
 @record
+class LMCacheLayout:
+    """The LMCache config the connector reads, after LMCache's own precedence (file < LMCACHE_* environment <
+    vLLM's kv_connector_extra_config "lmcache.*"), values as LMCache converts them (lmcache_releases.py)."""
+
+    version: str = DEFAULT_LMCACHE_VERSION
+    chunk_size: int = 256
+    local_cpu: bool = True
+    max_local_cpu_size: float = 5.0  # GiB per rank: LMCache pins int(x * 1024**3) bytes
+    save_only_first_rank: bool | None = None  # extra_config; None: LMCache's default (the model uses MLA)
+    first_rank_max_local_cpu_size: float | None = None  # extra_config; None: max_local_cpu_size
+    pinned_align_bytes: int | None = None  # extra_config local_cpu.pinned_align_bytes; None: 4096
+    local_disk: str | None = None
+    max_local_disk_size: float = 0.0
+    use_layerwise: bool = False
+    local_cpu_use_hugepages: bool = False
+    lookup_server_worker_ids: tuple[int, ...] | None = None
+    enable_controller: bool = False
+    lmcache_worker_ids: tuple[int, ...] | None = None
+    lazy_allocator: bool = False  # 0.3.10-0.3.12 would use the lazy allocator (refused at planning)
+    # Set through vLLM's --kv-offloading-backend lmcache: vLLM builds the connector config from
+    # --kv-offloading-size (GiB for the whole engine) as the selected release does (lmcache.py).
+    via_vllm_flag: bool = False
+    kv_offloading_size: float | None = None
+    ignored: tuple[str, ...] = ()  # LMCache keys given that do not change the CPU pool
+    notes: tuple[str, ...] = ()  # what validation set aside (the native connector's keys a flag made unused)
+    provenance: tuple[tuple[str, str], ...] = ()  # (LMCache key, where its value came from)
+
+
+@record
 class OffloadLayout:
     cpu_bytes_to_use: int | None  # None: no budget given (the GPU side is planned, CPU counts are not)
     cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
+    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
+    lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
 
 
 @record

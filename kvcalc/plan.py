@@ -10,6 +10,7 @@ from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .kinds import LayerKind
 from .layout import Layout
+from .lmcache import LMCachePlan, check_hma, plan_lmcache
 from .records import record, replace
 from .offload import OffloadPlan, OffloadSettings, plan_offload
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
@@ -27,6 +28,7 @@ class Plan:
     gpu: GpuPlan
     logs: LogNumbers | None
     offload: OffloadPlan
+    lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool
     notes: tuple[str, ...]  # informational, for stderr
     warnings: tuple[str, ...]  # things the user should act on, for stderr
 
@@ -87,7 +89,14 @@ def plan_gpu(layout: Layout) -> GpuStage:
     if model.attention_chunk_size and LayerKind.CHUNKED in model.kinds and model.draft \
             and model.draft.method in ("eagle", "eagle3"):
         wants_off = "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
-    hma, why = decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=wants_off)
+    if layout.offload.backend == "lmcache":
+        check_hma(layout.cache.hybrid_kv_cache_manager, behaviour.version)
+        hma, why = False, ("disabled by the user (--disable-hybrid-kv-cache-manager)"
+                           if layout.cache.hybrid_kv_cache_manager == "off" else
+                           "off: vLLM turns the hybrid manager off for LMCache's connector (it does not implement "
+                           "SupportsHMA)")
+    else:
+        hma, why = decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=wants_off)
     layer_plan = build_layers(layout, behaviour)
     grouping = group_layers(layer_plan.runs, hma_enabled=hma, threshold=behaviour.group_threshold)
     gpu = build_gpu_plan(
@@ -124,10 +133,15 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
     )
     families = (behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula)
+    if layout.offload.backend == "lmcache":
+        families = ()  # the native connector is not configured: LMCache's pool is planned instead
     off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=families,
                        budget_given=layout.offload.cpu_bytes_to_use is not None)
     notes = list(layer_plan.notes)
-    if layout.offload.cpu_bytes_to_use is None:
+    lmc = plan_lmcache(layout, behaviour) if layout.offload.backend == "lmcache" else None
+    if lmc is not None:
+        notes += lmc.notes
+    elif layout.offload.cpu_bytes_to_use is None:
         notes.append("no CPU budget given (--cpu-bytes, --kv-offloading-size or offload.cpu_bytes_to_use): the GPU "
                      "side is planned with the offloading connector configured; CPU counts are null")
     if layer_plan.block_size_note:
@@ -140,7 +154,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     if behaviour.warning:
         warnings.append(behaviour.warning)
     warnings += gpu.warnings
-    warnings += off.warnings
+    warnings += off.warnings if lmc is None else lmc.warnings
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     sel = off.results.get(behaviour.formula)
     if sel is not None and sel.out_of_bounds:
@@ -150,7 +164,8 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
             f"that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores"
         )
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
-                grouping=grouping, gpu=gpu, logs=logs, offload=off, notes=tuple(notes), warnings=tuple(warnings))
+                grouping=grouping, gpu=gpu, logs=logs, offload=off, lmcache=lmc, notes=tuple(notes),
+                warnings=tuple(warnings))
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:

@@ -210,8 +210,49 @@ def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
     return cols
 
 
+def _lmcache_table(report: Report, style: Style) -> RenderableType:
+    lc = report.offload.lmcache
+    head = (f"LMCache {lc.lmcache_version} CPU pool ({lc.connector}): chunk {lc.chunk_size} tokens, "
+            f"max_local_cpu_size {lc.max_local_cpu_size:g} GiB per rank")
+    if not lc.modelled:
+        return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
+                                                    "LMCache server: not modelled", style="bold"))
+    t = _table(style, head, "", *(f"stage {st.pp_rank}" for st in lc.stages))
+
+    def row(label: str, get) -> None:
+        t.add_row(label, *(get(st) for st in lc.stages))
+
+    row("layers in a chunk (+ drafter)", lambda st: f"{st.num_layers}" + (f" + {st.draft_layers}" if st.draft_layers
+                                                                           else ""))
+    row("K/V × heads × head size × bytes", lambda st: f"{st.kv_size} × {st.num_kv_heads} × {st.head_size} × "
+                                                    f"{st.dtype_bytes}")
+    row("bytes per chunk (aligned)", lambda st: f"{st.chunk_bytes:,} ({st.chunk_bytes_aligned:,})")
+    row("storing ranks", lambda st: str(st.storing_ranks))
+    row("chunks per storing rank", lambda st: _n(st.chunks_per_rank))
+    row("tokens per storing rank", lambda st: _n(st.tokens_per_rank))
+    e = _table(style, "LMCache, one engine", "", "", header=False)
+    e.add_row("storing ranks", f"{lc.storing_ranks} of {report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size}"
+              + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
+    e.add_row("pool per storing rank", _b(lc.pool_bytes_per_storing_rank))
+    if lc.first_rank is not None:
+        e.add_row("pool of rank 0", f"{_b(lc.first_rank.pool_bytes)}: {lc.first_rank.chunks:,} chunks, "
+                                    f"{lc.first_rank.tokens:,} tokens")
+    e.add_row("pool, engine", _b(lc.pool_bytes_per_engine))
+    e.add_row("host bytes resident, engine", _b(lc.resident_bytes_per_engine))
+    e.add_row("host bytes resident, node", _b(lc.resident_bytes_per_node))
+    e.add_row("CPU tokens held (every stage)", _n(lc.tokens_per_engine))
+    if lc.disk_bytes_per_rank:
+        e.add_row("local disk per storing rank", f"{_b(lc.disk_bytes_per_rank)}: {lc.disk_chunks_per_rank:,} chunks")
+    if lc.vllm_flag is not None:
+        e.add_row("from vLLM's flag", f"--kv-offloading-size {lc.vllm_flag.kv_offloading_size:g} -> "
+                                      f"max_local_cpu_size {lc.vllm_flag.max_local_cpu_size:g} per rank")
+    return Group(t, e)
+
+
 def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
+    if off.lmcache is not None:
+        return _lmcache_table(report, style)
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")
@@ -283,6 +324,15 @@ def verdict(report: Report) -> str:
     """The comparison in words, for the selected release."""
     off = report.offload
     v = report.vllm_version
+    if off.lmcache is not None:
+        lc = off.lmcache
+        if not lc.modelled:
+            return (f"Verdict: vLLM {v} hands LMCache offloading to the multi-process connector; its pool is the "
+                    "LMCache server's (not modelled).")
+        return (f"Verdict: LMCache {lc.lmcache_version} pins {_b(lc.pool_bytes_per_engine)} per engine on "
+                f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each"
+                + (", rank 0 alone" if lc.save_only_first_rank and lc.storing_ranks == 1 else "")
+                + f") and holds {lc.tokens_per_engine:,} tokens.")
     if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
     if off.cpu_bytes_to_use is None:

@@ -248,9 +248,92 @@ class FamilyEntry:
 
 
 @record
-class OffloadSection:
-    """The native offloading connector's CPU pool."""
+class LMCacheStageEntry:
+    """One PP stage's ranks under LMCache (its TP ranks are alike)."""
 
+    pp_rank: int = field("pipeline stage")
+    num_layers: int = field("the target's layers on this stage")
+    draft_layers: int = field("drafter layers LMCache adds to the chunk (sized like the target's)")
+    kv_size: int = field("2: K and V; 1: MLA's latent")
+    num_kv_heads: int = field("KV heads per rank (1 for MLA)")
+    head_size: int = field("head size (kv_lora_rank + qk_rope_head_dim for MLA)")
+    dtype_bytes: int = field("bytes per element (get_kv_cache_torch_dtype)")
+    chunk_bytes: int = field("one chunk: kv_size x layers x chunk_size x heads x head_size x dtype bytes")
+    chunk_bytes_aligned: int = field("what a chunk takes in the pool (4096-aligned; per layer with use_layerwise)")
+    chunks_per_rank: int = field("chunks a storing rank's pool holds (0 when this stage's ranks store nothing)")
+    tokens_per_rank: int = field("chunks x chunk_size (0 with local_cpu false)")
+    storing_ranks: int = field("this stage's ranks that allocate a pool")
+
+
+@record
+class LMCacheFirstRank:
+    """Rank 0 with save_only_first_rank and first_rank_max_local_cpu_size: a pool of its own size."""
+
+    pool_bytes: int = field("int(first_rank_max_local_cpu_size x 1024^3)")
+    chunks: int = field("chunks it holds")
+    tokens: int = field("tokens it holds")
+
+
+@record
+class LMCacheVllmFlag:
+    """vLLM's --kv-offloading-backend lmcache on the selected release."""
+
+    kv_offloading_size: float = field("--kv-offloading-size, GiB for the engine")
+    connector: str = field("the connector vLLM configures")
+    max_local_cpu_size: float | None = field("what LMCache receives per rank (size / (TP x PP)); null: nothing "
+                                             "(0.23.0+: the multi-process connector)")
+
+
+@record
+class LMCacheSection:
+    """LMCache's CPU pool (offload.backend lmcache): per rank, as LMCache sizes it."""
+
+    lmcache_version: str = field("the LMCache release whose rules apply")
+    connector: str = field("LMCacheConnectorV1 | LMCacheMPConnector")
+    modelled: bool = field("false: the multi-process connector's pool lives in the LMCache server (not modelled)")
+    chunk_size: int = field("tokens per chunk")
+    use_mla: bool = field("the model uses MLA (one latent per token, replicated on every TP rank)")
+    save_only_first_rank: bool = field("only rank 0 (and lookup/worker ids) store, as LMCache settles it")
+    local_cpu: bool = field("the CPU tier serves hits (false: the pool is only a staging buffer)")
+    use_layerwise: bool = field("chunks stored per layer")
+    max_local_cpu_size: float = field("GiB per rank (LMCache: int(x x 1024^3) bytes)")
+    first_rank_max_local_cpu_size: float | None = field("rank 0's own GiB with save_only_first_rank")
+    alignment: int = field("bytes each chunk object is aligned to")
+    stages: list[LMCacheStageEntry] = field("one per PP stage")
+    storing_ranks: int | None = field("ranks of one engine that allocate a pool")
+    storing_rank_ids: list[int] = field("their ranks (PP x TP order)")
+    pool_bytes_per_storing_rank: int | None = field("int(max_local_cpu_size x 1024^3)")
+    first_rank: LMCacheFirstRank | None = field("rank 0's pool when first_rank_max_local_cpu_size sets it")
+    pool_bytes_per_engine: int | None = field("all storing ranks of one engine")
+    pool_bytes_all_replicas: int | None = field("x DP")
+    resident_bytes_per_engine: int | None = field("pinned by cudaHostAlloc: whole host pages (2 MiB hugepages)")
+    resident_bytes_per_node: int | None = field("the engines on one node, or the node with the most")
+    tokens_per_engine: int | None = field("tokens every stage holds (rank 0's with save_only_first_rank)")
+    disk_bytes_per_rank: int | None = field("int(max_local_disk_size x 1024^3) with local_disk")
+    disk_chunks_per_rank: int | None = field("disk bytes // aligned chunk bytes")
+    vllm_flag: LMCacheVllmFlag | None = field("set through --kv-offloading-backend lmcache: what vLLM passes")
+    config_from: dict[str, str] = field("LMCache key -> where its value came from")
+
+
+@record
+class BackendEntry:
+    """One backend's CPU tier for --compare-backends."""
+
+    backend: str = field("native | lmcache")
+    pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
+    resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
+    resident_bytes_per_node: int | None = field("the node's")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
+    unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
+    tokens_per_unit: int | None = field("tokens per CPU block/chunk")
+    startup_error: str | None = field("why it would not start, or null")
+
+
+@record
+class OffloadSection:
+    """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
+
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)")
     cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
@@ -268,6 +351,9 @@ class OffloadSection:
     host: HostSection | None = field("selected: host memory resident")
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True)
+    lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
+    backends: list[BackendEntry] | None = field("with --compare-backends: native and LMCache side by side",
+                                                omit_if_none=True)
 
 
 @record
@@ -517,8 +603,45 @@ def gpu_section(plan: Plan) -> GpuSection:
     )
 
 
-def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, FamilyEntry] | None = None
-                    ) -> OffloadSection:
+def lmcache_section(plan: Plan) -> LMCacheSection | None:
+    lc = plan.lmcache
+    if lc is None:
+        return None
+    m = lc.modelled
+    dp = plan.layout.parallel.data_parallel_size
+
+    def known(value):
+        return value if m else None
+
+    flag = lc.vllm_flag
+    return LMCacheSection(
+        lmcache_version=lc.version, connector=lc.connector, modelled=m, chunk_size=lc.chunk_size, use_mla=lc.use_mla,
+        save_only_first_rank=lc.save_only_first_rank, local_cpu=lc.local_cpu, use_layerwise=lc.use_layerwise,
+        max_local_cpu_size=lc.max_local_cpu_size, first_rank_max_local_cpu_size=lc.first_rank_max_local_cpu_size,
+        alignment=lc.alignment,
+        stages=[LMCacheStageEntry(
+            pp_rank=st.pp_rank, num_layers=st.num_layers, draft_layers=st.draft_layers, kv_size=st.kv_size,
+            num_kv_heads=st.num_kv_heads, head_size=st.head_size, dtype_bytes=st.dtype_bytes,
+            chunk_bytes=st.chunk_bytes, chunk_bytes_aligned=st.chunk_bytes_aligned, chunks_per_rank=st.chunks_per_rank,
+            tokens_per_rank=st.tokens_per_rank, storing_ranks=st.storing_ranks) for st in lc.stages],
+        storing_ranks=known(lc.storing_ranks), storing_rank_ids=list(lc.storing_rank_ids),
+        pool_bytes_per_storing_rank=known(lc.pool_bytes_per_storing_rank),
+        first_rank=None if lc.first_rank is None else LMCacheFirstRank(
+            pool_bytes=lc.first_rank.pool_bytes, chunks=lc.first_rank.chunks, tokens=lc.first_rank.tokens),
+        pool_bytes_per_engine=known(lc.pool_bytes_per_engine),
+        pool_bytes_all_replicas=known(lc.pool_bytes_per_engine * dp),
+        resident_bytes_per_engine=known(lc.resident_bytes_per_engine),
+        resident_bytes_per_node=known(lc.resident_bytes_per_node), tokens_per_engine=known(lc.tokens_per_engine),
+        disk_bytes_per_rank=known(lc.disk_bytes_per_rank), disk_chunks_per_rank=known(lc.disk_chunks_per_rank),
+        vllm_flag=None if flag is None else LMCacheVllmFlag(
+            kv_offloading_size=flag.kv_offloading_size, connector=flag.connector,
+            max_local_cpu_size=flag.max_local_cpu_size),
+        config_from=dict(plan.layout.offload.lmcache.provenance),
+    )
+
+
+def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, FamilyEntry] | None = None,
+                    backends: list[BackendEntry] | None = None) -> OffloadSection:
     off, par = plan.offload, plan.layout.parallel
     # A release that would not start has no pool: its counts, verdict and host bytes are null, not numbers a
     # pipeline could read as a plan (the old / fixed columns stay: what each formula gives on this layout).
@@ -526,16 +649,18 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
     if budget is None:
         # No budget: nothing to count. The per-block bytes are the GPU side's (gpu.workers[].bytes_per_block).
         return OffloadSection(
+            backend=plan.layout.offload.backend,
             cpu_bytes_to_use=None, cpu_bytes_source=plan.layout.offload.cpu_bytes_source, block_size=off.block_size,
             block_size_factor=off.block_size_factor, startup_error=off.startup_error, selected=None,
             errors=dict(off.errors), old=None, fixed=None, out_of_bounds=None, pinned_bytes_per_engine=None,
             unused_bytes=None, data_parallel_size=par.data_parallel_size, cpu_bytes_all_replicas=None, host=None,
-            families=None)
+            families=None, lmcache=lmcache_section(plan), backends=backends)
     own = family_entry(plan, plan.selected, with_note=with_notes)
     selected = None if off.startup_error else own
     entries = {name: (own if name == plan.selected else family_entry(plan, name, with_note=with_notes))
                for name in ("old", "fixed")}
     return OffloadSection(
+        backend=plan.layout.offload.backend, lmcache=None, backends=backends,
         cpu_bytes_to_use=off.cpu_bytes_to_use, cpu_bytes_source=plan.layout.offload.cpu_bytes_source,
         block_size=off.block_size, block_size_factor=off.block_size_factor, startup_error=off.startup_error,
         selected=selected, errors=dict(off.errors), old=entries["old"], fixed=entries["fixed"],
@@ -564,7 +689,7 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
 
 
 def build_report(plan: Plan, *, releases: list[tuple[str, object]] | None = None, gates=None,
-                 verify: VerifySection | None = None) -> Report:
+                 verify: VerifySection | None = None, backends: list[BackendEntry] | None = None) -> Report:
     """The report, built once. `releases` (from plan.compare) adds the comparison; `gates` is a callable
     (gpu section, offload section, parallel section) -> checks, evaluated on the sections before assembly."""
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
@@ -578,7 +703,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, object]] | None = None
             if isinstance(e, PlannedRelease) and e.offload is not None:
                 families[e.family] = _with_version(e.offload, e.vllm_version)
     gpu = gpu_section(plan)
-    offload = offload_section(plan, families=families)
+    offload = offload_section(plan, families=families, backends=backends)
     parallel = ParallelSection(tensor_parallel_size=par.tensor_parallel_size,
                                pipeline_parallel_size=par.pipeline_parallel_size,
                                data_parallel_size=par.data_parallel_size, world_size=par.world_size)

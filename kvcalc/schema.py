@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
 from .load import MAX_DRAFT_LAYERS, MAX_LAYERS, MAX_PP
-from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, PLATFORMS
+from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_BACKENDS, PLATFORMS
+from .lmcache_releases import LMCACHE_RELEASES
 from .units import MODEL_DTYPES
 
 _INT = {"type": "integer", "minimum": 0}
@@ -84,7 +85,31 @@ DESCRIPTIONS = {
     "cache.mamba_ssm_cache_dtype": "Mamba SSM state dtype (auto: the conv dtype)",
     "cache.mamba_block_size": "Mamba block size in tokens",
     "cache.mamba_cache_mode": "auto | none | align | all (which the release accepts)",
-    "offload": "the native offloading connector's CPU budget (without one the GPU side alone is planned)",
+    "offload": "the CPU offload pool: the native offloading connector's budget (without one the GPU side alone is "
+               "planned), or LMCache's config",
+    "offload.backend": "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)",
+    "offload.lmcache": "backend lmcache: LMCache config keys under their LMCache names (any key the release "
+                       "defines; those that do not change the CPU pool are listed in a note)",
+    "offload.lmcache.version": "the LMCache release whose rules apply (0.3.10 - 0.5.6; default 0.5.6)",
+    "offload.lmcache.chunk_size": "tokens per chunk (LMCache's default 256)",
+    "offload.lmcache.local_cpu": "the CPU tier serves hits (false: the pool is only a staging buffer)",
+    "offload.lmcache.max_local_cpu_size": "GiB of pinned host memory PER RANK (LMCache: int(x * 1024**3) bytes); "
+                                          "default 5",
+    "offload.lmcache.local_disk": "a directory (or comma-separated directories) for the disk tier",
+    "offload.lmcache.max_local_disk_size": "GiB of disk per rank",
+    "offload.lmcache.use_layerwise": "store every layer of a chunk as its own object",
+    "offload.lmcache.local_cpu_use_hugepages": "0.4.6+: pin the pool on 2 MiB hugepages",
+    "offload.lmcache.lookup_server_worker_ids": "ranks running a lookup server (with save_only_first_rank they "
+                                                "allocate a pool too)",
+    "offload.lmcache.enable_controller": "start LMCache workers (on lmcache_worker_ids)",
+    "offload.lmcache.lmcache_worker_ids": "ranks with an LMCache worker",
+    "offload.lmcache.extra_config": "LMCache's extra_config mapping",
+    "offload.lmcache.extra_config.save_only_first_rank": "MLA: only rank 0 stores (LMCache's default for MLA "
+                                                          "models)",
+    "offload.lmcache.extra_config.first_rank_max_local_cpu_size": "MLA with save_only_first_rank: rank 0's pool, "
+                                                                   "GiB",
+    "offload.lmcache.extra_config.local_cpu.pinned_align_bytes": "0.3.15+: alignment of each chunk object, a power "
+                                                                 "of two (default 4096)",
     "offload.cpu_bytes_to_use": "the CPU budget of one engine",
     "offload.kv_offloading_size": "the budget as vLLM's --kv-offloading-size: GiB through a float",
     "offload.block_size": "offloaded block size in tokens, a multiple of the GPU block size",
@@ -154,8 +179,20 @@ def layout_schema() -> dict:
         "mamba_ssm_cache_dtype": {"enum": ["auto", *MODEL_DTYPES]},
         "mamba_block_size": _NULL_POS, "mamba_cache_mode": {"enum": list(MAMBA_CACHE_MODES)},
     })
-    offload = _obj({"cpu_bytes_to_use": _SIZE, "kv_offloading_size": {"type": "number", "minimum": 0},
-                    "block_size": _NULL_POS, "blocks_per_chunk": _NULL_POS})
+    gib = {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": r"^\s*[0-9.]+\s*$"}]}
+    flag = {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "1", "0", "True", "False"]}]}
+    ids = {"anyOf": [{"type": "array", "items": _INT}, _INT, {"type": "string"}, {"type": "null"}]}
+    extra = {"type": ["object", "null"], "additionalProperties": True, "properties": {
+        "save_only_first_rank": {"type": "boolean"}, "first_rank_max_local_cpu_size": {"type": "number", "minimum": 0},
+        "local_cpu.pinned_align_bytes": _POS}}
+    lmcache = {"type": "object", "additionalProperties": True, "properties": {
+        "version": {"enum": list(LMCACHE_RELEASES)}, "chunk_size": _POS, "local_cpu": flag, "max_local_cpu_size": gib,
+        "local_disk": {"type": ["string", "null"]}, "max_local_disk_size": gib, "use_layerwise": flag,
+        "local_cpu_use_hugepages": flag, "lookup_server_worker_ids": ids, "enable_controller": flag,
+        "lmcache_worker_ids": ids, "extra_config": extra}}
+    offload = _obj({"backend": {"enum": list(OFFLOAD_BACKENDS)}, "cpu_bytes_to_use": _SIZE,
+                    "kv_offloading_size": {"type": "number", "minimum": 0},
+                    "block_size": _NULL_POS, "blocks_per_chunk": _NULL_POS, "lmcache": lmcache})
     vllm = _obj({"version": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?"}, "platform": {"enum": list(PLATFORMS)},
                  "attention_backend": {"anyOf": [{"enum": list(ATTENTION_BACKEND_NAMES)}, {"type": "null"}]},
                  "gpu_arch": {"enum": list(GPU_ARCHS)}})

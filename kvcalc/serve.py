@@ -68,7 +68,7 @@ IGNORED = IGNORED_SWITCHES | frozenset((
     "--ssl-keyfile", "--ssl-certfile", "--allowed-origins", "--root-path", "--middleware",
     "--max-parallel-loading-workers", "--worker-cls", "--api-server-count", "--data-parallel-address",
     "--data-parallel-rpc-port", "--data-parallel-start-rank", "--node-rank", "--master-addr", "--master-port",
-    "--gpu-memory-utilization", "--cpu-offload-gb", "--kv-offloading-backend", "--revision", "--download-dir",
+    "--gpu-memory-utilization", "--cpu-offload-gb", "--revision", "--download-dir",
     "--model", "--config",
 ))
 # Ignored but worth a word: what it changes that kvcalc takes from elsewhere.
@@ -227,6 +227,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
     notes: list[str] = []
     ignored: list[str] = []
     r = _Reader(SOURCE, {})
+    offloading_backend = "native"
     for name, value in flags:
         if name in VALUE_FLAGS:
             path, kind = VALUE_FLAGS[name]
@@ -250,7 +251,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
             path, on, off = BOOL_FLAGS[base]
             overrides[path] = (on if name == base else off, name)
         elif name == "--kv-transfer-config":
-            _transfer(_json(name, value), overrides)
+            _transfer(_json(name, value), overrides, notes)
         elif name == "--speculative-config":
             _speculative(_json(name, value), overrides, env)
         elif name == "--hf-overrides":
@@ -258,9 +259,9 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
                 raise UnsupportedError(f"{SOURCE}: --hf-overrides: kvcalc does not apply config overrides; edit the "
                                        "config.json (or write a layout YAML) instead")
         elif name == "--kv-offloading-backend":
-            if value not in ("native", None):
-                raise UnsupportedError(f"{SOURCE}: --kv-offloading-backend {value!r}: kvcalc models the native "
-                                       "OffloadingConnector only")
+            if value not in ("native", "lmcache"):
+                raise _fail("--kv-offloading-backend", "native or lmcache (vLLM's choices)", value)
+            offloading_backend = value
         elif name in IGNORED:
             if name in NOTE:
                 notes.append(f"{name}: {NOTE[name]}")
@@ -269,21 +270,34 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
         else:
             raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
                                    "remove it to plan without it")
+    if offloading_backend == "lmcache":
+        # config/vllm.py _post_init_kv_transfer_config: nothing is configured without --kv-offloading-size; with
+        # it, vLLM writes the connector config itself (LMCache's, per release: lmcache.py), replacing any given.
+        if "offload.kv_offloading_size" not in overrides:
+            notes.append("--kv-offloading-backend lmcache without --kv-offloading-size: vLLM configures no offloading")
+        elif overrides.get("offload.backend", (None, ""))[1].startswith("--kv-transfer-config"):
+            raise UnsupportedError(f"{SOURCE}: --kv-offloading-backend lmcache with --kv-offloading-size replaces the "
+                                   "connector --kv-transfer-config names: give one of them")
+        else:
+            overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
     if ignored:
         notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
 
 
-def _transfer(cfg: Any, overrides: dict) -> None:
+def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--kv-transfer-config", "a JSON object", cfg)
     connector = cfg.get("kv_connector")
-    if connector != "OffloadingConnector":
-        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models the native "
-                               "OffloadingConnector")
     extra = cfg.get("kv_connector_extra_config") or {}
     if not isinstance(extra, dict):
         raise _fail("--kv-transfer-config.kv_connector_extra_config", "a JSON object", extra)
+    if connector == "LMCacheConnectorV1":
+        _lmcache_extra(extra, overrides, notes)
+        return
+    if connector != "OffloadingConnector":
+        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
+                               "OffloadingConnector and LMCacheConnectorV1")
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")
@@ -291,6 +305,24 @@ def _transfer(cfg: Any, overrides: dict) -> None:
                       ("blocks_per_chunk", "offload.blocks_per_chunk")):
         if key in extra:
             overrides[path] = (extra[key], f"--kv-transfer-config {key}")
+
+
+def _lmcache_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
+    """LMCacheConnectorV1's kv_connector_extra_config: "lmcache.<key>" entries set LMCache config keys after its
+    file and environment (LMCache 0.5.6 integration/vllm/vllm_v1_adapter.py _apply_extra_config)."""
+    overrides["offload.backend"] = ("lmcache", "--kv-transfer-config kv_connector LMCacheConnectorV1")
+    if extra.get("use_native"):
+        # vLLM kv_connector/v1/lmcache_connector.py: use_native runs vLLM's bundled copy of the integration.
+        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: use_native runs vLLM's bundled copy of LMCache's "
+                               "integration; kvcalc models the lmcache package's own")
+    others = []
+    for key, value in extra.items():
+        if isinstance(key, str) and key.startswith("lmcache.") and len(key) > 8:
+            overrides[f"offload.lmcache.{key[8:]}"] = (value, f"--kv-transfer-config {key}")
+        else:
+            others.append(str(key))
+    if others:
+        notes.append("kv_connector_extra_config entries that do not change LMCache's CPU pool: " + ", ".join(others))
 
 
 def _speculative(cfg: Any, overrides: dict, env) -> None:
@@ -314,11 +346,12 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
 
 
 def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None = None,
-               env: dict[str, str] | None = None):
-    """A serve command line -> a validated Layout (kvcalc's own flags in `overrides` win over the line's)."""
+               env: dict[str, str] | None = None, base: dict[str, tuple[Any, str]] | None = None):
+    """A serve command line -> a validated Layout (kvcalc's own flags in `overrides` win over the line's; the
+    line's win over `base`: LMCache's file and environment, which its kv_connector_extra_config overrides)."""
     from .load import expand, validate
 
     top, from_line, notes = parse(argv, env=env)
-    merged = {**from_line, **(overrides or {})}
+    merged = {**(base or {}), **from_line, **(overrides or {})}
     data, origin = expand(top, source=SOURCE, overrides=merged)
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes

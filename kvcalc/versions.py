@@ -295,6 +295,15 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 20, 0), "2.11.0", "0.20.0 METADATA: torch==2.11.0"),
         Step((0, 27, 0), "2.13.0", "0.27.0 METADATA: torch==2.13.0"),
         Step((0, 33, 0), "2.14.0", "0.33.0 METADATA: torch==2.14.0")),
+    # What `--kv-offloading-backend lmcache --kv-offloading-size N` configures (config/vllm.py
+    # _post_init_kv_transfer_config): LMCache's in-process connector with N / (TP x PP) GiB per rank, or from 0.23.0
+    # the multi-process connector with no size at all.
+    "lmcache_offloading_flag": (
+        Step((0, 0, 0), "per_rank", "0.22.1 config/vllm.py: kv_connector = LMCacheConnectorV1, extra_config = "
+                                    "{lmcache.local_cpu: True, lmcache.max_local_cpu_size: kv_offloading_size / "
+                                    "num_kv_ranks (TP x PP)}"),
+        Step((0, 23, 0), "mp", "0.23.0 config/vllm.py: kv_connector = LMCacheMPConnector; kv_offloading_size is "
+                               "not propagated (the LMCache server sizes its own pool)")),
     # 0.27-0.30: one group whose spec is exactly MLA ("narrow"); 0.31+: kv_tp_replicas == TP.
     "replication_test": (
         Step((0, 0, 0), "narrow", "0.27.0 offloading/config.py: type(single_group_spec) is MLAAttentionSpec"),
@@ -353,6 +362,7 @@ class Behaviour:
     shm_message_named: bool
     torch: str
     replication_test: str
+    lmcache_offloading_flag: str
 
     @property
     def formula(self) -> str:

@@ -48,6 +48,16 @@ def make_plan(layout: dict, version: str = "0.19.1", **sections):
     return plan(layout_from_dict(data, source="test.yaml"))
 
 
+def lmcache_plan(layout: dict, version: str = "0.33.0", lmcache: dict | None = None, **sections):
+    """A plan with offload.backend lmcache: the common cache inputs, offload.lmcache = `lmcache` (LMCache keys),
+    `sections` merged over (an `offload` section adds e.g. kv_offloading_size)."""
+    data = deep_merge({"cache": COMMON["cache"]}, layout)
+    data["offload"] = {"backend": "lmcache", "lmcache": dict(lmcache or {})}
+    data = deep_merge(data, sections)
+    data.setdefault("vllm", {})["version"] = version
+    return plan(layout_from_dict(data, source="test.yaml"))
+
+
 @pytest.fixture(autouse=True)
 def _plain_terminal(monkeypatch):
     # Golden output is rendered without colour at a fixed width, whatever the developer's shell says.

@@ -9,11 +9,11 @@ import sys
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kvcalc")
 # Stage order: a module may import only modules to its left. Data modules first (errors, units, records, kinds,
 # layout, versions, flags), then readers (load, hf_config), the core stages, the report, its consumers, the CLI.
-ORDER = ["errors", "units", "records", "kinds", "layout", "versions", "flags", "hf_config", "load", "serve", "k8s", "specs", "layers",
-         "grouping", "tensors", "offload", "plan", "report", "render_json", "render_table", "render_yaml", "schema",
+ORDER = ["errors", "units", "records", "kinds", "lmcache_releases", "layout", "versions", "flags", "hf_config", "load",
+         "serve", "k8s", "lmcache_input", "specs", "layers", "grouping", "tensors", "offload", "lmcache", "plan", "report", "render_json", "render_table", "render_yaml", "schema",
          "gates", "sizing", "sweep", "logcheck", "metricscheck", "vllm_args", "verify", "cli", "__init__", "__main__"]
 CORE = ["records", "kinds", "specs", "layers", "grouping", "tensors", "offload", "plan", "report", "versions", "units",
-        "layout", "errors", "gates", "sizing"]
+        "layout", "errors", "gates", "sizing", "lmcache", "lmcache_releases"]
 
 
 def imports_of(module: str) -> set[str]:

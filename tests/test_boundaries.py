@@ -7,7 +7,7 @@ A new Step or Family without a check here fails test_every_boundary_has_a_check.
 
 import pytest
 
-from conftest import GIB, make_plan
+from conftest import GIB, lmcache_plan, make_plan
 from kvcalc.errors import LayoutError, StartupRefusal
 from kvcalc.grouping import group_layers
 from kvcalc.layers import hybrid_alignment
@@ -504,6 +504,21 @@ def _(old, new):
 def _(old, new):
     # One backing allocation: kv_cache_tensors[0].size // num_blocks equals the sum of pages for these layouts.
     assert sel(make_plan(KIMI, old)).scheduler.num_blocks == sel(make_plan(KIMI, new)).scheduler.num_blocks == 3765
+
+
+@boundary("lmcache_offloading_flag", "0.23.0")
+def _(old, new):
+    # --kv-offloading-backend lmcache --kv-offloading-size 64 on a dense TP 8 engine. 0.22.1: LMCacheConnectorV1 with
+    # lmcache.max_local_cpu_size 64 / (8 x 1) = 8.0 GiB per rank: int(8.0 x 1024^3) = 8,589,934,592 B on each of the
+    # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is not modelled (a warning says the size is
+    # ignored).
+    layout = dict(DENSE, parallel={"tensor_parallel_size": 8})
+    a = lmcache_plan(layout, old, offload={"kv_offloading_size": 64}).lmcache
+    assert (a.connector, a.max_local_cpu_size, a.pool_bytes_per_storing_rank, a.storing_ranks) == \
+        ("LMCacheConnectorV1", 8.0, 8 * GIB, 8)
+    p = lmcache_plan(layout, new, offload={"kv_offloading_size": 64})
+    assert (p.lmcache.connector, p.lmcache.modelled) == ("LMCacheMPConnector", False)
+    assert any("has no effect" in w for w in p.warnings)
 
 
 # ----------------------------------------------------------------------------------------------- the runner

@@ -109,8 +109,10 @@ def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", "{not json"], "--kv-transfer-config: expected "
                                                                                      "valid JSON"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--frobnicate", "3"], "--frobnicate: kvcalc does not know"),
-    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1"}'],
-     "kvcalc models the native OffloadingConnector"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", '{"kv_connector": "NixlConnector"}'],
+     "kvcalc models OffloadingConnector and LMCacheConnectorV1"),
+    (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-offloading-backend", "lmcache", "--kv-offloading-size", "8",
+      "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1"}'], "give one of them"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "-tp", "four"], "-tp: expected an integer, got 'four'"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--max-model-len", "64GB"], "--max-model-len"),
     (["vllm", "serve"], "a model"),
