@@ -148,6 +148,8 @@ def plan(
                                 rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
+    compare_backends: bool = typer.Option(False, "--compare-backends", help="native and LMCache side by side for the "
+                                          "same host budget", rich_help_panel="offload"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
@@ -253,7 +255,16 @@ def plan(
         from .verify import verify_plan
 
         verified = verify_plan(p)
-    report = build_report(p, releases=releases, gates=gates, verify=verified)
+    backends = None
+    if compare_backends:
+        from .plan import compare_backends as both
+        from .report import backend_entries
+
+        if loaded.offload.backend == "native" and loaded.offload.cpu_bytes_to_use is None:
+            raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
+                              "--kv-offloading-size (or an LMCache config)")
+        backends = backend_entries(both(loaded))
+    report = build_report(p, releases=releases, gates=gates, verify=verified, backends=backends)
     for line in p.notes:
         _err(f"note: {line}")
     other = _other_unit_reading(loaded, p)
@@ -509,6 +520,9 @@ def vllm_args(
         for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
             if doc[key]:
                 sys.stdout.write(f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
+        if doc["lmcache_yaml"]:
+            sys.stdout.write("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
+            sys.stdout.write("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")
         if k8s and doc["pod"]:
             sys.stdout.write(_pod_block(doc["pod"]))
     for n in doc["notes"]:
@@ -552,9 +566,13 @@ def size_cmd(
             limit = parse_size(resident)
         except SizeError as e:
             raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
-    overrides = _layout_overrides(flags)
-    overrides.setdefault("offload.cpu_bytes_to_use", (0, "--cpu-tokens"))  # sizing needs no budget
-    loaded = load_layout(layout, overrides=overrides)
+    from .records import replace
+
+    loaded = load_layout(layout, overrides=_layout_overrides(flags))
+    if loaded.offload.backend == "lmcache":
+        return _size_lmcache(loaded, tokens, cpu_blocks, limit, fmt)
+    if loaded.offload.cpu_bytes_to_use is None:  # sizing needs no budget
+        loaded = replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
     rows = size(loaded, tokens=tokens, blocks=cpu_blocks, resident=limit)
     # The selected release's answer (it stands for its own family) at the top level; every family under `families`.
     own = next(r for r in rows if r.vllm_version == loaded.vllm_version)
@@ -572,6 +590,19 @@ def size_cmd(
     from .render_table import Style, render_sizing
 
     _console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=_plain())))
+
+
+def _size_lmcache(loaded, tokens, chunks, limit, fmt) -> None:
+    from .sizing import size_lmcache
+
+    row = size_lmcache(loaded, tokens=tokens, blocks=chunks, resident=limit)
+    if fmt == "json":
+        _print_json({"schema_version": 1, "source": loaded.source, "backend": "lmcache", "target_tokens": tokens,
+                     "target_chunks": chunks, "target_resident_bytes": limit, "lmcache": row})
+        return
+    from .render_table import Style, render_lmcache_sizing
+
+    _console(140).print(render_lmcache_sizing(row, tokens, chunks, limit, Style(plain=_plain())))
 
 
 @app.command()
@@ -662,10 +693,15 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     vllm_version = flags["vllm_version"]
-    overrides = _layout_overrides(flags)
-    if log is not None:
-        overrides.setdefault("offload.cpu_bytes_to_use", (0, "--log"))
-    loaded = load_layout(layout, overrides=overrides)
+    loaded = load_layout(layout, overrides=_layout_overrides(flags))
+    if loaded.offload.backend == "lmcache" and metrics is not None:
+        raise UnsupportedError(f"{loaded.source}: check --metrics compares the native connector's "
+                               "vllm:kv_offload_config_info; LMCache publishes its own metrics")
+    if log is not None and loaded.offload.backend == "native" and loaded.offload.cpu_bytes_to_use is None:
+        from .records import replace
+
+        # The log's lines are the GPU side's: no CPU budget is needed to match them.
+        loaded = replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
     source = log or metrics
     text = _read_bytes(source, "a readable file").decode("utf-8", "replace")
     if metrics is not None:

@@ -33,6 +33,9 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
     `shm_message_named`: its message names the allocation (0.31+)."""
     if off.startup_error:
         return refused(version, off.startup_error)
+    if off.lmcache is not None:
+        return _lmcache(gpu, off.lmcache, version, host_memory=host_memory, min_cpu_tokens=min_cpu_tokens,
+                        shm_size=shm_size, engines_per_node=engines_per_node)
     sel = off.selected
     host = sel.host
     if shm_size is not None and shm_checked and host.shm_bytes_per_engine:
@@ -90,3 +93,42 @@ def _shm_gate(host, shm_size: int, *, checked: bool) -> Check:
     if not ok and not checked:
         reason += ": this release does not check at start-up, workers die with SIGBUS when /dev/shm fills"
     return Check(name="shm", passed=ok, reason=reason)
+
+
+def _lmcache(gpu: GpuSection, lc, version: str, *, host_memory: int | None, min_cpu_tokens: int | None,
+             shm_size: int | None, engines_per_node: int) -> list[Check]:
+    """The gates on LMCache's pool: the same names, LMCache's figures (no scheduler/worker split, so no
+    out_of_bounds gate; the in-process pool is cudaHostAlloc memory, not /dev/shm)."""
+    if not lc.modelled:
+        return [Check(name="startup", passed=False,
+                      reason=f"vLLM {version} hands offloading to {lc.connector}, whose pool lives in the LMCache server: "
+                             "kvcalc cannot gate it")]
+    checks = [Check(name="startup", passed=True, reason=f"vLLM {version} starts {lc.connector} (LMCache "
+                                                         f"{lc.lmcache_version}) with this layout")]
+    tokens = lc.tokens_per_engine
+    zero = tokens == 0
+    checks.append(Check(name="zero_cpu_blocks", passed=not zero,
+                        reason="LMCache's CPU tier holds 0 tokens: offloading is configured but stores nothing" if zero
+                        else f"{min(st.chunks_per_rank for st in lc.stages if st.storing_ranks):,} chunks per storing "
+                             "rank"))
+    if gpu.kv_cache_size_tokens is None:
+        checks.append(Check(name="cpu_smaller_than_gpu", passed=True,
+                            reason="GPU KV cache size unknown (no KV memory given): not checked"))
+    else:
+        g = gpu.kv_cache_size_tokens
+        checks.append(Check(name="cpu_smaller_than_gpu", passed=tokens >= g,
+                            reason=f"CPU tier holds {tokens:,} tokens, GPU tier {g:,}"
+                                   + ("" if tokens >= g else ": the CPU tier cannot hold what the GPU evicts")))
+    if host_memory is not None:
+        need = lc.resident_bytes_per_node
+        checks.append(Check(name="host_memory", passed=need <= host_memory,
+                            reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) "
+                                   f"pinned by LMCache ({lc.storing_ranks} rank(s) x {lc.max_local_cpu_size:g} GiB); "
+                                   f"the node has {host_memory:,} B ({format_bytes(host_memory)})"))
+    if shm_size is not None:
+        checks.append(Check(name="shm", passed=True, reason="no /dev/shm region: LMCache pins its pool with "
+                                                            "cudaHostAlloc"))
+    if min_cpu_tokens is not None:
+        checks.append(Check(name="min_cpu_tokens", passed=tokens >= min_cpu_tokens,
+                            reason=f"{tokens:,} CPU tokens LMCache holds; at least {min_cpu_tokens:,} wanted"))
+    return checks

@@ -201,6 +201,9 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         notes.append(f"vLLM {behaviour.version}: --kv-offloading-backend lmcache --kv-offloading-size "
                      f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {max_size:g} GiB per rank "
                      f"(the size / (TP {tp} x PP {pp}), config/vllm.py), overriding the LMCache config")
+    elif "max_local_cpu_size" not in dict(lm.provenance):
+        notes.append(f"LMCache max_local_cpu_size not set: its default {max_size:g} GiB per rank "
+                     "(v1/config.py)")
     if lm.lazy_allocator:
         raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
                               "lazily and grows it at run time; kvcalc does not model that")
@@ -243,6 +246,19 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
             pp_rank=rank, num_layers=n, draft_layers=d, kv_size=kv_size, num_kv_heads=heads, head_size=head_size,
             dtype_bytes=dtype_bytes, chunk_bytes=chunk, chunk_bytes_aligned=aligned, chunks_per_rank=chunks,
             tokens_per_rank=chunks * lm.chunk_size if local_cpu else 0, storing_ranks=in_stage))
+    d = layout.model.draft
+    if d is not None:
+        own = (d.num_kv_heads, d.head_size) if d.method in ("eagle", "eagle3") else None
+        if use_mla or (own is not None and own != (None, None) and (
+                d.head_size not in (None, head_size)
+                or (d.num_kv_heads is not None and d.num_kv_heads != layout.model.num_kv_heads[-1]))):
+            notes.append(f"LMCache sizes the {d.method} drafter's {d.num_layers} layer(s) like the target's "
+                         f"({kv_size} x {heads} head(s) x {head_size}), not as vLLM allocates them "
+                         "(calculate_draft_layers only adds to num_layer)")
+        if pp > 1 and drafts[-1] < d.num_layers:
+            warnings.append(f"LMCache counts the drafter's layers on PP stage(s) "
+                            f"{', '.join(str(i) for i, n in enumerate(drafts) if n)} (get_pp_indices of the drafter's "
+                            f"{d.num_layers} layer(s)), while vLLM places them on the last stage {pp - 1}")
     first = None
     if first_size is not None:
         c = first_pool // stages[0].chunk_bytes_aligned if stages[0].chunk_bytes_aligned else 0
@@ -266,7 +282,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     if not local_cpu:
         notes.append("LMCache local_cpu false: the pool is still pinned (a staging buffer for disk/remote), but the "
                      "CPU tier serves no hits (0 tokens)")
-    if sofr and lm.first_rank_max_local_cpu_size is not None:
+    if sofr:
         notes.append("LMCache caps rank 0's pool at the host's available memory minus reserve_local_cpu_size at "
                      "start-up (local_cpu_backend.py _calculate_effective_cpu_size); kvcalc shows the configured "
                      "size")

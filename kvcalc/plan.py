@@ -182,3 +182,41 @@ def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | Kvcal
         except KvcalcError as e:
             out.append((v, e))
     return out
+
+
+def compare_backends(layout: Layout) -> list[tuple[str, Plan | KvcalcError]]:
+    """The layout on both backends with the same host budget: the LMCache layout's pool per engine as the native
+    connector's cpu_bytes_to_use, or the native budget split over the engine's TP x PP ranks as LMCache's
+    max_local_cpu_size -- as vLLM 0.14.0-0.22.1's --kv-offloading-backend lmcache splits --kv-offloading-size
+    (config/vllm.py); with MLA LMCache then pins it on rank 0 alone."""
+    from .layout import LMCacheLayout, OffloadLayout
+
+    par = layout.parallel
+    ranks = par.tensor_parallel_size * par.pipeline_parallel_size
+    out: list[tuple[str, Plan | KvcalcError]] = []
+    if layout.offload.backend == "lmcache":
+        try:
+            lm_plan = plan(layout)
+        except KvcalcError as e:
+            return [("native", e), ("lmcache", e)]
+        budget = lm_plan.lmcache.pool_bytes_per_engine
+        native = replace(layout, offload=OffloadLayout(cpu_bytes_to_use=budget,
+                                                       cpu_bytes_source="LMCache's pool per engine"))
+        others = [("native", native)]
+        mine = ("lmcache", lm_plan)
+    else:
+        budget = layout.offload.cpu_bytes_to_use or 0
+        lm = LMCacheLayout(max_local_cpu_size=budget / ranks / 1024 ** 3)
+        others = [("lmcache", replace(layout, offload=OffloadLayout(
+            cpu_bytes_to_use=None, cpu_bytes_source="the native budget / (TP x PP)", backend="lmcache", lmcache=lm)))]
+        try:
+            mine = ("native", plan(layout))
+        except KvcalcError as e:
+            mine = ("native", e)
+    for name, lay in others:
+        try:
+            out.append((name, plan(lay)))
+        except KvcalcError as e:
+            out.append((name, e))
+    out.append(mine)
+    return sorted(out, key=lambda t: t[0] != "native")

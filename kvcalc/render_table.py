@@ -145,6 +145,8 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     out.append(g)
 
     out.append(_offload_table(report, style))
+    if report.offload.backends:
+        out.append(_backends_table(report, style))
     bars = memory_bars(report, style)
     if bars is not None:
         out.append(bars)
@@ -212,7 +214,7 @@ def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
 
 def _lmcache_table(report: Report, style: Style) -> RenderableType:
     lc = report.offload.lmcache
-    head = (f"LMCache {lc.lmcache_version} CPU pool ({lc.connector}): chunk {lc.chunk_size} tokens, "
+    head = (f"CPU offload through LMCache {lc.lmcache_version} ({lc.connector}): chunk {lc.chunk_size} tokens, "
             f"max_local_cpu_size {lc.max_local_cpu_size:g} GiB per rank")
     if not lc.modelled:
         return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
@@ -233,7 +235,9 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
     e = _table(style, "LMCache, one engine", "", "", header=False)
     e.add_row("storing ranks", f"{lc.storing_ranks} of {report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size}"
               + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
-    e.add_row("pool per storing rank", _b(lc.pool_bytes_per_storing_rank))
+    if lc.first_rank is None or lc.storing_ranks > 1:
+        e.add_row("pool per storing rank" + (" (not rank 0)" if lc.first_rank else ""),
+                  _b(lc.pool_bytes_per_storing_rank))
     if lc.first_rank is not None:
         e.add_row("pool of rank 0", f"{_b(lc.first_rank.pool_bytes)}: {lc.first_rank.chunks:,} chunks, "
                                     f"{lc.first_rank.tokens:,} tokens")
@@ -247,6 +251,19 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
         e.add_row("from vLLM's flag", f"--kv-offloading-size {lc.vllm_flag.kv_offloading_size:g} -> "
                                       f"max_local_cpu_size {lc.vllm_flag.max_local_cpu_size:g} per rank")
     return Group(t, e)
+
+
+def _backends_table(report: Report, style: Style) -> RenderableType:
+    entries = report.offload.backends
+    t = _table(style, "Backends, the same host budget", "", *(e.backend for e in entries))
+    t.add_row("pool, engine", *(_b(e.pool_bytes_per_engine) for e in entries))
+    t.add_row("resident, engine", *(_b(e.resident_bytes_per_engine) for e in entries))
+    t.add_row("resident, node", *(_b(e.resident_bytes_per_node) for e in entries))
+    t.add_row("bytes per CPU block/chunk", *(_n(e.unit_bytes) for e in entries))
+    t.add_row("tokens per CPU block/chunk", *(_n(e.tokens_per_unit) for e in entries))
+    t.add_row("CPU tokens held", *(_n(e.tokens) for e in entries))
+    t.add_row("starts", *("yes" if e.startup_error is None else f"no: {e.startup_error}" for e in entries))
+    return t
 
 
 def _offload_table(report: Report, style: Style) -> RenderableType:
@@ -329,10 +346,13 @@ def verdict(report: Report) -> str:
         if not lc.modelled:
             return (f"Verdict: vLLM {v} hands LMCache offloading to the multi-process connector; its pool is the "
                     "LMCache server's (not modelled).")
-        return (f"Verdict: LMCache {lc.lmcache_version} pins {_b(lc.pool_bytes_per_engine)} per engine on "
-                f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each"
-                + (", rank 0 alone" if lc.save_only_first_rank and lc.storing_ranks == 1 else "")
-                + f") and holds {lc.tokens_per_engine:,} tokens.")
+        if lc.save_only_first_rank and lc.storing_ranks == 1:
+            size = lc.first_rank_max_local_cpu_size if lc.first_rank else lc.max_local_cpu_size
+            where = f"rank 0 alone ({size:g} GiB; MLA is stored once)"
+        else:
+            where = f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each)"
+        return (f"Verdict: LMCache {lc.lmcache_version} pins {_b(lc.pool_bytes_per_engine)} per engine on {where} "
+                f"and holds {lc.tokens_per_engine:,} tokens.")
     if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
     if off.cpu_bytes_to_use is None:
@@ -427,3 +447,28 @@ def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | 
         if r.note:
             notes.append(Text(f"{r.family}: {r.note}"))
     return Group(t, *notes)
+
+
+def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,
+                          style: Style = Style()) -> RenderableType:
+    if tokens is not None:
+        title = f"Smallest LMCache {row.key} holding {tokens:,} CPU tokens"
+    elif chunks is not None:
+        title = f"Smallest LMCache {row.key} holding {chunks:,} chunks per rank"
+    else:
+        title = f"Largest LMCache {row.key} keeping one node's resident host memory under {_b(resident)}"
+    t = _table(style, title, "", "", header=False)
+    if row.gib is None:
+        t.add_row("answer", "none")
+    else:
+        t.add_row(row.key, f"{row.gib:g} (GiB per rank)")
+        t.add_row("pinned per storing rank", _b(row.pool_bytes_per_rank))
+        t.add_row("chunks per rank (worst stage)", _n(row.chunks_per_rank))
+        t.add_row("tokens held", _n(row.tokens))
+        t.add_row("storing ranks", _n(row.storing_ranks))
+        t.add_row("pool, engine", _b(row.pool_bytes_per_engine))
+        t.add_row("resident, node", _b(row.resident_bytes_per_node))
+    parts: list[RenderableType] = [t]
+    if row.note:
+        parts.append(Text(row.note))
+    return Group(*parts)

@@ -672,6 +672,38 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
     )
 
 
+def backend_entries(results: list[tuple[str, object]]) -> list[BackendEntry]:
+    """--compare-backends: one entry per backend (plan.compare_backends)."""
+    out = []
+    for name, p in results:
+        if not isinstance(p, Plan):
+            out.append(BackendEntry(backend=name, pool_bytes_per_engine=None, resident_bytes_per_engine=None,
+                                    resident_bytes_per_node=None, tokens=None, unit_bytes=None, tokens_per_unit=None,
+                                    startup_error=p.one_line()))
+        elif name == "lmcache":
+            lc = p.lmcache
+            ok = lc.modelled
+            out.append(BackendEntry(
+                backend=name, pool_bytes_per_engine=lc.pool_bytes_per_engine if ok else None,
+                resident_bytes_per_engine=lc.resident_bytes_per_engine if ok else None,
+                resident_bytes_per_node=lc.resident_bytes_per_node if ok else None,
+                tokens=lc.tokens_per_engine if ok else None,
+                unit_bytes=max(st.chunk_bytes_aligned for st in lc.stages) if ok else None,
+                tokens_per_unit=lc.chunk_size, startup_error=None if ok else "not modelled (multi-process connector)"))
+        else:
+            r = p.offload.results.get(p.selected)
+            err = p.offload.startup_error
+            out.append(BackendEntry(
+                backend=name, pool_bytes_per_engine=None if err or r is None else r.pinned_bytes_per_engine,
+                resident_bytes_per_engine=None if err or r is None else r.host.resident_bytes_per_engine,
+                resident_bytes_per_node=None if err or r is None else r.host.resident_bytes_per_node,
+                tokens=None if err or r is None else r.tokens_safe,
+                unit_bytes=None if err or r is None else max([r.scheduler.aligned_bytes]
+                                                             + [c.aligned_bytes for c in r.stage_counts]),
+                tokens_per_unit=None if err or r is None else p.offload.block_size, startup_error=err))
+    return out
+
+
 def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
     """One column of --compare-versions."""
     if not isinstance(result, Plan):

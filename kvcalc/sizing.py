@@ -126,3 +126,74 @@ def size(layout: Layout, *, tokens: int | None = None, blocks: int | None = None
             continue
         out.append(_entry(p, tokens, blocks, resident))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# LMCache: the max_local_cpu_size (GiB per rank) that holds a target.
+
+@record
+class LMCacheSizeRow:
+    """LMCache's answer: the per-rank size to write, and what it buys."""
+
+    lmcache_version: str = field("the LMCache release")
+    key: str = field("the LMCache key to set: max_local_cpu_size, or extra_config.first_rank_max_local_cpu_size "
+                     "when only rank 0 stores (save_only_first_rank)")
+    gib: float | None = field("its value: GiB per rank, 3 decimals (LMCache pins int(x x 1024^3) bytes)")
+    pool_bytes_per_rank: int | None = field("the bytes that value pins on each storing rank")
+    chunks_per_rank: int | None = field("chunks of the worst stage it holds")
+    tokens: int | None = field("tokens it holds (every stage)")
+    storing_ranks: int | None = field("ranks of one engine that allocate it")
+    pool_bytes_per_engine: int | None = field("all storing ranks")
+    resident_bytes_per_node: int | None = field("host memory resident on one node")
+    note: str | None = field("why there is no answer, or null")
+
+
+def _lmcache_at(layout: Layout, gib: float, first_rank: bool) -> Plan:
+    from .records import replace as rep
+
+    lm = layout.offload.lmcache
+    lm = rep(lm, first_rank_max_local_cpu_size=gib) if first_rank else rep(lm, max_local_cpu_size=gib)
+    return plan(rep(layout, offload=rep(layout.offload, lmcache=lm)))
+
+
+def size_lmcache(layout: Layout, *, tokens: int | None = None, blocks: int | None = None,
+                 resident: int | None = None) -> LMCacheSizeRow:
+    """The smallest max_local_cpu_size (3 decimals) whose pool holds `tokens` (or `blocks` chunks) on every storing
+    rank, or the largest whose resident memory on one node stays <= `resident`. With save_only_first_rank (MLA,
+    rank 0 alone) the answer is rank 0's first_rank_max_local_cpu_size."""
+    p = plan(layout)
+    lc = p.lmcache
+    if not lc.modelled:
+        return LMCacheSizeRow(lmcache_version=lc.version, key="max_local_cpu_size", gib=None, pool_bytes_per_rank=None,
+                              chunks_per_rank=None, tokens=None, storing_ranks=None, pool_bytes_per_engine=None,
+                              resident_bytes_per_node=None, note="the multi-process connector's pool is the LMCache "
+                                                                 "server's: not modelled")
+    first = lc.save_only_first_rank and lc.storing_ranks == 1
+    key = "extra_config.first_rank_max_local_cpu_size" if first else "max_local_cpu_size"
+    if lc.vllm_flag is not None:
+        key = "--kv-offloading-size (x TP x PP) or " + key
+    worst = max(st.chunk_bytes_aligned for st in lc.stages if st.storing_ranks)
+    if resident is not None:
+        # Resident grows with the size: the largest 1/1000 GiB step that keeps the node under the limit.
+        lo, hi = 0, (resident // 1024 ** 3 + 1) * 1000
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _lmcache_at(layout, mid / 1000, first).lmcache.resident_bytes_per_node <= resident:
+                lo = mid
+            else:
+                hi = mid - 1
+        gib = lo / 1000
+    else:
+        need = blocks if blocks is not None else cdiv(tokens, lc.chunk_size)
+        gib = smallest_gib(need * worst)
+    at = _lmcache_at(layout, gib, first).lmcache
+    per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank
+    chunks = at.first_rank.chunks if first and at.first_rank else min(
+        st.chunks_per_rank for st in at.stages if st.storing_ranks)
+    note = None
+    if not lc.local_cpu:
+        note = "local_cpu is false: the pool is a staging buffer and holds no hits, whatever its size"
+    return LMCacheSizeRow(lmcache_version=lc.version, key=key, gib=gib, pool_bytes_per_rank=per_rank,
+                          chunks_per_rank=chunks, tokens=at.tokens_per_engine, storing_ranks=at.storing_ranks,
+                          pool_bytes_per_engine=at.pool_bytes_per_engine,
+                          resident_bytes_per_node=at.resident_bytes_per_node, note=note)

@@ -69,7 +69,20 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
         # The same FormulaResult properties the report's entry reads (report.family_entry), without building the
         # whole entry: a sweep row needs ten of its fields.
         r = p.offload.results.get(p.selected)
-        if p.layout.offload.cpu_bytes_to_use is None:
+        lc = p.lmcache
+        if lc is not None:
+            # LMCache's pool in the same columns: its chunks per storing rank, its pool and tokens (family lmcache).
+            row["family"] = "lmcache"
+            if lc.modelled:
+                chunks = [st.chunks_per_rank for st in lc.stages if st.storing_ranks]
+                first = lc.first_rank.chunks if lc.first_rank else None
+                row.update(cpu_bytes_to_use=lc.pool_bytes_per_engine, cpu_blocks_scheduler=first or min(chunks),
+                           cpu_blocks_worst_worker=first or min(chunks), unit="lmcache chunks", out_of_bounds=False,
+                           cpu_tokens_safe=lc.tokens_per_engine, pinned_bytes_per_engine=lc.pool_bytes_per_engine,
+                           unused_bytes=0, resident_bytes_per_node=lc.resident_bytes_per_node, shm_bytes_per_node=0)
+            else:
+                row["error"] = f"vLLM {p.behaviour.version}: {lc.connector}'s pool is the LMCache server's (not modelled)"
+        elif p.layout.offload.cpu_bytes_to_use is None:
             row["cpu_bytes_to_use"] = None  # no budget: the GPU columns only
         elif p.offload.startup_error or r is None:
             row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
