@@ -471,7 +471,11 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
     if fmt == "json":
         import json
 
-        sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows}, indent=2) + "\n")
+        from .lmcache_releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
+
+        sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows,
+                                     "lmcache": {"default_version": DEFAULT_LMCACHE_VERSION,
+                                                 "releases_read": list(LMCACHE_RELEASES)}}, indent=2) + "\n")
         return
     from rich import box
     from rich.table import Table
@@ -483,6 +487,10 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
     for r in rows:
         t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
     _console(120).print(t)
+    from .lmcache_releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
+
+    sys.stdout.write(f"LMCache releases read (--lmcache-version, default {DEFAULT_LMCACHE_VERSION}): "
+                     f"{', '.join(LMCACHE_RELEASES)}\n")
 
 
 @app.command("vllm-args")

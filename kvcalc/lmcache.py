@@ -214,6 +214,10 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores (v1/metadata.py "
                               "first_rank = 0), so the other stages' layers are never stored; set "
                               "extra_config.save_only_first_rank false")
+    if sofr and par.distributed_executor_backend == "external_launcher" and par.data_parallel_size > 1:
+        raise _refuse(layout, "save_only_first_rank under external_launcher with DP > 1: every DP rank shares one "
+                              "world, so which rank is LMCache's first rank (parallel_config.rank 0) depends on the "
+                              "launcher; kvcalc does not model it")
     world = tp * pp
     if sofr and not lm.use_layerwise:
         ids = {0} | set(lm.lookup_server_worker_ids or ())

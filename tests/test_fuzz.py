@@ -137,8 +137,10 @@ def assert_integers(node, key=""):
     elif isinstance(node, list):
         for v in node:
             assert_integers(v, key)
+    # LMCache's sizes in GiB are floats in LMCache itself (v1/config.py: float, pinned as int(x * 1024**3)); the
+    # byte counts next to them are integers.
     elif any(word in key for word in ("bytes", "blocks", "size", "tokens")) and key not in (
-            "block_size_factor",):
+            "block_size_factor", "max_local_cpu_size", "first_rank_max_local_cpu_size", "kv_offloading_size"):
         assert node is None or isinstance(node, (int, str, bool)), (key, node)
 
 
