@@ -10,7 +10,6 @@ from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .kinds import LayerKind
 from .layout import Layout
-from .lmcache import LMCachePlan, check_hma, plan_lmcache
 from .records import record, replace
 from .offload import OffloadPlan, OffloadSettings, plan_offload
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
@@ -28,7 +27,7 @@ class Plan:
     gpu: GpuPlan
     logs: LogNumbers | None
     offload: OffloadPlan
-    lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool
+    lmcache: "LMCachePlan | None"  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
     notes: tuple[str, ...]  # informational, for stderr
     warnings: tuple[str, ...]  # things the user should act on, for stderr
 
@@ -90,6 +89,8 @@ def plan_gpu(layout: Layout) -> GpuStage:
             and model.draft.method in ("eagle", "eagle3"):
         wants_off = "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
     if layout.offload.backend == "lmcache":
+        from .lmcache import check_hma  # imported only for LMCache layouts: start-up time is a target
+
         check_hma(layout.cache.hybrid_kv_cache_manager, behaviour.version)
         hma, why = False, ("disabled by the user (--disable-hybrid-kv-cache-manager)"
                            if layout.cache.hybrid_kv_cache_manager == "off" else
@@ -138,7 +139,11 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     off = plan_offload(gpu, settings, behaviour, hma_enabled=hma, families=families,
                        budget_given=layout.offload.cpu_bytes_to_use is not None)
     notes = list(layer_plan.notes)
-    lmc = plan_lmcache(layout, behaviour) if layout.offload.backend == "lmcache" else None
+    lmc = None
+    if layout.offload.backend == "lmcache":
+        from .lmcache import plan_lmcache
+
+        lmc = plan_lmcache(layout, behaviour)
     if lmc is not None:
         notes += lmc.notes
     elif layout.offload.cpu_bytes_to_use is None:
