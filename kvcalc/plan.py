@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import KvcalcError
 from .grouping import Grouping, group_layers
@@ -14,6 +14,9 @@ from .records import record, replace
 from .offload import OffloadPlan, OffloadSettings, plan_offload
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
 from .versions import REPRESENTATIVE, Behaviour, behaviour_for, decide_hma
+
+if TYPE_CHECKING:  # kvcalc.lmcache is imported only for LMCache layouts
+    from .lmcache import LMCachePlan
 
 
 @record
@@ -27,7 +30,7 @@ class Plan:
     gpu: GpuPlan
     logs: LogNumbers | None
     offload: OffloadPlan
-    lmcache: "LMCachePlan | None"  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
+    lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
     notes: tuple[str, ...]  # informational, for stderr
     warnings: tuple[str, ...]  # things the user should act on, for stderr
 

@@ -33,19 +33,13 @@ class Field:
         self.json_name = name[:-1] if name.endswith("_") else name
 
 
-class _FieldSpec:
-    __slots__ = ("default", "factory", "doc", "omit_if_none")
-
-    def __init__(self, default: Any, factory: Any, doc: str, omit_if_none: bool):
-        self.default, self.factory, self.doc, self.omit_if_none = default, factory, doc, omit_if_none
-
-
 def field(doc: str = "", *, default: Any = MISSING, factory: Any = None, omit_if_none: bool = False) -> Any:
     """A field with a description (and, optionally, a default or default factory). A field left out of the JSON
-    when None defaults to None."""
+    when None defaults to None. The Field is named by @record (one object per field: defining ~90 record classes
+    is part of the start-up time)."""
     if omit_if_none and default is MISSING and factory is None:
         default = None
-    return _FieldSpec(default, factory, doc, omit_if_none)
+    return Field("", default, factory, doc, omit_if_none)
 
 
 class FrozenRecordError(AttributeError):
@@ -124,17 +118,22 @@ def _compiled_init(cls, post_init):
 
 def _make_init(cls):
     """cls.__init__ from its fields: keyword-only, with defaults and factories, unknown and missing names refused.
-    A closure over the field table, no generated source (compiling one costs ~0.06 ms a class at start-up); after
-    _COMPILE_AFTER instances it replaces itself with the compiled equivalent."""
-    fields_ = cls.__record_fields__
-    allowed = frozenset(f.name for f in fields_)
-    required = frozenset(f.name for f in fields_ if f.default is MISSING and f.factory is None)
-    optional = tuple((f.name, f.default, f.factory) for f in fields_ if f.name not in required)
-    post_init = getattr(cls, "__post_init__", None)
+    A closure over the field table, no generated source (compiling one costs ~0.06 ms a class at start-up), whose
+    tables are built on the first call (many classes are never built in a run); after _COMPILE_AFTER instances it
+    replaces itself with the compiled equivalent."""
     name = cls.__name__
-    built = [0]
+    state: list = [0, None]  # instances built, (allowed, required, optional, number of fields, post_init)
+
+    def tables():
+        fields_ = cls.__record_fields__
+        required = frozenset(f.name for f in fields_ if f.default is MISSING and f.factory is None)
+        state[1] = (frozenset(f.name for f in fields_), required,
+                    tuple((f.name, f.default, f.factory) for f in fields_ if f.name not in required), len(fields_),
+                    getattr(cls, "__post_init__", None))
+        return state[1]
 
     def __init__(self, **kwargs):
+        allowed, required, optional, n, post_init = state[1] or tables()
         keys = kwargs.keys()
         if not keys <= allowed:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(keys - allowed)}")
@@ -142,14 +141,14 @@ def _make_init(cls):
             raise TypeError(f"{name}() missing keyword arguments {sorted(required - keys)}")
         d = self.__dict__
         d.update(kwargs)
-        if len(kwargs) < len(fields_):
+        if len(kwargs) < n:
             for key, default, factory in optional:
                 if key not in kwargs:
                     d[key] = factory() if factory is not None else default
         if post_init is not None:
             post_init(self)
-        built[0] += 1
-        if built[0] == _COMPILE_AFTER and cls.__dict__.get("__init__") is __init__:
+        state[0] += 1
+        if state[0] == _COMPILE_AFTER and cls.__dict__.get("__init__") is __init__:
             cls.__init__ = _compiled_init(cls, post_init)
 
     return __init__
@@ -160,15 +159,18 @@ def record(cls=None, *, cache_hash: bool = False):
 
     def wrap(cls):
         fields: dict[str, Field] = {f.name: f for f in getattr(cls, "__record_fields__", ())}
-        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
-            if str(annotation).startswith("ClassVar"):
+        d = cls.__dict__  # one mapping proxy for the whole loop (each cls.__dict__ makes a new one)
+        for name, annotation in d.get("__annotations__", {}).items():
+            if (annotation if isinstance(annotation, str) else str(annotation)).startswith("ClassVar"):
                 continue
-            value = cls.__dict__.get(name, MISSING)
-            if isinstance(value, _FieldSpec):
-                fields[name] = Field(name, value.default, value.factory, value.doc, value.omit_if_none)
+            value = d.get(name, MISSING)
+            if value.__class__ is Field and not value.name:  # made by field(): name it
+                value.name = name
+                value.json_name = name[:-1] if name.endswith("_") else name
+                fields[name] = value
             else:
                 fields[name] = Field(name, value, None, "", False)
-            if name in cls.__dict__:
+            if value is not MISSING:
                 delattr(cls, name)
         order = list(fields.values())
         cls.__record_fields__ = tuple(order)

@@ -11,7 +11,6 @@ import re
 from collections import Counter
 
 from . import __version__
-from .kinds import LayerKind
 from .plan import Plan
 from .records import field, record
 from .specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs

@@ -13,7 +13,7 @@ from .errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
 from .layers import LayerPlan
 from .records import record
-from .specs import UniformTypeKVCacheSpecs, UsageContext, layer_names, ordered, restrict, spec_counts
+from .specs import UniformTypeKVCacheSpecs, UsageContext, layer_names, ordered, restrict
 from .units import cdiv
 
 

@@ -20,6 +20,35 @@ _SIZE_PATTERN = r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)\s*([A-Za-z]*)\
 def _size_re() -> re.Pattern:
     return re.compile(_SIZE_PATTERN)  # compiled on first use: kvcalc's start-up time is a target
 
+_DIGITS = frozenset("0123456789")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def split_size(value: str) -> tuple[str, str] | None:
+    """(number, unit) as _SIZE_PATTERN reads `value`, or None: the same grammar scanned by hand, because compiling
+    the pattern costs more start-up time than a plan (tests/test_units.py checks both agree)."""
+    s = value.strip()
+    n, i = len(s), 0
+
+    def run(i: int) -> int:
+        while i < n and (s[i] in _DIGITS or s[i] == "_"):
+            i += 1
+        return i
+
+    if i < n and s[i] in _DIGITS:
+        i = run(i + 1)
+        if i < n and s[i] == ".":
+            i = run(i + 1)
+    elif i + 1 < n and s[i] == "." and s[i + 1] in _DIGITS:
+        i = run(i + 2)
+    else:
+        return None
+    unit = s[i:].lstrip()
+    if not all(c in _LETTERS for c in unit):
+        return None
+    return s[:i], unit
+
+
 SIZE_HELP = (
     "64G, 64Gi and 64GiB all mean 64 x 2^30 bytes (vLLM's convention); 64GB means 64 x 10^9 bytes; "
     "a plain number is bytes"
@@ -51,7 +80,7 @@ def parse_size(value: object) -> int:
         return int(value)
     if not isinstance(value, str):
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
-    e = re.match(r"^\s*([0-9]+)(?:\.([0-9]*))?[eE]([+-]?[0-9]{1,3})\s*$", value)
+    e = re.match(r"^\s*([0-9]+)(?:\.([0-9]*))?[eE]([+-]?[0-9]{1,3})\s*$", value) if "e" in value.lower() else None
     if e:
         # 6.4e10 (a string to YAML 1.1, which wants the sign) means what 6.4e+10 means: exact decimal arithmetic.
         whole, frac, exp = e.group(1), e.group(2) or "", int(e.group(3))
@@ -59,10 +88,10 @@ def parse_size(value: object) -> int:
         if scale > 0 and digits % 10 ** scale:
             raise SizeError("a whole number of bytes")
         return digits * 10 ** -scale if scale <= 0 else digits // 10 ** scale
-    m = _size_re().match(value)
-    if not m:
+    split = split_size(value)
+    if split is None:
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
-    number_text, unit = m.group(1).replace("_", ""), m.group(2)
+    number_text, unit = split[0].replace("_", ""), split[1]
     whole, _, frac = number_text.partition(".")
     mult = _unit_multiplier(unit)
     if frac.strip("0") and mult == 1:

@@ -380,6 +380,11 @@ class Behaviour:
 
 def parse_release(text: str) -> tuple[Release, str]:
     """`0.19.1` -> ((0, 19, 1), ''); the suffix (rc1, .post1, +cu128) is returned for a warning."""
+    if isinstance(text, str):
+        parts = text.strip().split(".")
+        # The common spelling, 0.19.1, without the regex (compiling it is start-up time); the pattern reads it alike.
+        if len(parts) == 3 and all(p.isascii() and p.isdigit() for p in parts):
+            return (int(parts[0]), int(parts[1]), int(parts[2])), ""
     m = re.match(_VERSION_PATTERN, text.strip()) if isinstance(text, str) else None
     if not m:
         raise UnsupportedError(f"vLLM version {text!r} is not a release string such as 0.19.1")
