@@ -484,14 +484,69 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
 
 @record
 class OffloadPlan:
+    """The CPU counts of every family asked for. The selected release's family is evaluated when the plan is made;
+    the other columns (and the warnings, which name every column) on first read: most plans show one family."""
+
     cpu_bytes_to_use: int
     block_size: int  # offloaded block size in tokens (selected family)
     block_size_factor: int
     world_size: int
     startup_error: str | None  # the selected release's
-    results: dict[str, FormulaResult]  # keyed by family id
-    errors: dict[str, str]  # family id -> why that family's connector fails at init
-    warnings: tuple[str, ...]
+    gpu: GpuPlan
+    settings: OffloadSettings
+    behaviour: Behaviour
+    families: tuple[str, ...]  # in column order, de-duplicated
+    budget_given: bool
+    selected: FormulaResult | str | None  # the selected family's result, or why its connector fails at init
+    checks: dict  # the start-up check per chunk rule (shared by families with the same rule)
+
+    @cached_property
+    def _columns(self) -> tuple[dict[str, FormulaResult], dict[str, str]]:
+        results: dict[str, FormulaResult] = {}
+        errors: dict[str, str] = {}
+        own = self.behaviour.formula
+        for fam in self.families:
+            if fam == own:
+                out = self.selected
+            else:
+                rule = FAMILIES[fam].rule
+                if rule.chunks not in self.checks:
+                    self.checks[rule.chunks] = _startup_check(rule, self.gpu, self.settings)
+                out = evaluate(fam, self.gpu, self.settings, family_behaviour(fam, self.behaviour),
+                               self.checks[rule.chunks])
+            if isinstance(out, str):
+                errors[fam] = out
+            else:
+                results[fam] = out
+        return results, errors
+
+    @property
+    def results(self) -> dict[str, FormulaResult]:  # keyed by family id
+        return self._columns[0]
+
+    @property
+    def errors(self) -> dict[str, str]:  # family id -> why that family's connector fails at init
+        return self._columns[1]
+
+    @cached_property
+    def warnings(self) -> tuple[str, ...]:
+        s, behaviour = self.settings, self.behaviour
+        warnings: list[str] = []
+        if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].rule.chunks:
+            # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
+            warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read "
+                            "from 0.26.0): one GPU block per CPU block; use offload.block_size on this release")
+        if self.startup_error is None and self.budget_given:
+            if s.cpu_bytes == 0:
+                warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a "
+                                "falsy cpu_bytes_to_use at startup)")
+            for name, r in self.results.items():
+                if s.cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
+                    warnings.append(f"{name} formula: 0 CPU blocks because the GPU has 0 blocks")
+                elif s.cpu_bytes and r.scheduler.num_blocks == 0:
+                    warnings.append(f"{name} formula: the budget is smaller than one CPU block "
+                                    f"({r.scheduler.aligned_bytes:,} B): 0 CPU blocks, offloading is inert")
+        return tuple(warnings)
 
 
 def family_behaviour(family_id: str, selected: Behaviour) -> Behaviour:
@@ -504,41 +559,22 @@ def family_behaviour(family_id: str, selected: Behaviour) -> Behaviour:
 
 def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_enabled: bool,
                  families: tuple[str, ...], budget_given: bool = True) -> OffloadPlan:
-    warnings: list[str] = []
-    results: dict[str, FormulaResult] = {}
-    errors: dict[str, str] = {}
     selected_error = None
     if behaviour.offload_refuses_chunked_local and hma_enabled and any(
             isinstance(g.spec, ChunkedLocalAttentionSpec) for g in gpu.scheduler_groups):
         selected_error = ("the offloading scheduler accepts only full-attention and sliding-window groups with the "
                           "hybrid manager on; it asserts on this chunked-local group at startup")
+    families = tuple(dict.fromkeys(families))
     checks: dict[bool, tuple[str | None, int]] = {}  # the start-up check depends only on the chunk rule
-    for fam in dict.fromkeys(families):
-        rule = FAMILIES[fam].rule
-        if rule.chunks not in checks:
-            checks[rule.chunks] = _startup_check(rule, gpu, s)
-        out = evaluate(fam, gpu, s, family_behaviour(fam, behaviour), checks[rule.chunks])
-        if isinstance(out, str):
-            errors[fam] = out
-        else:
-            results[fam] = out
-    selected_error = selected_error or errors.get(behaviour.formula)
-    if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].rule.chunks:
-        # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
-        warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read from "
-                        "0.26.0): one GPU block per CPU block; use offload.block_size on this release")
-    if selected_error is None and budget_given:
-        if s.cpu_bytes == 0:
-            warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a falsy "
-                            "cpu_bytes_to_use at startup)")
-        for name, r in results.items():
-            if s.cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
-                warnings.append(f"{name} formula: 0 CPU blocks because the GPU has 0 blocks")
-            elif s.cpu_bytes and r.scheduler.num_blocks == 0:
-                warnings.append(f"{name} formula: the budget is smaller than one CPU block "
-                                f"({r.scheduler.aligned_bytes:,} B): 0 CPU blocks, offloading is inert")
-    sel = results.get(behaviour.formula)
-    factor = sel.factor if sel else 1
+    own = behaviour.formula
+    sel = None
+    if own in families:
+        rule = FAMILIES[own].rule
+        checks[rule.chunks] = _startup_check(rule, gpu, s)
+        sel = evaluate(own, gpu, s, behaviour, checks[rule.chunks])
+        if isinstance(sel, str):
+            selected_error = selected_error or sel
+    factor = sel.factor if isinstance(sel, FormulaResult) else 1
     return OffloadPlan(cpu_bytes_to_use=s.cpu_bytes, block_size=factor * gpu.hash_block_size, block_size_factor=factor,
-                       world_size=s.world_size, startup_error=selected_error, results=results, errors=errors,
-                       warnings=tuple(warnings))
+                       world_size=s.world_size, startup_error=selected_error, gpu=gpu, settings=s, behaviour=behaviour,
+                       families=families, budget_given=budget_given, selected=sel, checks=checks)

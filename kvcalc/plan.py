@@ -11,7 +11,7 @@ from .layers import LayerPlan, build_layers
 from .kinds import LayerKind
 from .layout import Layout
 from .records import record, replace
-from .offload import OffloadPlan, OffloadSettings, plan_offload
+from .offload import FormulaResult, OffloadPlan, OffloadSettings, plan_offload
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
 from .versions import REPRESENTATIVE, Behaviour, behaviour_for, decide_hma
 
@@ -32,7 +32,15 @@ class Plan:
     offload: OffloadPlan
     lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
     notes: tuple[str, ...]  # informational, for stderr
-    warnings: tuple[str, ...]  # things the user should act on, for stderr
+    base_warnings: tuple[str, ...]  # the release's and the GPU side's
+    oob_warning: str | None  # the selected release goes out of bounds
+
+    @cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """Things the user should act on, for stderr: the release's, the GPU side's, the offload columns' (read on
+        first use: they name every family column), the out-of-bounds verdict."""
+        off = self.offload.warnings if self.lmcache is None else self.lmcache.warnings
+        return self.base_warnings + off + ((self.oob_warning,) if self.oob_warning else ())
 
     @cached_property
     def formula_notes(self) -> dict[str, str]:
@@ -158,22 +166,17 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         notes.append("hybrid manager off: sliding-window/chunked layers are allocated as full attention")
     if grouping.padding_layers:
         notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
-    warnings = []
-    if behaviour.warning:
-        warnings.append(behaviour.warning)
-    warnings += gpu.warnings
-    warnings += off.warnings if lmc is None else lmc.warnings
+    base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
-    sel = off.results.get(behaviour.formula)
-    if sel is not None and sel.out_of_bounds:
+    sel = off.selected
+    oob = None
+    if isinstance(sel, FormulaResult) and sel.out_of_bounds:
         worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
-        warnings.append(
-            f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} "
-            f"that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores"
-        )
+        oob = (f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}.."
+               f"{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores")
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
                 grouping=grouping, gpu=gpu, logs=logs, offload=off, lmcache=lmc, notes=tuple(notes),
-                warnings=tuple(warnings))
+                base_warnings=base, oob_warning=oob)
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:
