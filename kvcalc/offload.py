@@ -521,6 +521,11 @@ class OffloadPlan:
         return results, errors
 
     @property
+    def selected_result(self) -> FormulaResult | None:
+        """The selected release's family result (None when its connector fails at init, or none was asked for)."""
+        return self.selected if isinstance(self.selected, FormulaResult) else None
+
+    @property
     def results(self) -> dict[str, FormulaResult]:  # keyed by family id
         return self._columns[0]
 

@@ -68,7 +68,7 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
         row["gpu_num_blocks"] = p.gpu.num_blocks
         # The same FormulaResult properties the report's entry reads (report.family_entry), without building the
         # whole entry: a sweep row needs ten of its fields.
-        r = p.offload.results.get(p.selected)
+        r = p.offload.selected_result  # (not .results: that evaluates every family column)
         lc = p.lmcache
         if lc is not None:
             # LMCache's pool in the same columns: its chunks per storing rank, its pool and tokens (family lmcache).
