@@ -396,3 +396,25 @@ def test_sweep_rows_carry_lmcache_figures(capsys):
     assert [(r["tp"], r["family"], r["cpu_blocks_worst_worker"], r["cpu_tokens_safe"], r["cpu_bytes_to_use"])
             for r in rows] == [("1", "lmcache", "16384", "4194304", str(512 * GIB)),
                                ("8", "lmcache", "131072", "33554432", str(4096 * GIB))]
+
+
+def test_compare_backends_from_a_native_mla_layout(capsys):
+    # Kimi-K2.5 + EAGLE3 at TP 4, 64 GiB, 0.33.0. Native: vector b2's 3,765 chunks of one 64-token block each =
+    # 240,960 tokens. LMCache, the budget split as vLLM's flag splits it: 64 / 4 = 16 GiB per rank, pinned on rank 0
+    # alone (MLA): 17,179,869,184 // 18,284,544 (62 MLA-shaped layers x 256 x 576 x 2) = 939 chunks = 240,384.
+    code, out, err = run(capsys, "plan", "examples/kimi-k2.5-eagle3-tp4.yaml", "--vllm-version", "0.33.0",
+                         "--compare-backends", "--format", "json")
+    assert code == 0, err
+    native, lm = json.loads(out)["offload"]["backends"]
+    assert native["tokens"] == 3765 * 64 == 240960
+    assert (lm["pool_bytes_per_engine"], lm["tokens"]) == (16 * GIB, 939 * 256)
+
+
+def test_size_resident_gives_the_largest_size_under_a_host_limit(capsys):
+    # 100 GiB for 8 ranks: 12.5 GiB each (13,421,772,800 B, whole 4 KiB pages): 3,200 chunks of 4 MiB = 819,200.
+    code, out, err = run(capsys, "size", "examples/llama-3.1-8b-lmcache-tp8.yaml", "--resident", "100GiB",
+                         "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)["lmcache"]
+    assert (row["gib"], row["resident_bytes_per_node"], row["chunks_per_rank"], row["tokens"]) == \
+        (12.5, 100 * GIB, 3200, 819200)
