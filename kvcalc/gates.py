@@ -57,17 +57,9 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
     checks.append(Check(name="zero_cpu_blocks", passed=not zero,
                         reason="0 CPU " + unit + ": offloading is configured but stores nothing" if zero else
                         f"{sel.num_blocks_scheduler:,} CPU {unit}"))
-    if gpu.kv_cache_size_tokens is None:
-        checks.append(Check(name="cpu_smaller_than_gpu", passed=True,
-                            reason="GPU KV cache size unknown (no KV memory given): not checked"))
-    else:
-        # Like with like: both are vLLM's group-aware token counts (the logged GPU KV cache size, and the CPU
-        # tier's tokens of max_model_len requests every worker holds).
-        gpu_tokens = gpu.kv_cache_size_tokens
-        cpu = sel.cpu_tokens_safe
-        checks.append(Check(name="cpu_smaller_than_gpu", passed=cpu >= gpu_tokens,
-                            reason=f"CPU tier holds {cpu:,} tokens, GPU tier {gpu_tokens:,}"
-                                   + ("" if cpu >= gpu_tokens else ": the CPU tier cannot hold what the GPU evicts")))
+    # Like with like: both are vLLM's group-aware token counts (the logged GPU KV cache size, and the CPU tier's
+    # tokens of max_model_len requests every worker holds).
+    checks.append(_cpu_vs_gpu(gpu, sel.cpu_tokens_safe))
     if host_memory is not None:
         need = host.resident_bytes_per_node
         checks.append(Check(name="host_memory", passed=need <= host_memory,
@@ -81,6 +73,16 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
         checks.append(Check(name="min_cpu_tokens", passed=cpu >= min_cpu_tokens,
                             reason=f"{cpu:,} CPU tokens every worker can hold; at least {min_cpu_tokens:,} wanted"))
     return checks
+
+
+def _cpu_vs_gpu(gpu: GpuSection, cpu: int) -> Check:
+    """cpu_smaller_than_gpu: the CPU tier's tokens against the logged GPU KV cache size."""
+    g = gpu.kv_cache_size_tokens
+    if g is None:
+        return Check(name="cpu_smaller_than_gpu", passed=True,
+                     reason="GPU KV cache size unknown (no KV memory given): not checked")
+    return Check(name="cpu_smaller_than_gpu", passed=cpu >= g, reason=f"CPU tier holds {cpu:,} tokens, GPU tier {g:,}"
+                 + ("" if cpu >= g else ": the CPU tier cannot hold what the GPU evicts"))
 
 
 def _shm_gate(host, shm_size: int, *, checked: bool) -> Check:
@@ -111,14 +113,7 @@ def _lmcache(gpu: GpuSection, lc, version: str, *, host_memory: int | None, min_
                         reason="LMCache's CPU tier holds 0 tokens: offloading is configured but stores nothing" if zero
                         else f"{min(st.chunks_per_rank for st in lc.stages if st.storing_ranks):,} chunks per storing "
                              "rank"))
-    if gpu.kv_cache_size_tokens is None:
-        checks.append(Check(name="cpu_smaller_than_gpu", passed=True,
-                            reason="GPU KV cache size unknown (no KV memory given): not checked"))
-    else:
-        g = gpu.kv_cache_size_tokens
-        checks.append(Check(name="cpu_smaller_than_gpu", passed=tokens >= g,
-                            reason=f"CPU tier holds {tokens:,} tokens, GPU tier {g:,}"
-                                   + ("" if tokens >= g else ": the CPU tier cannot hold what the GPU evicts")))
+    checks.append(_cpu_vs_gpu(gpu, tokens))
     if host_memory is not None:
         need = lc.resident_bytes_per_node
         checks.append(Check(name="host_memory", passed=need <= host_memory,

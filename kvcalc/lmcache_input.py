@@ -44,14 +44,18 @@ def unquote(value: str) -> str:
     return value
 
 
-def read_env_file(path: str) -> dict[str, str]:
-    """A .env-style file: KEY=VALUE lines, optional `export `, # comments, blank lines."""
+def _text(path: str, what: str) -> str:
     from .load import _read_bytes
 
     try:
-        text = _read_bytes(path, "a readable .env file").decode("utf-8")
+        return _read_bytes(path, what).decode("utf-8")
     except UnicodeDecodeError:
         raise LayoutError(path, "", "UTF-8 text") from None
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """A .env-style file: KEY=VALUE lines, optional `export `, # comments, blank lines."""
+    text = _text(path, "a readable .env file")
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
         s = line.strip()
@@ -70,13 +74,9 @@ def read_env_file(path: str) -> dict[str, str]:
 
 def read_config_file(path: str) -> dict[str, Any]:
     """An LMCache YAML config (the file LMCACHE_CONFIG_FILE names), read strictly (load.parse_yaml)."""
-    from .load import _read_bytes, parse_yaml
+    from .load import parse_yaml
 
-    try:
-        text = _read_bytes(path, "a readable LMCache config YAML").decode("utf-8")
-    except UnicodeDecodeError:
-        raise LayoutError(path, "", "UTF-8 text") from None
-    data = parse_yaml(text, source=path)
+    data = parse_yaml(_text(path, "a readable LMCache config YAML"), source=path)
     if data is None:
         return {}
     if not isinstance(data, dict):

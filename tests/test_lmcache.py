@@ -9,12 +9,11 @@ from LMCache's own source (0.5.6 unless named; the rules are the same in 0.3.10 
 """
 
 import json
-import os
 
 import pytest
 
 from conftest import GIB, lmcache_plan, run
-from kvcalc.errors import KvcalcError, StartupRefusal, UnsupportedError
+from kvcalc.errors import KvcalcError, StartupRefusal
 from kvcalc.lmcache_releases import LMCACHE_RELEASES, config_keys
 
 LLAMA8B = {"model": {"name": "Llama-3.1-8B", "num_layers": 32, "num_kv_heads": 8, "head_size": 128}}
@@ -204,16 +203,22 @@ def test_env_over_yaml_extra_config_replaced_whole_and_vllm_extra_last(tmp_path,
     assert lc["config_from"]["chunk_size"] == cfg
 
 
-def test_a_serve_line_with_lmcache_connector_extra_config(tmp_path, capsys, monkeypatch):
-    # vLLM's kv_connector_extra_config "lmcache.chunk_size": 128 beats LMCACHE_CHUNK_SIZE=512 (applied after the
-    # environment, vllm_v1_adapter.py _apply_extra_config). TP 8: 2 x 32 x 128 x 1 x 128 x 2 = 2,097,152 B a chunk;
-    # LMCACHE_MAX_LOCAL_CPU_SIZE=4: 4 GiB // 2 MiB = 2,048 chunks = 262,144 tokens.
+def llama_dir(tmp_path):
+    """A local model directory with a Llama-3.1-8B config.json (for serve lines)."""
     model = tmp_path / "llama"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
         "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128,
         "torch_dtype": "bfloat16", "max_position_embeddings": 131072}))
+    return model
+
+
+def test_a_serve_line_with_lmcache_connector_extra_config(tmp_path, capsys, monkeypatch):
+    # vLLM's kv_connector_extra_config "lmcache.chunk_size": 128 beats LMCACHE_CHUNK_SIZE=512 (applied after the
+    # environment, vllm_v1_adapter.py _apply_extra_config). TP 8: 2 x 32 x 128 x 1 x 128 x 2 = 2,097,152 B a chunk;
+    # LMCACHE_MAX_LOCAL_CPU_SIZE=4: 4 GiB // 2 MiB = 2,048 chunks = 262,144 tokens.
+    model = llama_dir(tmp_path)
     monkeypatch.setenv("LMCACHE_CHUNK_SIZE", "512")
     monkeypatch.setenv("LMCACHE_MAX_LOCAL_CPU_SIZE", "4")
     transfer = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both",
@@ -228,12 +233,7 @@ def test_a_serve_line_with_lmcache_connector_extra_config(tmp_path, capsys, monk
 
 
 def test_kv_offloading_backend_lmcache_on_serve_lines(tmp_path, capsys):
-    model = tmp_path / "llama"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128,
-        "torch_dtype": "bfloat16", "max_position_embeddings": 131072}))
+    model = llama_dir(tmp_path)
     line = ["--", "vllm", "serve", str(model), "-tp", "8", "--kv-offloading-backend", "lmcache",
             "--kv-offloading-size", "64"]
     code, out, err = run(capsys, "plan", "--vllm-version", "0.20.0", "--format", "json", *line)
@@ -251,12 +251,7 @@ def test_kv_offloading_backend_lmcache_on_serve_lines(tmp_path, capsys):
 def test_a_manifests_lmcache_env_is_read(tmp_path, capsys):
     # The container's env sets LMCACHE_MAX_LOCAL_CPU_SIZE "20": 20 GiB on each of 8 ranks = 160 GiB, the pod's
     # memory limit 100Gi fails the host_memory gate.
-    model = tmp_path / "llama"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128,
-        "torch_dtype": "bfloat16", "max_position_embeddings": 131072}))
+    model = llama_dir(tmp_path)
     manifest = write(tmp_path / "pod.yaml", f"""apiVersion: v1
 kind: Pod
 metadata: {{name: vllm}}
