@@ -413,3 +413,25 @@ def test_size_resident_gives_the_largest_size_under_a_host_limit(capsys):
     row = json.loads(out)["lmcache"]
     assert (row["gib"], row["resident_bytes_per_node"], row["chunks_per_rank"], row["tokens"]) == \
         (12.5, 100 * GIB, 3200, 819200)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--offload-backend", "redis"], "offload.backend (from --offload-backend): expected one of native, lmcache"),
+    (["--lmcache-version", "0.9.0"], "LMCache release '0.9.0' is not one kvcalc read"),
+    (["--lmcache-config", "no/such.yaml"], "no/such.yaml: expected a readable LMCache config YAML"),
+    (["--lmcache-env-file", "README.md"], "README.md: line 3: expected NAME=VALUE"),
+    (["--compare-backends", "--vllm-version", "0.33.0"], None),  # an LMCache layout: fine
+])
+def test_lmcache_flags_bad_input_is_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, "plan", "examples/llama-3.1-8b-lmcache-tp8.yaml", *argv)
+    if needle is None:
+        assert code == 0, err
+        return
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
+
+
+def test_compare_backends_needs_a_budget_on_the_native_backend(tmp_path, capsys):
+    layout = write(tmp_path / "l.yaml", "model: {num_layers: 32, num_kv_heads: 8, head_size: 128}\n"
+                                        "cache: {max_model_len: 8192}\n")
+    code, out, err = run(capsys, "plan", layout, "--compare-backends")
+    assert code == 2 and "--compare-backends needs a budget" in err and err.count("\n") == 1, err
