@@ -40,7 +40,8 @@ from .kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
 from .layers import pp_split
 from .layout import Layout, LMCacheLayout
 from .records import record
-from .units import DTYPE_BYTES, cdiv, round_up
+from .offload import node_peak
+from .units import DTYPE_BYTES, round_up
 from .versions import Behaviour
 
 ALIGN_BYTES = 4096  # v1/memory_management.py AddressManager.ALIGN_BYTES
@@ -109,7 +110,6 @@ class LMCachePlan:
     pool_bytes_per_engine: int
     resident_bytes_per_engine: int
     resident_bytes_per_node: int
-    resident_page: int
     tokens_per_engine: int  # tokens every stage can hold (rank 0's with save_only_first_rank)
     disk_bytes_per_rank: int
     disk_chunks_per_rank: int
@@ -239,9 +239,9 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     parts = pp_split(layout.model.num_layers, pp, par.pp_layer_partition)
     drafts = _draft_layers(layout)
     stages = []
+    per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes  # one layer's slice of a chunk
     for rank, (n, d) in enumerate(zip(parts, drafts)):
         layers = n + d
-        per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes
         chunk = layers * per_layer
         aligned = layers * round_up(per_layer, align) if lm.use_layerwise else round_up(chunk, align)
         in_stage = sum(1 for i in storing if i // tp == rank)
@@ -303,21 +303,10 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         first_rank_max_local_cpu_size=first_size, alignment=align, stages=tuple(stages), storing_ranks=len(storing),
         storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool, first_rank=first,
         pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident.values()),
-        resident_bytes_per_node=_per_node(resident, layout), resident_page=page, tokens_per_engine=tokens,
+        resident_bytes_per_node=node_peak([resident.get(i, 0) for i in range(world)], par.nnodes,
+                                          par.engines_per_node), tokens_per_engine=tokens,
         disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
         notes=tuple(notes), warnings=tuple(warnings))
-
-
-def _per_node(resident: dict[int, int], layout: Layout) -> int:
-    """The node with the most resident bytes: an engine's ranks fill its nodes in order (PP x TP ranks over
-    nnodes), times the engines (DP replicas) a node holds."""
-    par = layout.parallel
-    world = par.tensor_parallel_size * par.pipeline_parallel_size
-    per_rank = [resident.get(i, 0) for i in range(world)]
-    if par.nnodes <= 1:
-        return sum(per_rank) * par.engines_per_node
-    k = cdiv(world, par.nnodes)
-    return max(sum(per_rank[i:i + k]) for i in range(0, world, k)) * par.engines_per_node
 
 
 def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnings) -> LMCachePlan:
@@ -326,8 +315,8 @@ def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnin
         use_mla=layout.model.is_mla, save_only_first_rank=False, local_cpu=lm.local_cpu, use_layerwise=lm.use_layerwise,
         max_local_cpu_size=lm.max_local_cpu_size, first_rank_max_local_cpu_size=None, alignment=ALIGN_BYTES,
         stages=(), storing_ranks=0, storing_rank_ids=(), pool_bytes_per_storing_rank=0, first_rank=None,
-        pool_bytes_per_engine=0, resident_bytes_per_engine=0, resident_bytes_per_node=0,
-        resident_page=layout.host.page_size, tokens_per_engine=0, disk_bytes_per_rank=0, disk_chunks_per_rank=0,
+        pool_bytes_per_engine=0, resident_bytes_per_engine=0, resident_bytes_per_node=0, tokens_per_engine=0,
+        disk_bytes_per_rank=0, disk_chunks_per_rank=0,
         vllm_flag=flag, notes=tuple(notes), warnings=tuple(warnings))
 
 

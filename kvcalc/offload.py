@@ -351,13 +351,18 @@ def _tensor_pages(worker: WorkerConfig) -> list[tuple[int, bool]]:
     return out
 
 
+def node_peak(per_rank: list[int], nnodes: int, engines_per_node: int) -> int:
+    """Host bytes of the node with the most: an engine's ranks (PP x TP order) fill its nnodes nodes in order,
+    times the engines (DP replicas) one node holds."""
+    if nnodes <= 1:
+        return sum(per_rank) * engines_per_node
+    k = cdiv(len(per_rank), nnodes)
+    return max(sum(per_rank[i:i + k]) for i in range(0, len(per_rank), k)) * engines_per_node
+
+
 def _per_node(per_worker: tuple[int, ...], s: OffloadSettings) -> int:
-    """Private tensors: the node with the most workers' bytes (ranks are placed on nodes in order)."""
-    per_rank = [per_worker[rank // s.tp] for rank in range(s.tp * s.pp)]
-    if s.nnodes <= 1:
-        return sum(per_rank) * s.engines_per_node
-    k = cdiv(len(per_rank), s.nnodes)
-    return max(sum(per_rank[i:i + k]) for i in range(0, len(per_rank), k)) * s.engines_per_node
+    """Private tensors: the node with the most workers' bytes."""
+    return node_peak([per_worker[rank // s.tp] for rank in range(s.tp * s.pp)], s.nnodes, s.engines_per_node)
 
 
 def _region_share_per_node(r: FormulaResult, region: int) -> int:
