@@ -152,6 +152,10 @@ def _lmcache_at(layout: Layout, gib: float, first_rank: bool) -> Plan:
     from .records import replace as rep
 
     lm = layout.offload.lmcache
+    if lm.via_vllm_flag:
+        # vLLM's flag would override max_local_cpu_size (and local_cpu) with its own per-rank share: size the
+        # LMCache key itself; the answer names the flag's spelling (x TP x PP) next to it.
+        lm = rep(lm, via_vllm_flag=False, kv_offloading_size=None, local_cpu=True)
     lm = rep(lm, first_rank_max_local_cpu_size=gib) if first_rank else rep(lm, max_local_cpu_size=gib)
     return plan(rep(layout, offload=rep(layout.offload, lmcache=lm)))
 

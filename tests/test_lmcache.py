@@ -435,3 +435,17 @@ def test_compare_backends_needs_a_budget_on_the_native_backend(tmp_path, capsys)
                                         "cache: {max_model_len: 8192}\n")
     code, out, err = run(capsys, "plan", layout, "--compare-backends")
     assert code == 2 and "--compare-backends needs a budget" in err and err.count("\n") == 1, err
+
+
+def test_size_for_a_layout_set_through_vllms_flag_sizes_the_per_rank_value(tmp_path, capsys):
+    # offload.kv_offloading_size 8 at TP 8 on 0.22.1 (1 GiB per rank today). 2M tokens need 8,192 chunks of 4 MiB =
+    # 32 GiB per rank (256 GiB through the flag): the answer's tokens are what 32 GiB per rank holds, 2,097,152.
+    layout = write(tmp_path / "f.yaml", "model: {num_layers: 32, num_kv_heads: 8, head_size: 128}\n"
+                                        "parallel: {tensor_parallel_size: 8}\ncache: {max_model_len: 131072}\n"
+                                        "offload: {backend: lmcache, kv_offloading_size: 8}\n"
+                                        "vllm: {version: 0.22.1}\n")
+    code, out, err = run(capsys, "size", layout, "--cpu-tokens", "2M", "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)["lmcache"]
+    assert (row["gib"], row["tokens"], row["pool_bytes_per_engine"]) == (32.0, 2097152, 256 * GIB)
+    assert row["key"].startswith("--kv-offloading-size (x TP x PP)")
