@@ -581,13 +581,10 @@ def size_cmd(
             limit = parse_size(resident)
         except SizeError as e:
             raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
-    from .records import replace
-
     loaded = load_layout(layout, overrides=_layout_overrides(flags))
     if loaded.offload.backend == "lmcache":
         return _size_lmcache(loaded, tokens, cpu_blocks, limit, fmt)
-    if loaded.offload.cpu_bytes_to_use is None:  # sizing needs no budget
-        loaded = replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
+    loaded = _with_a_budget(loaded)  # sizing needs no budget
     rows = size(loaded, tokens=tokens, blocks=cpu_blocks, resident=limit)
     # The selected release's answer (it stands for its own family) at the top level; every family under `families`.
     own = next(r for r in rows if r.vllm_version == loaded.vllm_version)
@@ -605,6 +602,15 @@ def size_cmd(
     from .render_table import Style, render_sizing
 
     _console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=_plain())))
+
+
+def _with_a_budget(loaded):
+    """A native layout without a CPU budget, planned with a budget of 0 (for commands whose answer needs none)."""
+    if loaded.offload.backend != "native" or loaded.offload.cpu_bytes_to_use is not None:
+        return loaded
+    from .records import replace
+
+    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
 
 
 def _size_lmcache(loaded, tokens, chunks, limit, fmt) -> None:
@@ -712,11 +718,8 @@ def check_cmd(
     if loaded.offload.backend == "lmcache" and metrics is not None:
         raise UnsupportedError(f"{loaded.source}: check --metrics compares the native connector's "
                                "vllm:kv_offload_config_info; LMCache publishes its own metrics")
-    if log is not None and loaded.offload.backend == "native" and loaded.offload.cpu_bytes_to_use is None:
-        from .records import replace
-
-        # The log's lines are the GPU side's: no CPU budget is needed to match them.
-        loaded = replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
+    if log is not None:
+        loaded = _with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
     text = _read_bytes(source, "a readable file").decode("utf-8", "replace")
     if metrics is not None:

@@ -102,10 +102,16 @@ def _largest_under(p: Plan, worst: int, limit: int) -> int:
     """The most chunks whose resident host memory (one node) stays <= limit: resident grows with the budget, so
     a binary search over the chunk count, each step re-running only the offload stage."""
     fam = p.behaviour.family.id
-    lo, hi = 0, limit // worst
+    return _largest(limit // worst, lambda n: _at(p, n * worst).offload.results[fam].host.resident_bytes_per_node
+                    <= limit)
+
+
+def _largest(hi: int, fits) -> int:
+    """The largest n in 0..hi with fits(n), for a fits that holds up to some n and not after (a binary search)."""
+    lo = 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _at(p, mid * worst).offload.results[fam].host.resident_bytes_per_node <= limit:
+        if fits(mid):
             lo = mid
         else:
             hi = mid - 1
@@ -179,14 +185,8 @@ def size_lmcache(layout: Layout, *, tokens: int | None = None, blocks: int | Non
     worst = max(st.chunk_bytes_aligned for st in lc.stages if st.storing_ranks)
     if resident is not None:
         # Resident grows with the size: the largest 1/1000 GiB step that keeps the node under the limit.
-        lo, hi = 0, (resident // 1024 ** 3 + 1) * 1000
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if _lmcache_at(layout, mid / 1000, first).lmcache.resident_bytes_per_node <= resident:
-                lo = mid
-            else:
-                hi = mid - 1
-        gib = lo / 1000
+        gib = _largest((resident // 1024 ** 3 + 1) * 1000, lambda n: _lmcache_at(
+            layout, n / 1000, first).lmcache.resident_bytes_per_node <= resident) / 1000
     else:
         need = blocks if blocks is not None else cdiv(tokens, lc.chunk_size)
         gib = smallest_gib(need * worst)
