@@ -673,33 +673,38 @@ def offload_section(plan: Plan, *, with_notes: bool = True, families: dict[str, 
 
 def backend_entries(results: list[tuple[str, object]]) -> list[BackendEntry]:
     """--compare-backends: one entry per backend (plan.compare_backends)."""
+
+    def without_figures(name: str, error: str | None, tokens_per_unit: int | None = None) -> BackendEntry:
+        return BackendEntry(backend=name, pool_bytes_per_engine=None, resident_bytes_per_engine=None,
+                            resident_bytes_per_node=None, tokens=None, unit_bytes=None,
+                            tokens_per_unit=tokens_per_unit, startup_error=error)
+
     out = []
     for name, p in results:
         if not isinstance(p, Plan):
-            out.append(BackendEntry(backend=name, pool_bytes_per_engine=None, resident_bytes_per_engine=None,
-                                    resident_bytes_per_node=None, tokens=None, unit_bytes=None, tokens_per_unit=None,
-                                    startup_error=p.one_line()))
+            out.append(without_figures(name, p.one_line()))
         elif name == "lmcache":
             lc = p.lmcache
-            ok = lc.modelled
+            if not lc.modelled:
+                out.append(without_figures(name, "not modelled (multi-process connector)", lc.chunk_size))
+                continue
             out.append(BackendEntry(
-                backend=name, pool_bytes_per_engine=lc.pool_bytes_per_engine if ok else None,
-                resident_bytes_per_engine=lc.resident_bytes_per_engine if ok else None,
-                resident_bytes_per_node=lc.resident_bytes_per_node if ok else None,
-                tokens=lc.tokens_per_engine if ok else None,
-                unit_bytes=max(st.chunk_bytes_aligned for st in lc.stages) if ok else None,
-                tokens_per_unit=lc.chunk_size, startup_error=None if ok else "not modelled (multi-process connector)"))
+                backend=name, pool_bytes_per_engine=lc.pool_bytes_per_engine,
+                resident_bytes_per_engine=lc.resident_bytes_per_engine,
+                resident_bytes_per_node=lc.resident_bytes_per_node, tokens=lc.tokens_per_engine,
+                unit_bytes=max(st.chunk_bytes_aligned for st in lc.stages), tokens_per_unit=lc.chunk_size,
+                startup_error=None))
         else:
-            r = p.offload.results.get(p.selected)
-            err = p.offload.startup_error
+            r, err = p.offload.selected_result, p.offload.startup_error
+            if err or r is None:
+                out.append(without_figures(name, err))
+                continue
             out.append(BackendEntry(
-                backend=name, pool_bytes_per_engine=None if err or r is None else r.pinned_bytes_per_engine,
-                resident_bytes_per_engine=None if err or r is None else r.host.resident_bytes_per_engine,
-                resident_bytes_per_node=None if err or r is None else r.host.resident_bytes_per_node,
-                tokens=None if err or r is None else r.tokens_safe,
-                unit_bytes=None if err or r is None else max([r.scheduler.aligned_bytes]
-                                                             + [c.aligned_bytes for c in r.stage_counts]),
-                tokens_per_unit=None if err or r is None else p.offload.block_size, startup_error=err))
+                backend=name, pool_bytes_per_engine=r.pinned_bytes_per_engine,
+                resident_bytes_per_engine=r.host.resident_bytes_per_engine,
+                resident_bytes_per_node=r.host.resident_bytes_per_node, tokens=r.tokens_safe,
+                unit_bytes=max([r.scheduler.aligned_bytes] + [c.aligned_bytes for c in r.stage_counts]),
+                tokens_per_unit=p.offload.block_size, startup_error=None))
     return out
 
 
