@@ -214,8 +214,8 @@ class _Builder:
         self.kv, self.kv_auto = kv, kv_auto
         self.mamba = mamba
         skip = layout.cache.kv_cache_dtype_skip_layers
-        self.skip = frozenset(i for i in skip if isinstance(i, int))
-        self.skip_sliding = "sliding_window" in skip
+        self.skip = frozenset(i for i in skip if isinstance(i, int)) if skip else frozenset()
+        self.skip_sliding = bool(skip) and "sliding_window" in skip
 
     def heads(self, total: int, key: str) -> int:
         try:
@@ -257,7 +257,7 @@ class _Builder:
         heads = self.heads(total, key)
         if self.skip_sliding and kind is LayerKind.SLIDING:
             return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv_auto))]
-        if not any(i in indices for i in self.skip):  # range membership is O(1); skip lists are short
+        if not self.skip or not any(i in indices for i in self.skip):  # range membership is O(1); lists are short
             return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv))]
         keep, skipped = _split_skip(indices, self.skip)
         out = [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv)) for r in progressions(keep)]
@@ -350,7 +350,8 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     notes: list[str] = []
     kv = resolve_kv_dtype(layout, behaviour)
-    kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True)
+    # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
+    kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
     choices = behaviour.block_size_choices
     if cache.block_size is not None and choices is not None and cache.block_size not in choices:
         raise LayoutError(src, "cache.block_size", f"one of {', '.join(map(str, choices))} for vLLM "

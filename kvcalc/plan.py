@@ -33,7 +33,6 @@ class Plan:
     lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
     notes: tuple[str, ...]  # informational, for stderr
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
-    oob_warning: str | None  # the selected release goes out of bounds
 
     @cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -41,6 +40,17 @@ class Plan:
         first use: they name every family column), the out-of-bounds verdict."""
         off = self.offload.warnings if self.lmcache is None else self.lmcache.warnings
         return self.base_warnings + off + ((self.oob_warning,) if self.oob_warning else ())
+
+    @property
+    def oob_warning(self) -> str | None:
+        """The selected release goes out of bounds: the stage with the fewest CPU blocks, its bad ids (a warning is
+        text for stderr, so it is written when read, not by every plan of a sweep or an API loop)."""
+        sel = self.offload.selected
+        if not isinstance(sel, FormulaResult) or not sel.out_of_bounds:
+            return None
+        worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+        return (f"vLLM {self.behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}.."
+                f"{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores")
 
     @cached_property
     def formula_notes(self) -> dict[str, str]:
@@ -168,15 +178,9 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
     base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
-    sel = off.selected
-    oob = None
-    if isinstance(sel, FormulaResult) and sel.out_of_bounds:
-        worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
-        oob = (f"vLLM {behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}.."
-               f"{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores")
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
                 grouping=grouping, gpu=gpu, logs=logs, offload=off, lmcache=lmc, notes=tuple(notes),
-                base_warnings=base, oob_warning=oob)
+                base_warnings=base)
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:

@@ -292,6 +292,16 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         blocks = max(cdiv(s.max_usage(ctx), s.page_size_bytes) for s, _ in self.members)
         return blocks * self.page_size_bytes
 
+    def summed_usage(self, ctx: UsageContext) -> int:
+        """Bytes one max-length request needs over the group's layers (the sum of each layer's max usage: vLLM's
+        start-up memory check), remembered per context as max_usage is."""
+        memo = self.__dict__.setdefault("_summed", {})
+        key = ctx.key
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = sum(n * s.max_usage(ctx) for s, n in self.members)
+        return value
+
     @property
     def distinct_specs(self) -> tuple[KVCacheSpec, ...]:
         return tuple(s for s, _ in self.members)
@@ -428,15 +438,19 @@ def runs_from_names(specs: dict[str, KVCacheSpec]) -> tuple[Run, ...]:
 
 
 def clip(r: range, lo: int, hi: int) -> range:
-    """The part of a (positive-step) range inside [lo, hi)."""
-    if not r:
+    """The part of a (positive-step) range inside [lo, hi): `r` itself when it lies inside (the common case: one
+    PP stage, or a run within one stage)."""
+    if not r or (r.start >= lo and r.stop <= hi):
         return r
     start = r.start if r.start >= lo else r.start + cdiv(lo - r.start, r.step) * r.step
     return range(start, max(start, min(r.stop, hi)), r.step)
 
 
 def restrict(runs: tuple[Run, ...], lo: int, hi: int) -> tuple[Run, ...]:
-    """The runs' layers whose decoder index lies in [lo, hi) (one PP stage's share)."""
+    """The runs' layers whose decoder index lies in [lo, hi) (one PP stage's share): `runs` itself when the
+    stage holds them all."""
+    if all(r.indices and r.indices.start >= lo and r.indices.stop <= hi for r in runs):
+        return runs
     out = []
     for r in runs:
         clipped = clip(r.indices, lo, hi)

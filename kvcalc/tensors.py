@@ -110,8 +110,8 @@ def _project(groups: tuple[KVCacheGroup, ...], lo: int, hi: int) -> tuple[KVCach
 def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
     """(number of tensors, bytes one block costs) for a worker's projected groups (spec 6.2)."""
     if _uniform_type(groups):
-        runs = groups[0].runs
-        return sum(r.count for r in runs), sum(r.spec.page_size_bytes * r.count for r in runs)
+        # One tensor per layer; a block costs the UniformType page, the sum of the layers' pages.
+        return groups[0].num_layers, groups[0].spec.page_size_bytes
     group_size = max(g.num_layers for g in groups)
     if group_size == 0:
         raise StartupRefusal("a pipeline stage owns no KV cache layer of any group (vLLM asserts group_size > 0)")
@@ -124,7 +124,7 @@ def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
 def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext) -> int:
     """Bytes one max-length request needs on this worker (vLLM's startup memory check)."""
     if _uniform_type(groups):
-        return sum(n * s.max_usage(usage) for s, n in groups[0].spec.members)
+        return groups[0].spec.summed_usage(usage)
     group_size = max(g.num_layers for g in groups)
     page = groups[0].spec.page_size_bytes
     return group_size * page * sum(cdiv(g.spec.max_usage(usage), page) for g in groups)
@@ -181,15 +181,12 @@ def build_gpu_plan(
                      bytes_per_block=cost)
         for rank, proj, nt, cost, nb in per_stage
     )
-    sched = []
-    for g in workers[0].groups:
-        spec = g.spec
-        if isinstance(spec, UniformTypeKVCacheSpecs):
-            # The scheduler sees one layer's spec for the whole group: the first in registration order.
-            spec = spec.first
-        sched.append(KVCacheGroup(runs=g.runs, spec=spec))
-    hash_block = min((g.spec.block_size for g in groups), default=layer_plan.block_size)
-    return GpuPlan(workers=workers, scheduler_groups=tuple(sched), num_blocks=n_min, hash_block_size=hash_block,
+    sched = workers[0].groups
+    if _uniform_type(sched):
+        # The scheduler sees one layer's spec for the whole group: the first in registration order.
+        sched = (KVCacheGroup(runs=sched[0].runs, spec=sched[0].spec.first),)
+    hash_block = min(g.spec.block_size for g in groups) if groups else layer_plan.block_size
+    return GpuPlan(workers=workers, scheduler_groups=sched, num_blocks=n_min, hash_block_size=hash_block,
                    warnings=tuple(warnings))
 
 
