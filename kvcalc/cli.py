@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from functools import cached_property
 from typing import Literal, Optional, get_args
 
 import typer
@@ -16,6 +15,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
 from .errors import KvcalcError, LayoutError, StartupRefusal, UnsupportedError
+from .records import cached
 from .units import SIZE_HELP
 
 
@@ -63,7 +63,7 @@ class _FlagCommand:
         self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
         self.__globals__ = fn.__globals__
 
-    @cached_property
+    @cached
     def _built(self):
         import inspect
 

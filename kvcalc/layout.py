@@ -7,11 +7,10 @@ equal layers, so later stages work per distinct layer shape, not per layer.
 
 from __future__ import annotations
 
-from functools import cached_property
 
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .lmcache_releases import DEFAULT_LMCACHE_VERSION
-from .records import field, record
+from .records import cached, field, record
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
@@ -40,7 +39,7 @@ class MambaLayout:
     # The kind's fields under their Hugging Face names, e.g. linear_num_key_heads=16.
     params: tuple[tuple[str, int], ...]
 
-    @cached_property
+    @cached
     def values(self) -> dict[str, int]:
         return dict(self.params)
 
@@ -114,20 +113,20 @@ class ModelLayout:
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
 
-    @cached_property
+    @cached
     def kinds(self) -> frozenset[LayerKind]:
         """The layer kinds present."""
         return frozenset(self.layer_types)
 
-    @cached_property
+    @cached
     def is_mla(self) -> bool:
         return LayerKind.MLA in self.kinds
 
-    @cached_property
+    @cached
     def has_mamba(self) -> bool:
         return any(k.mamba for k in self.kinds)
 
-    @cached_property
+    @cached
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
         """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
         layers without standard attention are ignored (0)."""

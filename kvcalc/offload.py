@@ -9,12 +9,11 @@ it reads, whether counts are chunks, the alignment and the replication test. The
 
 from __future__ import annotations
 
-from functools import cached_property
 from math import gcd
 
 from .grouping import KVCacheGroup
 from .kinds import ATTENTION_BACKENDS
-from .records import record
+from .records import cached, record
 from .specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -159,7 +158,7 @@ class FormulaResult:
     def out_of_bounds(self) -> bool:
         return any(self.scheduler.num_blocks > c.num_blocks for c in self.stage_counts)
 
-    @cached_property
+    @cached
     def stages(self) -> tuple[StageOffload, ...]:
         sched, factor, copies = self.scheduler, self.factor, self.scheduler.copies
         out = []
@@ -187,7 +186,7 @@ class FormulaResult:
     def unused_bytes(self) -> int:
         return self.settings.cpu_bytes - self.pinned_bytes_per_engine
 
-    @cached_property
+    @cached
     def chunks_per_group(self) -> tuple[int, ...] | None:
         """Chunks one max_model_len request takes in each KV cache group: every group's block of a request is a
         separate offload key ((block hash, group) from 0.20.0, v1/kv_offload/abstract.py) taking a whole chunk,
@@ -239,14 +238,14 @@ class FormulaResult:
         safe = min(min(c.num_blocks for c in self.stage_counts), self.scheduler.num_blocks)
         return self.tokens(safe) or 0
 
-    @cached_property
+    @cached
     def capacity(self) -> Capacity:
         num = self.scheduler.num_blocks
         return Capacity(cpu_num_chunks=num, cpu_blocks_per_chunk=self.factor,
                         cpu_kv_cache_size_bytes=num * self.scheduler.aligned_bytes,
                         cpu_kv_cache_size_tokens=self.tokens(num), chunks_per_group=self.chunks_per_group)
 
-    @cached_property
+    @cached
     def host(self) -> HostMemory:
         return _host_memory(self)
 
@@ -505,7 +504,7 @@ class OffloadPlan:
     selected: FormulaResult | str | None  # the selected family's result, or why its connector fails at init
     checks: dict  # the start-up check per chunk rule (shared by families with the same rule)
 
-    @cached_property
+    @cached
     def _columns(self) -> tuple[dict[str, FormulaResult], dict[str, str]]:
         results: dict[str, FormulaResult] = {}
         errors: dict[str, str] = {}
@@ -538,7 +537,7 @@ class OffloadPlan:
     def errors(self) -> dict[str, str]:  # family id -> why that family's connector fails at init
         return self._columns[1]
 
-    @cached_property
+    @cached
     def warnings(self) -> tuple[str, ...]:
         s, behaviour = self.settings, self.behaviour
         warnings: list[str] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import KvcalcError
@@ -10,7 +9,7 @@ from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .kinds import LayerKind
 from .layout import Layout
-from .records import record, replace
+from .records import cached, record, replace
 from .offload import FormulaResult, OffloadPlan, OffloadSettings, plan_offload
 from .tensors import GpuPlan, LogNumbers, build_gpu_plan, log_numbers
 from .versions import REPRESENTATIVE, Behaviour, behaviour_for, decide_hma
@@ -34,7 +33,7 @@ class Plan:
     notes: tuple[str, ...]  # informational, for stderr
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
 
-    @cached_property
+    @cached
     def warnings(self) -> tuple[str, ...]:
         """Things the user should act on, for stderr: the release's, the GPU side's, the offload columns' (read on
         first use: they name every family column), the out-of-bounds verdict."""
@@ -52,7 +51,7 @@ class Plan:
         return (f"vLLM {self.behaviour.version}: the scheduler can hand out CPU block ids {worst.bad_ids[0]:,}.."
                 f"{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never allocated: out-of-bounds stores")
 
-    @cached_property
+    @cached
     def formula_notes(self) -> dict[str, str]:
         """Per formula id: how that formula's own releases would lay this model out, when it differs from the
         selected release's layout (the old column is computed on the selected release's tensors). Computed on

@@ -10,13 +10,12 @@ and a plan costs O(distinct shapes), not O(layers). Layer names are expanded onl
 
 from __future__ import annotations
 
-from functools import cached_property
 from math import prod
 from typing import ClassVar, NamedTuple
 
 from .errors import StartupRefusal
 from .kinds import KVQuant
-from .records import fields, record
+from .records import cached, fields, record
 from .units import DTYPE_BYTES, cdiv
 
 
@@ -50,7 +49,7 @@ class UsageContext:
     max_num_encoder_input_tokens: int = 0
     mamba_cache_mode: str = "none"
 
-    @cached_property
+    @cached
     def key(self) -> tuple:
         return (self.max_model_len, self.max_num_batched_tokens, self.cp, self.max_num_encoder_input_tokens,
                 self.mamba_cache_mode)
@@ -61,7 +60,7 @@ class KVCacheSpec:
     block_size: int
     kind: ClassVar[str] = "spec"  # the output vocabulary (JSON `kind`); never branched on
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         raise NotImplementedError
 
@@ -129,11 +128,11 @@ class FullAttentionSpec(AttentionSpec):
     attention_chunk_size: int | None = None
     kind: ClassVar[str] = "full_attention"
 
-    @cached_property
+    @cached
     def real_page_size_bytes(self) -> int:
         return self._k_plus_v_page(self.head_size_v)
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         return self._padded(self.real_page_size_bytes)
 
@@ -179,7 +178,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     def kind(self) -> str:
         return "mla_indexer" if self.cache_dtype_str is None else "mla"
 
-    @cached_property
+    @cached
     def real_page_size_bytes(self) -> int:
         if self.cache_dtype_str == "fp8_ds_mla":
             # 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 656 bytes per token.
@@ -207,7 +206,7 @@ class SlidingWindowSpec(AttentionSpec):
     sliding_window: int
     kind: ClassVar[str] = "sliding_attention"
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         return self._padded(self._k_plus_v_page(self.head_size_v))
 
@@ -223,7 +222,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
     attention_chunk_size: int
     kind: ClassVar[str] = "chunked_attention"
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         return self._padded(self._k_plus_v_page(self.head_size_v))
 
@@ -236,7 +235,7 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
 class CrossAttentionSpec(AttentionSpec):
     kind: ClassVar[str] = "cross_attention"
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         return self._padded(self._k_plus_v_page(self.head_size))
 
@@ -256,11 +255,11 @@ class MambaSpec(KVCacheSpec):
     num_prefill_checkpoint_blocks: int = 0  # 0.33.0: GDN layers exporting prefill checkpoints keep one more
     kind: ClassVar[str] = "mamba"
 
-    @cached_property
+    @cached
     def real_page_size_bytes(self) -> int:
         return sum(prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(self.shapes, self.dtypes))
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         if self.page_size_padded is not None:
             return self.page_size_padded
@@ -284,7 +283,7 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
     first: KVCacheSpec  # the first layer's spec in registration order (what the scheduler flattens to)
     kind: ClassVar[str] = "uniform_type"
 
-    @cached_property
+    @cached
     def page_size_bytes(self) -> int:
         return sum(s.page_size_bytes * n for s, n in self.members)
 

@@ -7,12 +7,11 @@ tensor, with the layers sharing it) is expanded only when a report or --verify a
 
 from __future__ import annotations
 
-from functools import cached_property
 
 from .errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
 from .layers import LayerPlan
-from .records import record
+from .records import cached, record
 from .specs import UniformTypeKVCacheSpecs, UsageContext, layer_names, ordered, restrict
 from .units import cdiv
 
@@ -49,7 +48,7 @@ class WorkerConfig:
     def total_bytes(self) -> int | None:
         return None if self.num_blocks is None else self.bytes_per_block * self.num_blocks
 
-    @cached_property
+    @cached
     def tensors(self) -> tuple[KVCacheTensor, ...]:
         """The tensor list, expanded: UniformType -> one per layer in registration order; otherwise tensor i
         is shared by layer i of every group that has one."""
