@@ -326,8 +326,10 @@ def is_uniform(specs: list[KVCacheSpec]) -> bool:
     """Rule B: every spec merges into one (raises StartupRefusal on two windows, as vLLM does)."""
     if not specs:
         return False
-    if len(specs) > 1 and any(type(s) is not type(specs[0]) for s in specs):
-        return False  # every class's merge rule wants one class: answer without raising NotMergeable
+    cls = type(specs[0])
+    for s in specs:
+        if type(s) is not cls:
+            return False  # every class's merge rule wants one class: answer without raising NotMergeable
     try:
         merge_specs(specs)
     except NotMergeable:
@@ -359,12 +361,18 @@ _UNIFORM_TYPE_RULES = (
 
 def is_uniform_type(specs: list[KVCacheSpec]) -> bool:
     """Rule C: one block size and one attention type, judged by the first spec's class."""
-    if not specs or len({s.block_size for s in specs}) > 1:
+    if not specs:
         return False
     first = specs[0]
+    for s in specs:
+        if s.block_size != first.block_size:
+            return False
     for cls, same in _UNIFORM_TYPE_RULES:
         if isinstance(first, cls):
-            return all(isinstance(s, cls) and (same is None or same(first, s)) for s in specs)
+            for s in specs:
+                if not isinstance(s, cls) or (same is not None and not same(first, s)):
+                    return False
+            return True
     return False
 
 

@@ -201,6 +201,11 @@ def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, devi
         return None
     if log_family == "L3":
         blocks_per_request = sum(cdiv(g.spec.max_usage(usage), g.spec.page_size_bytes) for g in groups)
+    elif len(groups) == 1:
+        # One group: n x M / (P x n) blocks, the same cdiv without the sums.
+        g = groups[0]
+        n = g.num_layers
+        blocks_per_request = cdiv(n * g.spec.max_usage(usage), g.spec.page_size_bytes * n)
     else:
         n = max(g.num_layers for g in groups)
         per_request = n * sum(g.spec.max_usage(usage) for g in groups)
@@ -208,7 +213,8 @@ def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, devi
     # vLLM divides as floats here; kvcalc does the same so the printed value matches to the digit.
     concurrency = worker.num_blocks / blocks_per_request
     if log_family == "L1":
-        tokens = worker.num_blocks // len(groups) * min(g.spec.block_size for g in groups) * usage.cp
+        block = groups[0].spec.block_size if len(groups) == 1 else min(g.spec.block_size for g in groups)
+        tokens = worker.num_blocks // len(groups) * block * usage.cp
     else:
         tokens = int(concurrency * usage.max_model_len)
     return LogNumbers(family=log_family, kv_cache_size_tokens=tokens, max_concurrency=concurrency,
