@@ -26,6 +26,7 @@ from .specs import (
     UsageContext,
     clip,
     interned,
+    interned_or_none,
     named_specs,
     progressions,
 )
@@ -102,6 +103,8 @@ class LayerPlan:
     @property
     def runs(self) -> tuple[Run, ...]:
         """Every stage's runs (layer names are unique across stages)."""
+        if len(self.stages) == 1:
+            return self.stages[0].runs
         return tuple(r for s in self.stages for r in s.runs)
 
 
@@ -156,13 +159,13 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
     """(prefix caching on, Mamba cache mode, notes) as the release settles them (spec 4.2;
     model_executor/models/config.py MambaModelConfig.verify_and_update_config of each release)."""
     model, cache = layout.model, layout.cache
-    modes = behaviour.mamba_modes
     prefix = cache.enable_prefix_caching
-    if prefix is None:
-        prefix = not model.has_mamba  # vLLM: on by default, off by default for hybrid (Mamba) models
-    mode, notes = "none", []
     if not model.has_mamba:
-        return prefix, mode, ()
+        return prefix is not False, "none", ()  # vLLM: prefix caching on by default
+    if prefix is None:
+        prefix = False  # vLLM: off by default for hybrid (Mamba) models
+    modes = behaviour.mamba_modes
+    mode, notes = "none", []
     row = model.mamba.row
     if cache.mamba_cache_mode != "auto":
         mode = cache.mamba_cache_mode
@@ -226,7 +229,13 @@ class _Builder:
     def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
         if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
-        bs, window, chunk = self.block_size, self.model.sliding_window, self.model.attention_chunk_size
+        bs = self.block_size
+        window = self.model.sliding_window if kind is LayerKind.SLIDING else None
+        chunk = self.model.attention_chunk_size if kind is LayerKind.CHUNKED else None
+        key = (kind, bs, heads, d, dv, kv.storage, kv.quant, window, chunk)
+        spec = interned_or_none(key)  # the common case: a shape met before (the closure below is made on a miss only)
+        if spec is not None:
+            return spec
 
         def make() -> KVCacheSpec:
             common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
@@ -237,8 +246,7 @@ class _Builder:
                 return ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)
             return FullAttentionSpec(**common)
 
-        return interned((kind, bs, heads, d, dv, kv.storage, kv.quant, window if kind is LayerKind.SLIDING else None,
-                         chunk if kind is LayerKind.CHUNKED else None), make)
+        return interned(key, make)
 
     def mla(self) -> MLAAttentionSpec:
         d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv

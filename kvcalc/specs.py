@@ -25,6 +25,10 @@ _INTERNED: dict = {}
 _INTERN_LIMIT = 4096
 
 
+# The lookup alone, for hot paths that build `make` only on a miss (a bound dict.get: clear() keeps the dict).
+interned_or_none = _INTERNED.get
+
+
 def interned(key: tuple, make):
     """The one spec object for `key` (its class and fields), made by `make()` the first time."""
     spec = _INTERNED.get(key)
