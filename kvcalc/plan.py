@@ -27,11 +27,19 @@ class Plan:
     layers: LayerPlan
     grouping: Grouping
     gpu: GpuPlan
-    logs: LogNumbers | None
     offload: OffloadPlan
     lmcache: LMCachePlan | None  # offload.backend lmcache: LMCache's pool (kvcalc.lmcache, imported on use)
     notes: tuple[str, ...]  # informational, for stderr
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
+
+    @cached
+    def logs(self) -> LogNumbers | None:
+        """What vLLM logs for rank 0 (the KV cache size in tokens, the maximum concurrency), computed on first read:
+        the table, `check --log` and `--compare-versions` show it; a sweep row or an API call that reads only the
+        counts does not pay for it."""
+        b = self.behaviour
+        device = ("XPU" if self.layout.platform == "xpu" else "GPU") if b.log_device_prefix else "GPU"
+        return log_numbers(self.gpu.workers[0], self.layers.usage, b.log_family, device)
 
     @cached
     def warnings(self) -> tuple[str, ...]:
@@ -97,11 +105,11 @@ class GpuStage(NamedTuple):
     layers: LayerPlan
     grouping: Grouping
     gpu: GpuPlan
-    logs: LogNumbers | None
 
 
 def plan_gpu(layout: Layout) -> GpuStage:
-    """Layout -> layers -> groups -> tensors and GPU blocks (no CPU budget involved)."""
+    """Layout -> layers -> groups -> tensors and GPU blocks (no CPU budget involved; the logged numbers are derived
+    from them when read: Plan.logs)."""
     behaviour = behaviour_for(layout.vllm_version)
     model = layout.model
     wants_off = None
@@ -125,17 +133,15 @@ def plan_gpu(layout: Layout) -> GpuStage:
         memory=layout.cache.least_memory,
         num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
     )
-    device = ("XPU" if layout.platform == "xpu" else "GPU") if behaviour.log_device_prefix else "GPU"
-    logs = log_numbers(gpu.workers[0], layer_plan.usage, behaviour.log_family, device)
     return GpuStage(behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan, grouping=grouping,
-                    gpu=gpu, logs=logs)
+                    gpu=gpu)
 
 
 def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool = False) -> Plan:
     """Rebuild vLLM's KV cache layout for `layout` and size its CPU offload pool by both formulas. `stage`: the
     GPU stage of a layout that differs from this one only in its offload section (a sweep over budgets).
     `selected_only`: size only the selected release's family (a sweep row shows no other column)."""
-    behaviour, hma, why, layer_plan, grouping, gpu, logs = stage or plan_gpu(layout)
+    behaviour, hma, why, layer_plan, grouping, gpu = stage or plan_gpu(layout)
     model = layout.model
     par = layout.parallel
     draft = model.draft
@@ -178,7 +184,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=hma, hma_reason=why, layers=layer_plan,
-                grouping=grouping, gpu=gpu, logs=logs, offload=off, lmcache=lmc, notes=tuple(notes),
+                grouping=grouping, gpu=gpu, offload=off, lmcache=lmc, notes=tuple(notes),
                 base_warnings=base)
 
 
