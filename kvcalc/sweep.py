@@ -39,25 +39,29 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
             model = None
     # Points that differ only in the CPU budget share everything before the offload stage: validate and plan
     # the rest once per combination of the other axes, then re-run only the offload stage per budget.
+    # Such a point's expanded layout is the first one's with another budget: its offload section is copied with the
+    # budget set, not expanded again (the budget flag's exclusive key was already dropped from that section).
     shared: dict[tuple, tuple] = {}
+    budget_key = AXES["cpu_bytes"].path.split(".", 1)[1]
     for point in points:
-        row = {c: None for c in COLUMNS}
+        row = dict.fromkeys(COLUMNS)
         row.update({k: point.get(k) for k in AXES})
         overrides = dict(base_flags or {})
         overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
         key = tuple((k, v) for k, v in point.items() if k != "cpu_bytes") if "cpu_bytes" in point else None
         try:
-            data, origin = expand(top, source=source, overrides=overrides)
             if key in shared:
-                base, stage = shared[key]
-                p = plan(validate_offload(data, base, overrides=overrides), stage, selected_only=True)
+                base, stage, offload = shared[key]
+                offload = {**offload, budget_key: point["cpu_bytes"]}
+                p = plan(validate_offload({"offload": offload}, base, overrides=overrides), stage, selected_only=True)
             else:
+                data, origin = expand(top, source=source, overrides=overrides)
                 layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
                 stage = plan_gpu(layout)
                 if key is not None:
                     if len(shared) >= _SHARED_LIMIT:
                         shared.clear()  # bounded memory, whatever the grid
-                    shared[key] = (layout, stage)
+                    shared[key] = (layout, stage, data["offload"])
                 p = plan(layout, stage, selected_only=True)
         except KvcalcError as e:
             row["error"] = e.one_line()
