@@ -165,6 +165,23 @@ def test_sweep_jsonl_versions(capsys):
         ("old", 60, True), ("fixed", 3765, False), ("single-alloc", 3765, False)]
 
 
+def test_sweep_budgets_replace_a_layout_kv_offloading_size(capsys, tmp_path):
+    # The layout sets vLLM's --kv-offloading-size; every swept --cpu-bytes replaces it (the exclusive key is dropped
+    # for the first budget of each point and stays dropped for the budgets that reuse that point's section).
+    text = open(ex("llama-3.1-8b.yaml")).read().replace("cpu_bytes_to_use: 64GiB", "kv_offloading_size: 8")
+    layout = tmp_path / "gib.yaml"
+    layout.write_text(text)
+    code, out, err = run(capsys, "sweep", str(layout), "--tp", "1,2", "--cpu-bytes", "16GiB,64GiB,1GiB",
+                         "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    # Llama-3.1-8B: 32 layers x 2 x 16 tokens x 8 heads x 128 x 2 B = 2 MiB a block at TP 1 (at TP 2: 4 heads a
+    # rank, world size 2: the same 2 MiB); 16 GiB / 2 MiB = 8,192, 64 GiB -> 32,768, 1 GiB -> 512.
+    got = [(r["tp"], r["cpu_bytes_to_use"], r["cpu_blocks_scheduler"], r["error"]) for r in rows]
+    assert got == [("1", str(16 * GIB), "8192", ""), ("1", str(64 * GIB), "32768", ""), ("1", str(GIB), "512", ""),
+                   ("2", str(16 * GIB), "8192", ""), ("2", str(64 * GIB), "32768", ""), ("2", str(GIB), "512", "")]
+
+
 def test_sweep_table_and_bad_list(capsys):
     code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--block-size", "16,32")
     assert code == 0
