@@ -382,6 +382,8 @@ def _region_share_per_node(r: FormulaResult, region: int) -> int:
 def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: WorkerConfig) -> int:
     if rule.unit == "page_x_tensors":
         # 0.14.0-0.19.1: one page for all groups, times the number of tensors (a UniformType page is a sum).
+        if len(groups) == 1:
+            return groups[0].spec.page_size_bytes * worker.num_tensors
         pages = {g.spec.page_size_bytes for g in groups}
         if len(pages) != 1:  # pragma: no cover - rule D leaves one page; vLLM asserts otherwise
             raise AssertionError("one page size")

@@ -141,6 +141,7 @@ def build_gpu_plan(
     groups = grouping.groups
     usage = layer_plan.usage
     per_stage = []
+    n_min = None
     for stage in layer_plan.stages:
         proj = _project(groups, *stage.owned) if groups else ()
         num_tensors, block_cost = _tensor_layout(proj) if groups else (0, 0)
@@ -167,19 +168,19 @@ def build_gpu_plan(
             if num_gpu_blocks_override is not None:
                 stage_blocks = num_gpu_blocks_override
         per_stage.append((stage.pp_rank, proj, num_tensors, block_cost, stage_blocks))
+        if stage_blocks is not None and (n_min is None or stage_blocks < n_min):
+            n_min = stage_blocks  # the min over the stages that know their count
 
-    known_blocks = [nb for *_, nb in per_stage if nb is not None]
-    n_min = min(known_blocks) if known_blocks else None
     if n_min is None:
         warnings.append("no KV cache memory given (--kv-cache-memory): the GPU block count, tensor sizes and log "
                         "lines are not computed; the CPU counts do not depend on them")
     elif n_min == 0:
         warnings.append("GPU num_blocks is 0: vLLM would have no KV cache blocks; the fixed formula's CPU count is 0")
-    workers = tuple(
+    workers = tuple([
         WorkerConfig(pp_rank=rank, num_blocks=n_min, num_blocks_before_min=nb, groups=proj, num_tensors=nt,
                      bytes_per_block=cost)
         for rank, proj, nt, cost, nb in per_stage
-    )
+    ])
     sched = workers[0].groups
     if _uniform_type(sched):
         # The scheduler sees one layer's spec for the whole group: the first in registration order.
