@@ -196,6 +196,7 @@ def record(cls=None, *, cache_hash: bool = False):
         order = list(fields.values())
         cls.__record_fields__ = tuple(order)
         names = [f.name for f in order]
+        cls.__record_names__ = tuple(names)
         if len(names) == 1:
             only = names[0]
             cls.__record_key__ = staticmethod(lambda obj: (getattr(obj, only),))
@@ -223,9 +224,10 @@ def is_record(obj) -> bool:
 
 def replace(obj, **changes):
     """A copy of a record with some fields changed (dataclasses.replace for records)."""
-    kw = {f.name: getattr(obj, f.name) for f in obj.__record_fields__}
+    cls = type(obj)
+    kw = dict(zip(cls.__record_names__, cls.__record_key__(obj)))  # the fields' values in one C-level call
     kw.update(changes)
-    return type(obj)(**kw)
+    return cls(**kw)
 
 
 def to_json(value: Any) -> Any:

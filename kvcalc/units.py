@@ -80,6 +80,20 @@ def parse_size(value: object) -> int:
         return int(value)
     if not isinstance(value, str):
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
+    known = _PARSED.get(value)
+    if known is not None:
+        return known  # a sweep reads each of its budgets once per combination of the other axes
+    n = _parse_size_text(value)
+    if len(_PARSED) >= 1024:
+        _PARSED.clear()  # bounded
+    _PARSED[value] = n
+    return n
+
+
+_PARSED: dict[str, int] = {}  # size strings already read (the parse is a pure function of the text)
+
+
+def _parse_size_text(value: str) -> int:
     e = re.match(r"^\s*([0-9]+)(?:\.([0-9]*))?[eE]([+-]?[0-9]{1,3})\s*$", value) if "e" in value.lower() else None
     if e:
         # 6.4e10 (a string to YAML 1.1, which wants the sign) means what 6.4e+10 means: exact decimal arithmetic.
