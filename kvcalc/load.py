@@ -360,9 +360,10 @@ def _host(r: _Reader, data: Any) -> HostLayout:
     return HostLayout(page_size=page, pinned_round_threshold_mb=threshold)
 
 
-def validate_offload(top: dict, base: Layout, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
-    """`base` with the offload section of `top` (a layout dict that differs from base's only there)."""
-    r = _Reader(base.source, {path: flag for path, (_, flag) in (overrides or {}).items()})
+def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:
+    """`base` with the offload section of `top` (a layout dict that differs from base's only there); `flags`: key
+    path -> the flag that set it (named in error messages and in the budget's source)."""
+    r = _Reader(base.source, flags)
     return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend))
 
 

@@ -46,22 +46,24 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
     for point in points:
         row = dict.fromkeys(COLUMNS)
         row.update({k: point.get(k) for k in AXES})
-        overrides = dict(base_flags or {})
-        overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
         key = tuple((k, v) for k, v in point.items() if k != "cpu_bytes") if "cpu_bytes" in point else None
         try:
             if key in shared:
-                base, stage, offload = shared[key]
+                # The same flags set the same keys as at that point: only the budget's value differs.
+                base, stage, offload, flags = shared[key]
                 offload = {**offload, budget_key: point["cpu_bytes"]}
-                p = plan(validate_offload({"offload": offload}, base, overrides=overrides), stage, selected_only=True)
+                p = plan(validate_offload({"offload": offload}, base, flags=flags), stage, selected_only=True)
             else:
+                overrides = dict(base_flags or {})
+                overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
                 data, origin = expand(top, source=source, overrides=overrides)
                 layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
                 stage = plan_gpu(layout)
                 if key is not None:
                     if len(shared) >= _SHARED_LIMIT:
                         shared.clear()  # bounded memory, whatever the grid
-                    shared[key] = (layout, stage, data["offload"])
+                    shared[key] = (layout, stage, data["offload"],
+                                   {path: flag for path, (_, flag) in overrides.items()})
                 p = plan(layout, stage, selected_only=True)
         except KvcalcError as e:
             row["error"] = e.one_line()

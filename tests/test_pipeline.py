@@ -182,6 +182,16 @@ def test_sweep_budgets_replace_a_layout_kv_offloading_size(capsys, tmp_path):
                    ("2", str(16 * GIB), "8192", ""), ("2", str(64 * GIB), "32768", ""), ("2", str(GIB), "512", "")]
 
 
+def test_sweep_bad_budget_after_a_good_one_names_the_flag(capsys):
+    # The second budget reuses the first point's validated layout: its error still names the flag that set it.
+    code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "16GiB,12XB", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows[0]["error"] == ""
+    assert "offload.cpu_bytes_to_use (from --cpu-bytes)" in rows[1]["error"]
+    assert "'12XB'" in rows[1]["error"]
+
+
 def test_sweep_table_and_bad_list(capsys):
     code, out, _ = run(capsys, "sweep", ex("llama-3.1-8b.yaml"), "--block-size", "16,32")
     assert code == 0
