@@ -315,12 +315,16 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
     if first is None:
         return None
     kind, h, d, dv = first[0]
+    kv = b.kv
     if kind is LayerKind.MLA:
-        return MLAAttentionSpec(block_size=1, num_kv_heads=1, head_size=layout.model.kv_lora_rank
-                                + layout.model.qk_rope_head_dim, head_size_v=0, dtype=b.kv.storage,
-                                cache_dtype_str=b.kv.mla_str).page_size_bytes
-    return FullAttentionSpec(block_size=1, num_kv_heads=b.heads(h, "model.num_kv_heads"), head_size=d,
-                             head_size_v=dv, dtype=b.kv.storage, kv_quant=b.kv.quant).page_size_bytes
+        d = layout.model.kv_lora_rank + layout.model.qk_rope_head_dim
+        return interned(("token_page", "mla", d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
+            block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
+            cache_dtype_str=kv.mla_str)).page_size_bytes
+    heads = b.heads(h, "model.num_kv_heads")
+    return interned(("token_page", heads, d, dv, kv.storage, kv.quant), lambda: FullAttentionSpec(
+        block_size=1, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
+        kv_quant=kv.quant)).page_size_bytes
 
 
 def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str) -> int:
@@ -331,7 +335,7 @@ def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, 
         # 0.19.1 model_executor/models/config.py: 16, or 64 for MLA (128 with CUTLASS_MLA).
         return (128 if backend.name == "CUTLASS_MLA" else 64) if model.is_mla else 16
     base = backend.kernel_block
-    first = next((i for i, t in enumerate(model.layer_types) if t.attention), None)
+    first = model.first_attention
     if (behaviour.fa4_hd256_kernel and backend.name == "FLASH_ATTN" and layout.gpu_arch == "sm100"
             and first is not None and model.head_size[first] == 256 and model.head_size_v[first] == 256):
         base = FA4_HD256_BLOCK  # 0.29+ flash_attn.py: FA4's hd256 kernel on SM100
@@ -389,7 +393,8 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
 
         shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
         dtypes = _mamba_dtypes(layout, len(shapes))
-        mp = MambaSpec(block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
+        mp = interned(("mamba_page", shapes, dtypes),
+                      lambda: MambaSpec(block_size=1, shapes=shapes, dtypes=dtypes)).real_page_size_bytes
         probe = _Builder(layout, behaviour, block_size, kv, kv_auto, None)
         a1 = _attention_token_page(probe, layout)
         pad = None
@@ -415,9 +420,11 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
         # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
         checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
-        mamba_spec = MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
-                               mamba_type=row.name, num_speculative_blocks=ns,
-                               num_prefill_checkpoint_blocks=checkpoint_blocks)
+        mamba_spec = interned(
+            (MambaSpec, mamba_block, shapes, dtypes, pad, row.name, ns, checkpoint_blocks),
+            lambda: MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
+                              mamba_type=row.name, num_speculative_blocks=ns,
+                              num_prefill_checkpoint_blocks=checkpoint_blocks))
 
     b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
     parts = pp_split(model.num_layers, pp, par.pp_layer_partition)

@@ -127,6 +127,11 @@ class ModelLayout:
         return any(k.mamba for k in self.kinds)
 
     @cached
+    def first_attention(self) -> int | None:
+        """The index of the first decoder layer with attention (None: attention-free)."""
+        return next((i for i, t in enumerate(self.layer_types) if t.attention), None)
+
+    @cached
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
         """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
         layers without standard attention are ignored (0)."""
