@@ -103,9 +103,10 @@ def _unify_page_size(values: list[KVCacheSpec], runs: tuple[Run, ...]) -> dict[K
     return out
 
 
-def _split_by_spec(runs: tuple[Run, ...], threshold: tuple[int, int]) -> tuple[list[KVCacheGroup], int]:
-    """Rule E: bucket equal specs, then cut each bucket into strided groups of `group_size` layers."""
-    counts = spec_counts(runs)
+def _split_by_spec(runs: tuple[Run, ...], threshold: tuple[int, int], counts: dict[KVCacheSpec, int]
+                   ) -> tuple[list[KVCacheGroup], int]:
+    """Rule E: bucket equal specs (`counts`: spec_counts(runs)), then cut each bucket into strided groups of
+    `group_size` layers."""
     buckets: dict[KVCacheSpec, list[Run]] = {s: [] for s in counts}
     for r in runs:
         buckets[r.spec].append(r)
@@ -129,14 +130,16 @@ def group_layers(runs: tuple[Run, ...], *, hma_enabled: bool, threshold: tuple[i
     runs = tuple(r for r in runs if r.indices)
     if not runs:
         return Grouping(groups=(), rule="empty", folded=False, padding_layers=0)
-    values = list(spec_counts(runs))
+    counts = spec_counts(runs)
+    values = list(counts)
     folded = False
     uniform = is_uniform(values)
     uniform_type = not uniform and is_uniform_type(values)
     if not hma_enabled and not uniform and not uniform_type:
         runs, folded = _fold_hybrid(runs, values)
         if folded:
-            values = list(spec_counts(runs))
+            counts = spec_counts(runs)
+            values = list(counts)
             uniform = is_uniform(values)
             uniform_type = not uniform and is_uniform_type(values)
     if uniform:
@@ -146,5 +149,8 @@ def group_layers(runs: tuple[Run, ...], *, hma_enabled: bool, threshold: tuple[i
         return Grouping(groups=(KVCacheGroup(runs=runs, spec=UniformTypeKVCacheSpecs.of(runs)),),
                         rule="uniform_type", folded=folded, padding_layers=0)
     grown = _unify_page_size(values, runs)
-    groups, padding = _split_by_spec(_respec(runs, grown) if grown else runs, threshold)
+    if grown:
+        runs = _respec(runs, grown)
+        counts = spec_counts(runs)
+    groups, padding = _split_by_spec(runs, threshold, counts)
     return Grouping(groups=tuple(groups), rule="hybrid", folded=folded, padding_layers=padding)
