@@ -94,16 +94,18 @@ class LogNumbers:
 
 def _project(groups: tuple[KVCacheGroup, ...], lo: int, hi: int) -> tuple[KVCacheGroup, ...]:
     out = []
+    whole = True
     for g in groups:
         mine = restrict(g.runs, lo, hi)
         if mine == g.runs:
             out.append(g)  # the worker holds the whole group (no PP split): keep it, and its cached sizes
             continue
+        whole = False
         spec = g.spec
         if isinstance(spec, UniformTypeKVCacheSpecs) and mine:
             spec = UniformTypeKVCacheSpecs.of(mine)  # the worker's page is the sum over its own layers
         out.append(KVCacheGroup(runs=mine, spec=spec))
-    return tuple(out)
+    return groups if whole else tuple(out)
 
 
 def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
@@ -120,11 +122,11 @@ def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
     return group_size, pages.pop() * group_size
 
 
-def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext) -> int:
-    """Bytes one max-length request needs on this worker (vLLM's startup memory check)."""
+def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext, group_size: int) -> int:
+    """Bytes one max-length request needs on this worker (vLLM's startup memory check); `group_size`: the
+    largest group's layer count (_tensor_layout's tensor count)."""
     if _uniform_type(groups):
         return groups[0].spec.summed_usage(usage)
-    group_size = max(g.num_layers for g in groups)
     page = groups[0].spec.page_size_bytes
     return group_size * page * sum(cdiv(g.spec.max_usage(usage), page) for g in groups)
 
@@ -156,7 +158,7 @@ def build_gpu_plan(
                 if avail <= 0:
                     raise StartupRefusal(f"vLLM refuses to start: worker {worker} has no available memory for the cache blocks "
                                          f"(cache.kv_cache_memory is {avail})")
-                needed = _needed_bytes(proj, usage)
+                needed = _needed_bytes(proj, usage, num_tensors)
                 if needed > avail:
                     raise StartupRefusal(
                         f"worker {worker}: one request of max_model_len {usage.max_model_len:,} tokens needs "
