@@ -281,10 +281,11 @@ class _Builder:
             if self.model.index_head_dim:
                 # Registered before the MLA wrapper in every read release (spec section 3.1).
                 out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, self.indexer()))
-            out.append(Run(f"{prefix}self_attn.attn", 1, indices, self.mla()))
+            out.append(Run(prefix + "self_attn.attn" if prefix else "self_attn.attn", 1, indices, self.mla()))
             return out
         if kind is LayerKind.MAMBA:
-            return [Run(f"{prefix}{self.model.mamba.row.module}", 0, indices, self.mamba)]
+            module = self.model.mamba.row.module
+            return [Run(prefix + module if prefix else module, 0, indices, self.mamba)]
         out = self.attention_runs(LayerKind.FULL if kind is LayerKind.FULL_MAMBA else kind, h, d, dv, indices,
                                   f"{prefix}self_attn.attn", 0, "model.num_kv_heads")
         if kind is LayerKind.FULL_MAMBA:
