@@ -59,3 +59,16 @@ def test_plan_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=os.path.dirname(PKG), timeout=60)
     assert r.stderr.strip().endswith("False")
+
+
+def test_no_assert_chains_conditions_with_and():
+    # `assert a == 1 and b == 2` fails as one expression; two asserts say which value broke (issue 9).
+    here = os.path.dirname(__file__)
+    chained = []
+    for path in sorted(glob.glob(os.path.join(here, "*.py"))):
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        chained += [f"{os.path.basename(path)}:{node.lineno}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Assert) and isinstance(node.test, ast.BoolOp)
+                    and isinstance(node.test.op, ast.And)]
+    assert chained == []

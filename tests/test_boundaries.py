@@ -295,7 +295,8 @@ def _(old, new):
     # scheme shows on a multi-group layout: Gemma-like on 0.22.0 (6 groups). The old family's column (0.19.1's
     # rules: one block-hash key for every group) needs cdiv(131,072, 16) = 8,192 chunks a request; 0.20.0+ keys
     # per group: 5 x 64 + 8,192 = 8,512.
-    assert not behaviour_for(old).keys_per_group and behaviour_for(new).keys_per_group
+    assert not behaviour_for(old).keys_per_group
+    assert behaviour_for(new).keys_per_group
     p = make_plan(GEMMA, "0.22.0")
     assert p.offload.results["old"].capacity.chunks_per_group == (8192,)
     assert p.offload.results["fixed"].capacity.chunks_per_group == (64,) * 5 + (8192,)

@@ -59,8 +59,10 @@ def test_every_example_prints_a_table_and_json(capsys, path):
                         "pinned_bytes_per_engine", "unused_bytes"}
     if off["backend"] == "lmcache":
         # The LMCache backend fills offload.lmcache; the native formula columns stay empty.
-        assert off["old"] is None and off["fixed"] is None
-        assert off["lmcache"]["pool_bytes_per_engine"] > 0 and off["lmcache"]["stages"]
+        assert off["old"] is None
+        assert off["fixed"] is None
+        assert off["lmcache"]["pool_bytes_per_engine"] > 0
+        assert off["lmcache"]["stages"]
         return
     for f in ("old", "fixed"):
         assert set(off[f]) >= {"kv_bytes_per_block", "kv_bytes_per_offloaded_block", "num_blocks_scheduler",
@@ -348,7 +350,8 @@ def test_compare_versions(capsys):
     assert refused['family'] is None
     assert 'hybrid KV cache manager' in refused['startup_error']
     code, out, err = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--compare-versions", "0.12.0,0.33.0")
-    assert code == 2 and "--compare-versions: vLLM 0.12.0" in err
+    assert code == 2
+    assert "--compare-versions: vLLM 0.12.0" in err
     code, out, _ = run(capsys, "plan", ex("kimi-k2.5-eagle3-tp4.yaml"), "--compare-versions", "0.19.1,0.33.0")
     assert code == 0
     assert 'release by release' in out

@@ -25,7 +25,8 @@ def test_connector_startup_failure_is_exit_2_with_the_document_on_stdout(capsys)
     # No counts for a pool that never exists.
     assert doc["offload"]["selected"] is None
     assert doc["offload"]["out_of_bounds"] is None
-    assert doc["offload"]["pinned_bytes_per_engine"] is None and doc["offload"]["host"] is None
+    assert doc["offload"]["pinned_bytes_per_engine"] is None
+    assert doc["offload"]["host"] is None
     errors = [line for line in err.splitlines() if line.startswith("kvcalc: error:")]
     assert errors == [f"kvcalc: error: {L4}: {doc['error']}"]
     assert "warning:" not in err  # said once, as the error
@@ -35,7 +36,8 @@ def test_the_table_draws_no_cpu_bars_for_a_release_that_would_not_start(capsys):
     code, out, err = run(capsys, "plan", L4, "--vllm-version", "0.22.1")
     assert code == 2
     assert "would not start" in out
-    assert "CPU resident" not in out and "Memory tiers" not in out
+    assert "CPU resident" not in out
+    assert "Memory tiers" not in out
 
 
 def test_under_check_the_startup_gate_fails_with_exit_1(capsys):
@@ -65,26 +67,35 @@ def one_error(capsys, tmp_path, text, *flags):
     path.write_text(text)
     code, out, err = run(capsys, "plan", str(path), *flags)
     lines = err.strip().splitlines()
-    assert code == 2 and out == "", err
-    assert len(lines) == 1 and lines[0].startswith(f"kvcalc: error: {path}: "), err
+    assert code == 2, err
+    assert out == "", err
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"kvcalc: error: {path}: "), err
     return lines[0]
 
 
 def test_a_key_given_twice_is_refused_naming_both_lines(capsys, tmp_path):
     # PyYAML keeps the last of two equal keys: num_layers 16 would be planned silently.
     line = one_error(capsys, tmp_path, BASE.replace("  head_size: 128\n", "  head_size: 128\n  num_layers: 16\n"))
-    assert "line 5" in line and "'num_layers'" in line and "also on line 2" in line
+    assert "line 5" in line
+    assert "'num_layers'" in line
+    assert "also on line 2" in line
 
 
 def test_a_section_given_twice_is_refused(capsys, tmp_path):
     line = one_error(capsys, tmp_path, BASE + "offload: {cpu_bytes_to_use: 1G}\n")
-    assert "line 7" in line and "'offload'" in line and "also on line 6" in line
+    assert "line 7" in line
+    assert "'offload'" in line
+    assert "also on line 6" in line
 
 
 @pytest.mark.parametrize("text, means", [("032", "26"), ("0b101", "5"), ("1:00", "60"), ("0x20", "32")])
 def test_yaml_1_1_integers_that_are_not_decimal_are_refused(capsys, tmp_path, text, means):
     line = one_error(capsys, tmp_path, BASE.replace("num_layers: 32", f"num_layers: {text}"))
-    assert "line 2" in line and "a decimal integer" in line and f"'{text}'" in line and f"reads it as {means}" in line
+    assert "line 2" in line
+    assert "a decimal integer" in line
+    assert f"'{text}'" in line
+    assert f"reads it as {means}" in line
 
 
 def test_integers_longer_than_any_layout_value_are_bad_input_not_a_crash(capsys, tmp_path):
@@ -100,7 +111,10 @@ def test_a_config_json_with_a_huge_integer_or_a_repeated_key(capsys, tmp_path):
         path = tmp_path / "config.json"
         path.write_text(text)
         code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "64G")
-        assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+        assert code == 2, err
+        assert out == "", err
+        assert needle in err, err
+        assert len(err.strip().splitlines()) == 1, err
 
 
 def test_exponent_sizes_mean_the_same_with_and_without_the_sign(capsys, tmp_path):
@@ -120,19 +134,24 @@ def test_skip_layer_indices_outside_the_model_are_refused(capsys, tmp_path):
     text = BASE.replace("cache: {max_model_len: 4096}",
                         "cache: {max_model_len: 4096, kv_cache_dtype: fp8, kv_cache_dtype_skip_layers: [32]}")
     line = one_error(capsys, tmp_path, text, "--vllm-version", "0.19.1")
-    assert "kv_cache_dtype_skip_layers[0]" in line and "between 0 and 31" in line and "got 32" in line
+    assert "kv_cache_dtype_skip_layers[0]" in line
+    assert "between 0 and 31" in line
+    assert "got 32" in line
 
 
 def test_data_parallel_size_local_must_be_between_1_and_dp(capsys):
     code, out, err = run(capsys, "plan", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"), "--dp", "2",
                          "--data-parallel-size-local", "-1", "--check", "--host-memory", "1G")
-    assert code == 2 and "between 1 and 2" in err and "--data-parallel-size-local" in err
+    assert code == 2
+    assert "between 1 and 2" in err
+    assert "--data-parallel-size-local" in err
 
 
 def test_compare_versions_refuses_a_release_kvcalc_does_not_model(capsys):
     code, out, err = run(capsys, "plan", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"),
                          "--compare-versions", "0.19.1,0.40.0")
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert err.strip() == ("kvcalc: error: --compare-versions: vLLM 0.40.0 is newer than every release kvcalc read "
                            "(up to 0.33.0); its behaviour is not modelled")
 
@@ -165,7 +184,8 @@ def test_a_closed_pipe_exits_quietly():
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait() == 0
-    assert "Error" not in err and "Exception" not in err
+    assert "Error" not in err
+    assert "Exception" not in err
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -183,7 +203,8 @@ def test_an_unusable_columns_falls_back_to_a_sane_width(columns):
     r = kvcalc("plan", LLAMA, env={"COLUMNS": columns})
     assert r.returncode == 0
     lines = r.stdout.decode().splitlines()
-    assert len(lines) > 20 and "Verdict" in r.stdout.decode()
+    assert len(lines) > 20
+    assert "Verdict" in r.stdout.decode()
 
 
 def test_version_and_short_help(capsys):
@@ -192,9 +213,11 @@ def test_version_and_short_help(capsys):
     code, out, err = run(capsys, "--version")
     assert (code, out) == (0, f"kvcalc {__version__}\n")
     code, out, err = run(capsys, "-h")
-    assert code == 0 and out.startswith("Usage: kvcalc")
+    assert code == 0
+    assert out.startswith("Usage: kvcalc")
     code, out, err = run(capsys, "plan", "-h")
-    assert code == 0 and "--vllm-version" in out
+    assert code == 0
+    assert "--vllm-version" in out
 
 
 def test_fifo_and_stdin_are_refused_without_blocking(tmp_path):
@@ -205,9 +228,11 @@ def test_fifo_and_stdin_are_refused_without_blocking(tmp_path):
     assert r.stderr.decode().strip() == (f"kvcalc: error: {fifo}: expected a readable layout file (not a regular file "
                                          "(a FIFO, socket or device))")
     r = kvcalc("check", LLAMA, "--log", str(fifo), timeout=30)
-    assert r.returncode == 2 and "not a regular file" in r.stderr.decode()
+    assert r.returncode == 2
+    assert "not a regular file" in r.stderr.decode()
     r = kvcalc("plan", "-", timeout=30)
-    assert r.returncode == 2 and "standard input is not read" in r.stderr.decode()
+    assert r.returncode == 2
+    assert "standard input is not read" in r.stderr.decode()
 
 
 def test_escape_sequences_in_input_are_echoed_escaped(capsys, tmp_path):
@@ -224,7 +249,8 @@ def test_a_file_that_is_no_layout_is_not_echoed_whole(capsys, tmp_path):
     path.write_text("root:x:0:0:root:/root:/bin/bash" + "x" * 200 + "\n")
     code, out, err = run(capsys, "plan", str(path))
     assert code == 2
-    assert len(err) < 200 and "root:x:0:0" not in err
+    assert len(err) < 200
+    assert "root:x:0:0" not in err
 
 
 # ----------------------------------------------------------------------------------------------- bounded work
@@ -261,15 +287,18 @@ def test_a_grid_larger_than_max_points_is_refused_before_planning(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--tp", ",".join(str(i) for i in range(1, 102)),
                          "--block-size", ",".join(str(16 * i) for i in range(1, 101)),
                          "--cpu-bytes", ",".join(f"{i}G" for i in range(1, 101)), "--format", "csv")
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert err.strip() == "kvcalc: error: sweep: the grid has 1,010,000 points, more than --max-points 1,000,000"
     code, out, err = run(capsys, "sweep", LLAMA, "--tp", "1,2", "--cpu-bytes", "1G,2G,4G,8G", "--max-points", "7")
-    assert code == 2 and "the grid has 8 points, more than --max-points 7" in err
+    assert code == 2
+    assert "the grid has 8 points, more than --max-points 7" in err
 
 
 def test_superscript_digits_in_a_sweep_list_are_bad_input(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--tp", "²")
-    assert code == 2 and err.strip() == "kvcalc: error: --tp: expected a comma-separated list of integers, got '²'"
+    assert code == 2
+    assert err.strip() == "kvcalc: error: --tp: expected a comma-separated list of integers, got '²'"
 
 
 @pytest.mark.parametrize("value", ['"8"', "-1", "0", "NaN"])
@@ -287,7 +316,8 @@ def test_gpt_oss_yaml_and_config_agree_on_head_replication(capsys):
     for src in (os.path.join(ROOT, "examples", "gpt-oss-120b.yaml"),
                 os.path.join(ROOT, "tests", "fixtures", "models", "gpt-oss-120b.json")):
         code, out, err = run(capsys, "plan", src, "--tp", "16", "--cpu-bytes", "64G")
-        assert code == 2 and "does not replicate heads" in err, (src, err)
+        assert code == 2, (src, err)
+        assert "does not replicate heads" in err, (src, err)
 
 
 def test_plan_without_a_cpu_budget_plans_the_gpu_side(capsys, tmp_path):
@@ -301,16 +331,24 @@ def test_plan_without_a_cpu_budget_plans_the_gpu_side(capsys, tmp_path):
     assert doc["gpu"]["num_blocks"] == 40 * (1 << 30) // (32 * 65536) == 20480
     assert doc["gpu"]["workers"][0]["bytes_per_block"] == 32 * 65536
     off = doc["offload"]
-    assert off["cpu_bytes_to_use"] is None and off["selected"] is None and off["host"] is None
-    assert off["old"] is None and off["fixed"] is None and off["out_of_bounds"] is None
+    assert off["cpu_bytes_to_use"] is None
+    assert off["selected"] is None
+    assert off["host"] is None
+    assert off["old"] is None
+    assert off["fixed"] is None
+    assert off["out_of_bounds"] is None
     assert "no CPU budget given" in err
     code, out, err = run(capsys, "plan", str(path))
-    assert code == 0 and "no CPU budget given" in out and "Memory tiers" not in out
+    assert code == 0
+    assert "no CPU budget given" in out
+    assert "Memory tiers" not in out
     # What needs a budget says so, exit 2.
     code, out, err = run(capsys, "plan", str(path), "--check")
-    assert code == 2 and "--check gates a CPU budget" in err
+    assert code == 2
+    assert "--check gates a CPU budget" in err
     code, out, err = run(capsys, "vllm-args", str(path))
-    assert code == 2 and "vllm-args spells the CPU budget" in err
+    assert code == 2
+    assert "vllm-args spells the CPU budget" in err
     # A sweep without a budget axis has the GPU columns only.
     code, out, err = run(capsys, "sweep", str(path), "--tp", "1,2", "--format", "jsonl")
     rows = [json.loads(line) for line in out.splitlines()]
@@ -343,7 +381,10 @@ def test_layouts_past_the_cost_bounds_are_refused(capsys, tmp_path, key, value, 
     path = tmp_path / "layout.yaml"
     path.write_text(json.dumps(data))
     code, out, err = run(capsys, "plan", str(path))
-    assert code == 2 and key in err and limit in err and f"got {value}" in err
+    assert code == 2
+    assert key in err
+    assert limit in err
+    assert f"got {value}" in err
 
 
 def test_size_answers_for_the_selected_release_at_the_top_level(capsys):
@@ -355,7 +396,8 @@ def test_size_answers_for_the_selected_release_at_the_top_level(capsys):
     assert (doc["vllm_version"], doc["family"]) == ("0.22.1", "fixed")
     assert doc["num_blocks"] == 2097152 // 16 == 131072
     assert doc["cpu_bytes_to_use"] == 131072 * 32 * 65536 == 274877906944
-    assert doc["kv_offloading_size_gib"] == 256.0 and doc["tokens"] == 2097152
+    assert doc["kv_offloading_size_gib"] == 256.0
+    assert doc["tokens"] == 2097152
     assert [f["family"] for f in doc["families"]] == ["old", "fixed", "packed", "config", "replicated", "single-alloc"]
 
 
@@ -365,14 +407,18 @@ def test_size_prints_no_budget_where_none_helps(capsys):
     code, out, err = run(capsys, "size", os.path.join(ROOT, "examples", "kimi-k2.5-eagle3-tp4.yaml"),
                          "--cpu-tokens", "2M", "--format", "json")
     doc = json.loads(out)
-    assert doc["vllm_version"] == "0.19.1" and doc["cpu_bytes_to_use"] is None and doc["num_blocks"] is None
-    assert doc["out_of_bounds_at_any_budget"] is True and "no budget fixes" in doc["note"]
+    assert doc["vllm_version"] == "0.19.1"
+    assert doc["cpu_bytes_to_use"] is None
+    assert doc["num_blocks"] is None
+    assert doc["out_of_bounds_at_any_budget"] is True
+    assert "no budget fixes" in doc["note"]
 
 
 def test_size_refuses_a_target_whose_budget_plan_would_refuse(capsys):
     # 4 x 10^18 tokens x 2 MiB / 16 is far above the 2^62 B a budget may be.
     code, out, err = run(capsys, "size", LLAMA, "--cpu-tokens", "4000000000000000000")
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert "more than a budget kvcalc accepts (4,611,686,018,427,387,904 B, 2^62)" in err
 
 
@@ -401,7 +447,9 @@ def test_falcon_h1_configs_its_class_refuses_are_refused(capsys, tmp_path, chang
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     code, out, err = run(capsys, "plan", str(path), "--cpu-bytes", "1G")
-    assert code == 2 and f"{path}: {key}: expected" in err and needle in err, err
+    assert code == 2, err
+    assert f"{path}: {key}: expected" in err, err
+    assert needle in err, err
 
 
 MAMBA1 = {"kind": "mamba1", "hidden_size": 4096, "mamba_expand": 2, "mamba_d_state": 16, "mamba_d_conv": 4}
@@ -437,7 +485,9 @@ def test_mamba_fields_that_contradict_are_refused(capsys, tmp_path, mamba, key, 
     path = tmp_path / "layout.yaml"
     path.write_text(json.dumps(_jamba(mamba)))
     code, out, err = run(capsys, "plan", str(path))
-    assert code == 2 and f"{key}: expected" in err and needle in err, err
+    assert code == 2, err
+    assert f"{key}: expected" in err, err
+    assert needle in err, err
 
 
 def test_a_decimal_budget_gets_the_binary_readings_count(capsys):
@@ -484,4 +534,5 @@ def test_a_terminal_that_cannot_encode_the_output_gets_ascii(encoding):
                env={"PYTHONIOENCODING": encoding})
     assert r.returncode == 0, r.stderr.decode(encoding, "replace")
     text = r.stdout.decode("ascii")  # raises if anything beyond ASCII got through
-    assert "Upgrading to vLLM >= 0.20.0" in text and "TP 4 x PP 1" in text
+    assert "Upgrading to vLLM >= 0.20.0" in text
+    assert "TP 4 x PP 1" in text

@@ -114,13 +114,16 @@ def assert_contract(code, out, err, path, data=None):
     if code == 0:
         doc = json.loads(out)
         assert_integers(doc)
-        assert "error" not in doc and not errors, err
+        assert "error" not in doc, err
+        assert not errors, err
     elif out:
         # A release that would not start: the plan is still the answer on stdout, with its `error`; stderr has
         # notes and that one error line last.
         doc = json.loads(out)
         assert_integers(doc)
-        assert doc["error"] and errors == [err.splitlines()[-1]] and doc["error"] in errors[0], err
+        assert doc["error"], err
+        assert errors == [err.splitlines()[-1]], err
+        assert doc["error"] in errors[0], err
         assert doc["offload"]["selected"] is None
     else:
         assert err.count('\n') == 1, err
@@ -190,7 +193,8 @@ def test_mutated_inputs_with_flags_and_table(case, flags):
         assert len(errors) == 1, err
         if "refuses to start the offloading connector" in errors[0]:
             # The plan itself is the answer: the document is on stdout, the refusal on stderr (notes before it).
-            assert out and err.splitlines()[-1] == errors[0], err
+            assert out, err
+            assert err.splitlines()[-1] == errors[0], err
         else:
             assert out == '', err
             assert err.count('\n') == 1, err
@@ -303,14 +307,18 @@ def test_hostile_text_edits(edit, name):
     with open(file, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     code, out, err = run_cli("plan", file, "--format", "json")
-    assert "Traceback" not in err and code in (0, 2), (code, err)
-    assert "\x1b" not in err and "\x9b" not in err, err  # escapes are echoed escaped
+    assert "Traceback" not in err, (code, err)
+    assert code in (0, 2), (code, err)
+    assert "\x1b" not in err, err  # escapes are echoed escaped
+    assert "\x9b" not in err, err
     if code == 2 and not out:
-        assert err.count("\n") == 1 and err.startswith(f"kvcalc: error: {file}"), err
+        assert err.count("\n") == 1, err
+        assert err.startswith(f"kvcalc: error: {file}"), err
     if kind == "yaml11" and numeric and code == 2 and not out:
         assert "decimal integer" in err or "expected" in err, err
     if kind == "huge" and numeric:
-        assert code == 2 and "digits" in err, err
+        assert code == 2, err
+        assert "digits" in err, err
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path):

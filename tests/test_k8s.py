@@ -38,11 +38,13 @@ def test_a_helm_rendered_deployment(capsys, tmp_path):
     doc = json.loads(out)
     assert REGION == 15279 * 4497408
     sel = doc["offload"]["selected"]
-    assert sel["num_blocks_scheduler"] == 15279 and sel["replicated"] is True
+    assert sel["num_blocks_scheduler"] == 15279
+    assert sel["replicated"] is True
     assert doc["offload"]["host"]["shm_bytes_per_engine"] == REGION
     checks = {c["name"]: c for c in doc["checks"]}
     # The pod's memory limit (96Gi) and /dev/shm sizeLimit (80Gi) are the gates' limits.
-    assert checks["host_memory"]["passed"] and f"{96 << 30:,} B" in checks["host_memory"]["reason"]
+    assert checks["host_memory"]["passed"]
+    assert f"{96 << 30:,} B" in checks["host_memory"]["reason"]
     assert checks["shm"]["passed"]
     assert doc["parallel"]["tensor_parallel_size"] == 4
     # PYTORCH_ALLOC_CONF's pinned_max_round_threshold_mb:1024 reaches the plan: on ROCm (private pinned tensors in
@@ -59,7 +61,8 @@ def test_a_pod_that_grants_too_little_fails_its_gates(capsys, tmp_path):
     assert code == 1
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     # 0.33.0's own preflight refuses a region larger than /dev/shm ("Insufficient space in /dev/shm for ...").
-    assert checks["startup"]["passed"] is False and "Insufficient space in /dev/shm" in checks["startup"]["reason"]
+    assert checks["startup"]["passed"] is False
+    assert "Insufficient space in /dev/shm" in checks["startup"]["reason"]
     assert checks["shm"]["passed"] is False
 
 
@@ -79,7 +82,8 @@ def test_no_emptydir_at_dev_shm_means_the_runtime_default(capsys, tmp_path):
     code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
     assert "no emptyDir (medium: Memory) is mounted at /dev/shm" in err
     # lws.yaml mounts none: 64 MiB, far below the region; 0.33.0 refuses at start-up.
-    assert code == 1 and not {c["name"]: c for c in json.loads(out)["checks"]}["shm"]["passed"]
+    assert code == 1
+    assert not {c["name"]: c for c in json.loads(out)["checks"]}["shm"]["passed"]
 
 
 @pytest.mark.parametrize("name, flags, needle", [
@@ -90,7 +94,10 @@ def test_no_emptydir_at_dev_shm_means_the_runtime_default(capsys, tmp_path):
 def test_bad_manifests_are_one_line_exit_2(capsys, tmp_path, name, flags, needle):
     path = manifest(tmp_path, name)
     code, out, err = run(capsys, "plan", "--k8s", path, *flags)
-    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2, err
+    assert out == "", err
+    assert needle in err, err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_quantities():

@@ -56,7 +56,8 @@ def test_mla_tp8_only_the_first_rank_stores_by_default():
     st = lc.stages[0]
     assert (st.kv_size, st.num_kv_heads, st.head_size, st.chunk_bytes, st.chunk_bytes_aligned) == \
         (1, 1, 576, 17989632, 17989632)
-    assert lc.save_only_first_rank and lc.storing_rank_ids == (0,)
+    assert lc.save_only_first_rank
+    assert lc.storing_rank_ids == (0,)
     assert (st.chunks_per_rank, lc.tokens_per_engine, lc.pool_bytes_per_engine) == (3819, 977664, 64 * GIB)
 
 
@@ -168,7 +169,8 @@ def test_hma_is_off_with_lmcache_and_forcing_it_on_is_refused():
     gemma = {"model": {"num_layers": 12, "num_kv_heads": 8, "head_size": 128, "sliding_window": 1024,
                        "layer_pattern": ["sliding_attention"] * 5 + ["full_attention"]}}
     p = lmcache_plan(gemma, lmcache={"max_local_cpu_size": 8})
-    assert not p.hma_enabled and "SupportsHMA" in p.hma_reason
+    assert not p.hma_enabled
+    assert "SupportsHMA" in p.hma_reason
     # Sliding layers hold a whole chunk in LMCache: 2 x 12 x 256 x 8 x 128 x 2 = 12,582,912 B.
     assert p.lmcache.stages[0].chunk_bytes == 12582912
     with pytest.raises(StartupRefusal, match="does not support it"):
@@ -227,7 +229,8 @@ def test_a_serve_line_with_lmcache_connector_extra_config(tmp_path, capsys, monk
                          "-tp", "8", "--kv-transfer-config", transfer)
     assert code == 0, err
     lc = json.loads(out)["offload"]["lmcache"]
-    assert lc["chunk_size"] == 128 and lc["stages"][0]["chunk_bytes"] == 2097152
+    assert lc["chunk_size"] == 128
+    assert lc["stages"][0]["chunk_bytes"] == 2097152
     assert (lc["stages"][0]["chunks_per_rank"], lc["tokens_per_engine"]) == (2048, 262144)
     assert json.loads(out)["offload"]["backend"] == "lmcache"
 
@@ -269,7 +272,8 @@ spec:
     doc = json.loads(out)
     assert doc["offload"]["lmcache"]["pool_bytes_per_engine"] == 8 * 20 * GIB
     gate = next(c for c in doc["checks"] if c["name"] == "host_memory")
-    assert code == 1 and not gate["passed"]
+    assert code == 1
+    assert not gate["passed"]
 
 
 # ------------------------------------------------------------------------------------------------ refusals
@@ -295,8 +299,11 @@ def test_bad_lmcache_config_is_one_line_exit_2(tmp_path, capsys, lmcache, needle
                                       "cache": {"kv_cache_memory": "40GiB", "max_model_len": 131072},
                                       "offload": {"backend": "lmcache", "lmcache": lmcache}}))
     code, out, err = run(capsys, "plan", str(layout))
-    assert code == 2 and out == "", err
-    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert code == 2, err
+    assert out == "", err
+    assert needle in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("layout, needle", [
@@ -324,14 +331,18 @@ def test_env_variables_a_release_does_not_define_are_ignored_not_refused(tmp_pat
     code, out, err = run(capsys, "plan", "examples/llama-3.1-8b-lmcache-tp8.yaml", "--lmcache-version", "0.4.5",
                          "--lmcache-env-file", env, "--format", "json")
     assert code == 0, err
-    assert "LMCACHE_NOT_A_KEY" in err and "local_cpu_use_hugepages (LMCache 0.4.5 does not read it)" in err
+    assert "LMCACHE_NOT_A_KEY" in err
+    assert "local_cpu_use_hugepages (LMCache 0.4.5 does not read it)" in err
 
 
 def test_key_history_matches_the_releases_read():
     # 0.3.10 defines 77 keys (its v1/config.py); 0.5.6 defines 108; hugepages arrive in 0.4.6.
-    assert len(config_keys("0.3.10")) == 77 and len(config_keys("0.5.6")) == 108
-    assert "local_cpu_use_hugepages" not in config_keys("0.4.5") and "local_cpu_use_hugepages" in config_keys("0.4.6")
-    assert LMCACHE_RELEASES[0] == "0.3.10" and LMCACHE_RELEASES[-1] == "0.5.6"
+    assert len(config_keys("0.3.10")) == 77
+    assert len(config_keys("0.5.6")) == 108
+    assert "local_cpu_use_hugepages" not in config_keys("0.4.5")
+    assert "local_cpu_use_hugepages" in config_keys("0.4.6")
+    assert LMCACHE_RELEASES[0] == "0.3.10"
+    assert LMCACHE_RELEASES[-1] == "0.5.6"
 
 
 # ------------------------------------------------------------------------------------- size, vllm-args, compare
@@ -356,7 +367,9 @@ def test_size_for_mla_names_the_first_rank_key(tmp_path, capsys):
     assert code == 0, err
     row = json.loads(out)["lmcache"]
     assert row["key"] == "extra_config.first_rank_max_local_cpu_size"
-    assert row["gib"] == 68.625 and row["tokens"] == 4096 * 256 and row["storing_ranks"] == 1
+    assert row["gib"] == 68.625
+    assert row["tokens"] == 4096 * 256
+    assert row["storing_ranks"] == 1
 
 
 def test_vllm_args_print_the_connector_the_yaml_and_the_env(capsys):
@@ -364,7 +377,8 @@ def test_vllm_args_print_the_connector_the_yaml_and_the_env(capsys):
     assert code == 0, err
     assert "--kv-offloading-backend lmcache --kv-offloading-size 4096" in out  # 512 x 8 ranks, 0.22.1
     assert '\'{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}\'' in out
-    assert "max_local_cpu_size: 512.0" in out and "LMCACHE_MAX_LOCAL_CPU_SIZE=512" in out
+    assert "max_local_cpu_size: 512.0" in out
+    assert "LMCACHE_MAX_LOCAL_CPU_SIZE=512" in out
 
 
 def test_compare_backends_uses_the_same_budget(capsys):
@@ -427,14 +441,19 @@ def test_lmcache_flags_bad_input_is_one_line_exit_2(capsys, argv, needle):
     if needle is None:
         assert code == 0, err
         return
-    assert code == 2 and out == "" and needle in err and err.count("\n") == 1, err
+    assert code == 2, err
+    assert out == "", err
+    assert needle in err, err
+    assert err.count("\n") == 1, err
 
 
 def test_compare_backends_needs_a_budget_on_the_native_backend(tmp_path, capsys):
     layout = write(tmp_path / "l.yaml", "model: {num_layers: 32, num_kv_heads: 8, head_size: 128}\n"
                                         "cache: {max_model_len: 8192}\n")
     code, out, err = run(capsys, "plan", layout, "--compare-backends")
-    assert code == 2 and "--compare-backends needs a budget" in err and err.count("\n") == 1, err
+    assert code == 2, err
+    assert "--compare-backends needs a budget" in err, err
+    assert err.count("\n") == 1, err
 
 
 def test_size_for_a_layout_set_through_vllms_flag_sizes_the_per_rank_value(tmp_path, capsys):

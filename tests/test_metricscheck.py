@@ -59,7 +59,8 @@ def test_the_offload_series_needs_a_release_that_publishes_it(capsys):
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
-    assert "0.33.0 or later" in err and "'0.19.1'" in err
+    assert "0.33.0 or later" in err
+    assert "'0.19.1'" in err
 
 
 @pytest.mark.parametrize("name, text, needle", [
@@ -78,7 +79,8 @@ def test_text_that_is_no_scrape_is_one_line_exit_2(capsys, tmp_path, name, text,
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"kvcalc: error: {path}")
+    assert len(lines) == 1
+    assert lines[0].startswith(f"kvcalc: error: {path}")
     assert needle in lines[0]
 
 

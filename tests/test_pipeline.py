@@ -354,10 +354,13 @@ def test_vllm_args_serves_the_model_directory_only(capsys, tmp_path):
 def test_vllm_args_on_an_unsafe_layout_warns_and_exits_1_unless_forced(capsys):
     # Vector b2 on 0.19.1: scheduler 3,758 CPU blocks, workers 60 -> out of bounds.
     code, out, err = run(capsys, "vllm-args", ex("kimi-k2.5-eagle3-tp4.yaml"))
-    assert code == 1 and out.startswith("vllm serve ")
+    assert code == 1
+    assert out.startswith("vllm serve ")
     assert "warning: unsafe: the scheduler can hand out CPU blocks a worker never allocated" in err
     code, out, err = run(capsys, "vllm-args", ex("kimi-k2.5-eagle3-tp4.yaml"), "--force")
-    assert code == 0 and "unsafe" in err and "--force to exit 0" not in err
+    assert code == 0
+    assert "unsafe" in err
+    assert "--force to exit 0" not in err
 
 
 def test_output_schema_rejects_documents_that_do_not_match(capsys):

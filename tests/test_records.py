@@ -37,6 +37,7 @@ def test_the_compiled_init_behaves_as_the_closure():
     before = R(a=7, c=[2])
     for i in range(records._COMPILE_AFTER):
         R(a=i)
-    assert R.__init__ is not closure and R.__init__.__qualname__ == "R.__init__"  # switched
+    assert R.__init__ is not closure  # switched
+    assert R.__init__.__qualname__ == "R.__init__"
     check(R)
     assert R(a=7, c=[2]) == before

@@ -68,7 +68,8 @@ def test_the_double_dash_form_equals_the_string_form(capsys, cache):
     assert json.loads(a) == json.loads(b)
     # 40G is vLLM's human_readable_int: 40 x 2^30; 128K = 131,072; --kv-offloading-size 64 = 64 GiB.
     doc = json.loads(a)
-    assert doc["cache"]["kv_cache_memory"] == [40 << 30] and doc["cache"]["max_model_len"] == 131072
+    assert doc["cache"]["kv_cache_memory"] == [40 << 30]
+    assert doc["cache"]["max_model_len"] == 131072
     assert doc["offload"]["cpu_bytes_to_use"] == 64 << 30
 
 
@@ -80,7 +81,8 @@ def test_a_vllm_config_file_under_the_command_line(capsys):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["parallel"]["tensor_parallel_size"] == 4
-    assert doc["cache"]["max_model_len"] == 32768 and doc["cache"]["enable_prefix_caching"] is True
+    assert doc["cache"]["max_model_len"] == 32768
+    assert doc["cache"]["enable_prefix_caching"] is True
     assert doc["offload"]["cpu_bytes_to_use"] == 64 << 30
 
 
@@ -119,9 +121,12 @@ def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
 ])
 def test_bad_serve_lines_are_one_line_exit_2(capsys, cache, argv, needle):
     code, out, err = run(capsys, "plan", "--", *argv)
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kvcalc: error: ") and needle in lines[0], err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("kvcalc: error: "), err
+    assert needle in lines[0], err
 
 
 def test_a_model_not_in_the_cache_names_every_path_and_the_fetch_command(capsys, tmp_path, monkeypatch):
@@ -134,7 +139,8 @@ def test_a_model_not_in_the_cache_names_every_path_and_the_fetch_command(capsys,
 
 def test_a_layout_and_a_serve_line_are_exclusive(capsys):
     code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml"), "--serve", "vllm serve x")
-    assert code == 2 and "one of them" in err
+    assert code == 2
+    assert "one of them" in err
 
 
 @pytest.mark.parametrize("config", sorted(n for n in os.listdir(CONFIGS) if n.endswith(".json") and "eagle" not in n))
@@ -169,19 +175,23 @@ def test_gpu_blocks_from_a_startup_log(capsys, tmp_path):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["gpu"]["num_blocks"] == 602368 // 64 == 9412
-    assert doc["cache"]["num_gpu_blocks_override"] == 9412 and doc["cache"]["kv_cache_memory"] is None
-    assert "9,412 GPU blocks from" in err and "matched by its KV cache size line" in err
+    assert doc["cache"]["num_gpu_blocks_override"] == 9412
+    assert doc["cache"]["kv_cache_memory"] is None
+    assert "9,412 GPU blocks from" in err
+    assert "matched by its KV cache size line" in err
     # A log with the memory line only: the smallest count its rounding allows, said so.
     only = tmp_path / "only.log"
     only.write_text("Available KV cache memory: 40.00 GiB\n")
     code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", str(only), "--vllm-version", "0.33.0",
                          "--format", "json")
-    assert code == 0 and json.loads(out)["gpu"]["num_blocks"] == 9411
+    assert code == 0
+    assert json.loads(out)["gpu"]["num_blocks"] == 9411
     assert "the smallest of 9,411..9,413" in err
     none = tmp_path / "none.log"
     none.write_text("INFO nothing\n")
     code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", str(none))
-    assert code == 2 and "no 'Available KV cache memory' line" in err
+    assert code == 2
+    assert "no 'Available KV cache memory' line" in err
 
 
 def test_init_from_a_serve_line_plans_what_the_line_plans(capsys, tmp_path):
@@ -189,7 +199,8 @@ def test_init_from_a_serve_line_plans_what_the_line_plans(capsys, tmp_path):
             "--max-model-len 32K --kv-offloading-size 64")
     code, text, err = run(capsys, "init", "--serve", line)
     assert code == 0, err
-    assert "tensor_parallel_size: 4  # -tp" in text and "kv_offloading_size: 64.0  # --kv-offloading-size" in text
+    assert "tensor_parallel_size: 4  # -tp" in text
+    assert "kv_offloading_size: 64.0  # --kv-offloading-size" in text
     path = tmp_path / "layout.yaml"
     path.write_text(text)
     code, a, err = run(capsys, "plan", str(path), "--format", "json")
