@@ -6,7 +6,6 @@ layers one by one; only rule E's strided split of a bucket spread over several r
 
 from __future__ import annotations
 
-
 from .errors import StartupRefusal
 from .records import record, replace
 from .specs import (

@@ -7,7 +7,6 @@ equal layers, so later stages work per distinct layer shape, not per layer.
 
 from __future__ import annotations
 
-
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .lmcache_releases import DEFAULT_LMCACHE_VERSION
 from .records import cached, field, record
