@@ -61,11 +61,9 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
     # tokens of max_model_len requests every worker holds).
     checks.append(_cpu_vs_gpu(gpu, sel.cpu_tokens_safe))
     if host_memory is not None:
-        need = host.resident_bytes_per_node
-        checks.append(Check(name="host_memory", passed=need <= host_memory,
-                            reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) "
-                                   f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B "
-                                   f"asked per engine); the node has {host_memory:,} B ({format_bytes(host_memory)})"))
+        checks.append(_host_memory_check(
+            host.resident_bytes_per_node, host_memory, engines_per_node,
+            f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B asked per engine)"))
     if shm_size is not None:
         checks.append(_shm_gate(host, shm_size, checked=shm_checked))
     if min_cpu_tokens is not None:
@@ -73,6 +71,13 @@ def evaluate(gpu: GpuSection, off: OffloadSection, parallel: ParallelSection, ve
         checks.append(Check(name="min_cpu_tokens", passed=cpu >= min_cpu_tokens,
                             reason=f"{cpu:,} CPU tokens every worker can hold; at least {min_cpu_tokens:,} wanted"))
     return checks
+
+
+def _host_memory_check(need: int, host_memory: int, engines_per_node: int, kept: str) -> Check:
+    """The host_memory gate: what one node keeps resident (`kept` says how, per backend) against --host-memory."""
+    return Check(name="host_memory", passed=need <= host_memory,
+                 reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) {kept}; "
+                        f"the node has {host_memory:,} B ({format_bytes(host_memory)})")
 
 
 def _cpu_vs_gpu(gpu: GpuSection, cpu: int) -> Check:
@@ -115,11 +120,9 @@ def _lmcache(gpu: GpuSection, lc, version: str, *, host_memory: int | None, min_
                              "rank"))
     checks.append(_cpu_vs_gpu(gpu, tokens))
     if host_memory is not None:
-        need = lc.resident_bytes_per_node
-        checks.append(Check(name="host_memory", passed=need <= host_memory,
-                            reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) "
-                                   f"pinned by LMCache ({lc.storing_ranks} rank(s) x {lc.max_local_cpu_size:g} GiB); "
-                                   f"the node has {host_memory:,} B ({format_bytes(host_memory)})"))
+        checks.append(_host_memory_check(
+            lc.resident_bytes_per_node, host_memory, engines_per_node,
+            f"pinned by LMCache ({lc.storing_ranks} rank(s) x {lc.max_local_cpu_size:g} GiB)"))
     if shm_size is not None:
         checks.append(Check(name="shm", passed=True, reason="no /dev/shm region: LMCache pins its pool with "
                                                             "cudaHostAlloc"))

@@ -417,14 +417,19 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     return Group(t, *notes)
 
 
+def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, resident: int | None) -> str:
+    """The title of a `size` answer: the smallest `key` for a token or unit count, else the largest under a
+    resident-memory cap."""
+    if tokens is not None:
+        return f"Smallest {key} holding {tokens:,} CPU tokens"
+    if count is not None:
+        return f"Smallest {key} holding {count:,} {unit}"
+    return f"Largest {key} keeping one node's resident host memory under {_b(resident)}"
+
+
 def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
                   style: Style = Style()) -> RenderableType:
-    if tokens is not None:
-        title = f"Smallest cpu_bytes_to_use holding {tokens:,} CPU tokens"
-    elif blocks is not None:
-        title = f"Smallest cpu_bytes_to_use holding {blocks:,} CPU blocks"
-    else:
-        title = f"Largest cpu_bytes_to_use keeping one node's resident host memory under {_b(resident)}"
+    title = _sizing_title("cpu_bytes_to_use", tokens, blocks, "CPU blocks", resident)
     t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
                "resident, node", "/dev/shm, node", "safe?")
     for col in t.columns[2:8]:
@@ -451,12 +456,7 @@ def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | 
 
 def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,
                           style: Style = Style()) -> RenderableType:
-    if tokens is not None:
-        title = f"Smallest LMCache {row.key} holding {tokens:,} CPU tokens"
-    elif chunks is not None:
-        title = f"Smallest LMCache {row.key} holding {chunks:,} chunks per rank"
-    else:
-        title = f"Largest LMCache {row.key} keeping one node's resident host memory under {_b(resident)}"
+    title = _sizing_title(f"LMCache {row.key}", tokens, chunks, "chunks per rank", resident)
     t = _table(style, title, "", "", header=False)
     if row.gib is None:
         t.add_row("answer", "none")
