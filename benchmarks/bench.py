@@ -182,7 +182,7 @@ def plans(seconds: float, baseline: str | None, use_callgrind: bool = False) -> 
 
 def layer_scaling(seconds: float) -> dict:
     from kvcalc import plan
-    from kvcalc.load import layout_from_dict
+    from kvcalc.inputs.yaml_layout import layout_from_dict
 
     def us_per_plan(n: int) -> float:
         layout = layout_from_dict({"model": {"num_layers": n, "num_kv_heads": 8, "head_size": 128},
@@ -206,9 +206,9 @@ def layer_scaling(seconds: float) -> dict:
 
 
 def sweep_10k() -> dict:
-    from kvcalc.flags import overrides
-    from kvcalc.load import read_input
-    from kvcalc.sweep import grid, run
+    from kvcalc.inputs.overrides import overrides
+    from kvcalc.inputs.yaml_layout import read_input
+    from kvcalc.tools.sweep import grid, run
 
     top, _, source = read_input(os.path.join(EXAMPLES, "llama-3.1-8b.yaml"))
     axes = {"tp": [1, 2, 4, 8], "block_size": [16, 32, 64, 128, 256],
@@ -241,7 +241,7 @@ def worst_layout() -> dict:
     import tempfile
 
     sys.path.insert(0, ROOT)
-    from kvcalc.load import MAX_LAYERS, MAX_PP
+    from kvcalc.inputs.validate import MAX_LAYERS, MAX_PP
 
     layout = {"model": {"num_layers": MAX_LAYERS, "num_kv_heads": [1 + i % 7 for i in range(MAX_LAYERS)],
                         "head_size": 128},

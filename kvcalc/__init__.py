@@ -8,7 +8,7 @@ Python API:
 
 __version__ = "0.1.0"
 
-from .load import layout_from_dict, load_layout  # noqa: E402
-from .plan import Plan, plan  # noqa: E402
+from .inputs.yaml_layout import layout_from_dict, load_layout  # noqa: E402
+from .pipeline import Plan, plan  # noqa: E402
 
 __all__ = ["__version__", "Plan", "layout_from_dict", "load_layout", "plan"]

@@ -13,9 +13,9 @@ settings.register_profile("ci", max_examples=2600, deadline=None, derandomize=Fa
                                                  HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "default")
 
-from kvcalc.load import layout_from_dict
-from kvcalc.plan import plan
-from kvcalc.specs import (
+from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.pipeline import plan
+from kvcalc.engines.vllm.specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     MLAAttentionSpec,

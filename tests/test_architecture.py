@@ -1,4 +1,5 @@
-"""The design rules, checked: a pure core, stages importing only earlier stages, torch only for --verify."""
+"""The design rules, checked: one package per stage, imports only flowing forward, a pure core, torch only for
+--verify, no private names reached across modules."""
 
 import ast
 import glob
@@ -6,58 +7,143 @@ import os
 import subprocess
 import sys
 
-PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kvcalc")
-# Stage order: a module may import only modules to its left. Data modules first (errors, units, records, kinds,
-# layout, versions, flags), then readers (load, hf_config), the core stages, the report, its consumers, the CLI.
-ORDER = ["errors", "units", "records", "kinds", "lmcache_releases", "layout", "versions", "flags", "hf_config", "load",
-         "serve", "k8s", "lmcache_input", "specs", "layers", "grouping", "tensors", "offload", "lmcache", "plan", "report", "render_json", "render_table", "render_yaml", "schema",
-         "gates", "sizing", "sweep", "logcheck", "metricscheck", "vllm_args", "verify", "cli", "__init__", "__main__"]
-CORE = ["records", "kinds", "specs", "layers", "grouping", "tensors", "offload", "plan", "report", "versions", "units",
-        "layout", "errors", "gates", "sizing", "lmcache", "lmcache_releases"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(ROOT, "kvcalc")
+# The stages, in data-flow order: a package may import itself and the packages to its left, never one to its right
+# (inputs and engines are side by side: neither imports the other).
+STAGES = ["vocab", "inputs", "engines", "backends", "pipeline", "report", "tools", "cli"]
+SIDE_BY_SIDE = {("inputs", "engines"), ("engines", "inputs")}
+# The pure core: no CLI, terminal, YAML, torch or file-system library.
+PURE = ("vocab", "engines", "backends", "pipeline", "report.report", "report.sections", "report.build",
+        "tools.gates", "tools.sizing")
+IMPURE = {"typer", "rich", "yaml", "torch", "click", "io", "os"}
 
 
-def imports_of(module: str) -> set[str]:
-    with open(os.path.join(PKG, module + ".py")) as fh:
+def modules() -> dict[str, str]:
+    """kvcalc's modules: dotted name (without 'kvcalc.') -> file path."""
+    out = {}
+    for path in glob.glob(os.path.join(PKG, "**", "*.py"), recursive=True):
+        rel = os.path.relpath(path, PKG)[:-3].replace(os.sep, ".")
+        out[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = path
+    return out
+
+
+def imports_of(name: str, path: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(imported module, dotted, 'ext:' prefix for third-party; the names taken from it) for every import."""
+    with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
-    found = set()
+    is_pkg = path.endswith("__init__.py")
+    here = name.split(".") if name != "__init__" else []
+    package = here if is_pkg else here[:-1]
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:
-                found.add(node.module.split(".")[0])
-            elif node.level == 1:
-                found.update(alias.name for alias in node.names)  # from . import x
-            elif node.level == 0 and node.module:
-                found.add("ext:" + node.module.split(".")[0])
+            names = tuple(a.name for a in node.names)
+            if node.level == 0:
+                mod = node.module or ""
+                if mod == "kvcalc" or mod.startswith("kvcalc."):
+                    found.append((mod[len("kvcalc."):] if mod != "kvcalc" else "", names))
+                else:
+                    found.append(("ext:" + mod.split(".")[0], names))
+                continue
+            base = package[: len(package) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            if node.module is None:
+                # from . import x: x is a module of that package, or a name of its __init__
+                for n in names:
+                    sub = ".".join(base + [n])
+                    found.append((sub if sub in modules() else target, (n,)))
+            else:
+                found.append((target, names))
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                found.add("ext:" + alias.name.split(".")[0])
+                mod = alias.name
+                found.append((mod[len("kvcalc."):] if mod.startswith("kvcalc.") else "ext:" + mod.split(".")[0], ()))
     return found
 
 
-def test_every_module_has_a_place_in_the_order():
-    modules = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(PKG, "*.py"))}
-    assert modules == set(ORDER), f"modules without a stage: {sorted(modules - set(ORDER))}"
+def stage_of(module: str) -> str | None:
+    top = module.split(".")[0]
+    return top if top in STAGES else None
 
 
-def test_core_is_pure():
-    for mod in CORE:
-        ext = {i for i in imports_of(mod) if i.startswith("ext:")}
-        forbidden = ext & {"ext:typer", "ext:rich", "ext:yaml", "ext:torch", "ext:click", "ext:io", "ext:os"}
-        assert not forbidden, f"{mod} imports {forbidden}"
+def test_every_module_belongs_to_a_stage():
+    loose = [m for m in modules() if m not in ("__init__", "__main__") and stage_of(m) is None]
+    assert loose == []
 
 
 def test_stages_import_only_earlier_stages():
-    for i, mod in enumerate(ORDER):
-        internal = {x for x in imports_of(mod) if not x.startswith("ext:")} - {"__version__"}
-        later = internal & set(ORDER[i + 1:])
-        assert not later, f"{mod} imports later stage(s) {later}"
+    bad = []
+    for name, path in modules().items():
+        mine = stage_of(name)
+        if mine is None:
+            continue
+        for target, _ in imports_of(name, path):
+            theirs = stage_of(target)
+            if theirs is None or theirs == mine:
+                continue
+            if STAGES.index(theirs) > STAGES.index(mine) or (mine, theirs) in SIDE_BY_SIDE:
+                bad.append(f"{name} -> {target}")
+    assert bad == []
+
+
+def test_vocab_imports_nothing_of_kvcalc_outside_vocab():
+    bad = [f"{n} -> {t}" for n, p in modules().items() if stage_of(n) == "vocab"
+           for t, _ in imports_of(n, p) if not t.startswith("ext:") and stage_of(t) != "vocab"]
+    assert bad == []
+
+
+def test_backends_are_imported_only_by_the_pipeline_and_above():
+    allowed = {"backends", "pipeline", "report", "tools", "cli"}
+    bad = [f"{n} -> {t}" for n, p in modules().items() for t, _ in imports_of(n, p)
+           if stage_of(t) == "backends" and stage_of(n) not in allowed]
+    assert bad == []
+
+
+def test_core_is_pure():
+    bad = []
+    for name, path in modules().items():
+        if not any(name == p or name.startswith(p + ".") for p in PURE):
+            continue
+        ext = {t[4:] for t, _ in imports_of(name, path) if t.startswith("ext:")}
+        if ext & IMPURE:
+            bad.append(f"{name} imports {sorted(ext & IMPURE)}")
+    assert bad == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    bad = [f"{n} takes {x} from {t}" for n, p in modules().items() for t, names in imports_of(n, p)
+           if not t.startswith("ext:") for x in names if x.startswith("_") and not x.startswith("__")]
+    assert bad == []
+
+
+def test_no_import_cycles():
+    graph = {n: {t for t, _ in imports_of(n, p) if t in modules() and t != n} for n, p in modules().items()}
+    # Package __init__ modules re-export their children: an edge child -> package is not a cycle of stages.
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(n: str, trail: list[str]) -> None:
+        state[n] = 1
+        for t in sorted(graph[n]):
+            if n.startswith(t + ".") or t == "__init__":
+                continue
+            if state.get(t) == 1:
+                cycles.append(trail + [t])
+            elif t not in state:
+                visit(t, trail + [t])
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+    assert cycles == []
 
 
 def test_plan_does_not_import_torch():
     code = ("import sys, kvcalc.cli as c; c.main(['plan', 'examples/deepseek-v3-tp4.yaml', '--format', 'json']); "
             "sys.stderr.write(str('torch' in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=os.path.dirname(PKG), timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stderr.strip().endswith("False")
 
 
@@ -65,10 +151,10 @@ def test_no_assert_chains_conditions_with_and():
     # `assert a == 1 and b == 2` fails as one expression; two asserts say which value broke (issue 9).
     here = os.path.dirname(__file__)
     chained = []
-    for path in sorted(glob.glob(os.path.join(here, "*.py"))):
+    for path in sorted(glob.glob(os.path.join(here, "**", "*.py"), recursive=True)):
         with open(path, encoding="utf-8") as fh:
             tree = ast.parse(fh.read())
-        chained += [f"{os.path.basename(path)}:{node.lineno}" for node in ast.walk(tree)
+        chained += [f"{os.path.relpath(path, here)}:{node.lineno}" for node in ast.walk(tree)
                     if isinstance(node, ast.Assert) and isinstance(node.test, ast.BoolOp)
                     and isinstance(node.test.op, ast.And)]
     assert chained == []

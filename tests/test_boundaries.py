@@ -8,12 +8,12 @@ A new Step or Family without a check here fails test_every_boundary_has_a_check.
 import pytest
 
 from conftest import GIB, lmcache_plan, make_plan
-from kvcalc.errors import LayoutError, StartupRefusal
-from kvcalc.grouping import group_layers
-from kvcalc.layers import hybrid_alignment
-from kvcalc.offload import pinned_resident
-from kvcalc.specs import FullAttentionSpec, SlidingWindowSpec, runs_from_names
-from kvcalc.versions import FAMILIES, RELEASES, STEPS, behaviour_for
+from kvcalc.vocab.errors import LayoutError, StartupRefusal
+from kvcalc.engines.vllm.grouping import group_layers
+from kvcalc.engines.vllm.layers import hybrid_alignment
+from kvcalc.backends.native import pinned_resident
+from kvcalc.engines.vllm.specs import FullAttentionSpec, SlidingWindowSpec, runs_from_names
+from kvcalc.vocab.releases.vllm import FAMILIES, RELEASES, STEPS, behaviour_for
 
 CHECKS = {}
 
@@ -123,8 +123,8 @@ def _(old, new):
     # block_size 40 (a stage of its own: before 0.21 the connector refuses the hybrid manager): 0.19.1 16 x
     # cdiv(272,384, 16 x 1,024) = 16 x 17 = 272; 0.20.0 40 x cdiv(272,384, 40 x 1,024) = 40 x 7 = 280.
     def block(version):
-        from kvcalc.layers import _hybrid_kernel_block
-        from kvcalc.load import layout_from_dict
+        from kvcalc.engines.vllm.layers import _hybrid_kernel_block
+        from kvcalc.inputs.yaml_layout import layout_from_dict
         from conftest import deep_merge, COMMON
 
         data = deep_merge(deep_merge(COMMON, GDN), {"cache": {"block_size": 40}, "vllm": {"version": version}})
@@ -305,8 +305,8 @@ def _(old, new):
 @boundary("capacity_metric", "0.33.0")
 def _(old, new):
     # vllm:kv_offload_config_info exists from 0.33.0: check --metrics refuses a scrape with it on 0.32.0.
-    from kvcalc.load import layout_from_dict
-    from kvcalc.metricscheck import check
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.tools.metricscheck import check
     from conftest import deep_merge, COMMON
 
     text = ('vllm:kv_offload_config_info{cpu_blocks_per_chunk="1",cpu_kv_cache_size_bytes="68719476736",'

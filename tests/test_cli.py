@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from conftest import EXAMPLES_DIR, run
-from kvcalc.cli import OUTPUT_FORMATS, RENDERERS, main
+from kvcalc.cli import main
+from kvcalc.cli.app import OUTPUT_FORMATS, RENDERERS
 
 GIB = 1 << 30
 EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.yaml")))
@@ -39,7 +40,7 @@ def test_every_example_prints_a_table_and_json(capsys, path):
     doc, _ = run_json(capsys, "plan", path)
     import jsonschema
 
-    from kvcalc.schema import output_schema
+    from kvcalc.report.schema import output_schema
     jsonschema.validate(doc, output_schema())
     for key in ("schema_version", "vllm_version", "parallel", "gpu", "offload"):
         assert key in doc

@@ -258,8 +258,8 @@ def test_a_file_that_is_no_layout_is_not_echoed_whole(capsys, tmp_path):
 def test_check_log_plans_a_bounded_number_of_times(monkeypatch, tmp_path):
     # One layer, 1 KV head of 64: a 4,096 B block, so 0.01 GiB of logged rounding allows 2,622 block counts.
     # Matching them must not plan the model once per candidate (it did: minutes for a 3-line log).
-    import kvcalc.logcheck as lc
-    from kvcalc.load import layout_from_dict
+    import kvcalc.tools.logcheck as lc
+    from kvcalc.inputs.yaml_layout import layout_from_dict
 
     calls = []
     real = lc.plan
@@ -429,7 +429,7 @@ def test_plan_help_groups_its_options(capsys):
     assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "offload", "release", "output",
                                                    "checks", "help")]
     # The release help is generated from the read releases (versions.RELEASES), default shown.
-    from kvcalc.versions import DEFAULT_VERSION, RELEASES
+    from kvcalc.vocab.releases.vllm import DEFAULT_VERSION, RELEASES
 
     assert f"{RELEASES[0]} to {RELEASES[-1]} (default {DEFAULT_VERSION})" in " ".join(out.split())
 

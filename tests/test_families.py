@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import GIB, make_plan
-from kvcalc.errors import UnsupportedError
-from kvcalc.versions import behaviour_for
+from kvcalc.vocab.errors import UnsupportedError
+from kvcalc.vocab.releases.vllm import behaviour_for
 from test_vectors import GPT_OSS, LLAMA8B, MLA61, QWEN3_NEXT
 
 C = 64 * GIB

@@ -12,9 +12,9 @@ from rich.console import Console
 
 from conftest import EXAMPLES_DIR
 from kvcalc import load_layout, plan
-from kvcalc.render_table import render
-from kvcalc.records import replace
-from kvcalc.report import build_report
+from kvcalc.report.table import render
+from kvcalc.vocab.records import replace
+from kvcalc.report.report import build_report
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 

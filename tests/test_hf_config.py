@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from kvcalc.cli import main
-from kvcalc.load import load_layout
-from kvcalc.plan import plan
+from kvcalc.inputs.yaml_layout import load_layout
+from kvcalc.pipeline import plan
 
 HERE = os.path.dirname(__file__)
 MODELS = os.path.join(HERE, "fixtures", "models")  # copied from ../shared/models (real fields)
@@ -26,7 +26,7 @@ def fixture(name):
 
 
 def layout_of(name, *flags):
-    from kvcalc.flags import overrides as _overrides
+    from kvcalc.inputs.overrides import overrides as _overrides
     args = dict(zip(flags[::2], flags[1::2]))
     ov = _overrides(dict(tp=int(args.get("--tp", 1)), cpu_bytes="64G", kv_cache_memory="40GiB",
                     max_model_len=args.get("--max-model-len"), prefix=args.get("--prefix"),

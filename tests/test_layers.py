@@ -6,9 +6,9 @@ import os
 import pytest
 
 from conftest import make_plan
-from kvcalc.errors import LayoutError
-from kvcalc.kinds import HeadRuleError, heads_per_rank
-from kvcalc.layers import pp_split
+from kvcalc.vocab.errors import LayoutError
+from kvcalc.vocab.kinds import HeadRuleError, heads_per_rank
+from kvcalc.engines.vllm.layers import pp_split
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "models")
 
@@ -218,7 +218,7 @@ def test_short_conv_and_linear_attention_states():
 # ---------------------------------------------------------------- the hybrid alignment, on its own (spec 4.3)
 
 def test_hybrid_alignment_qwen3_next_tp4():
-    from kvcalc.layers import hybrid_alignment
+    from kvcalc.engines.vllm.layers import hybrid_alignment
 
     # Qwen3-Next at TP 4: one attention token = 2 heads // 4 -> 1 head x (256 + 256) x 2 B = 1,024 B.
     # GDN state: conv (4 - 1 + 0) x (128*16*2 + 128*32) // 4 = 3 x 2,048 x 2 B = 12,288 B;
@@ -238,7 +238,7 @@ def test_hybrid_alignment_qwen3_next_tp4():
 
 
 def test_hybrid_alignment_mode_all_and_align():
-    from kvcalc.layers import hybrid_alignment
+    from kvcalc.engines.vllm.layers import hybrid_alignment
 
     # mode all: the block is a multiple of lcm(chunk, kernel) = lcm(2048, 16) = 2048 covering cdiv(mp, a1) tokens.
     al = hybrid_alignment(mode="all", block_size=16, attention_token_page=4096, mamba_page=4 * 1024 * 1024,

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from conftest import GIB, lmcache_plan, run
-from kvcalc.errors import KvcalcError, StartupRefusal
-from kvcalc.lmcache_releases import LMCACHE_RELEASES, config_keys
+from kvcalc.vocab.errors import KvcalcError, StartupRefusal
+from kvcalc.vocab.releases.lmcache import LMCACHE_RELEASES, config_keys
 
 LLAMA8B = {"model": {"name": "Llama-3.1-8B", "num_layers": 32, "num_kv_heads": 8, "head_size": 128}}
 DEEPSEEK = {"model": {"name": "DeepSeek-V3", "num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64},

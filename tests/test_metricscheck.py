@@ -13,9 +13,9 @@ import pytest
 
 from conftest import EXAMPLES_DIR as EXAMPLES, run
 from kvcalc.cli import main
-from kvcalc.errors import LayoutError
-from kvcalc.load import load_layout
-from kvcalc.metricscheck import parse
+from kvcalc.vocab.errors import LayoutError
+from kvcalc.inputs.yaml_layout import load_layout
+from kvcalc.tools.metricscheck import parse
 
 HERE = os.path.dirname(__file__)
 METRICS = os.path.join(HERE, "fixtures", "metrics")
@@ -111,7 +111,7 @@ def test_gpu_blocks_come_from_the_scrape_when_the_layout_has_no_kv_memory(capsys
 
 
 def test_a_scrape_with_only_the_cache_series_compares_it():
-    from kvcalc.metricscheck import check
+    from kvcalc.tools.metricscheck import check
 
     text = 'vllm:cache_config_info{block_size="64",engine="0",num_gpu_blocks="9412"} 1.0\n'
     layout = load_layout(KIMI, overrides={"vllm.version": ("0.26.0", "--vllm-version")})

@@ -11,7 +11,8 @@ import yaml
 
 from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
-from kvcalc.schema import layout_schema, output_schema
+from kvcalc.inputs.schema import layout_schema
+from kvcalc.report.schema import output_schema
 
 GIB = 1 << 30
 LOGS = os.path.join(os.path.dirname(__file__), "fixtures", "logs")
@@ -238,7 +239,7 @@ def test_vllm_args_inexact_gib_and_block_size(capsys):
 
 
 def test_gib_spelling_round_trips():
-    from kvcalc.vllm_args import gib_spelling
+    from kvcalc.tools.vllm_args import gib_spelling
     for n in (64 * GIB, 1610612736, 107374182, 64 * 10**9, 12345678901):
         x = gib_spelling(n)
         assert x is None or int(x * (1 << 30)) == n
@@ -306,9 +307,9 @@ def test_layout_schema_rejects_what_kvcalc_rejects():
 
 
 def test_layout_schema_names_exactly_the_keys_the_loader_reads():
-    # The loader's key tables (kvcalc.load *_KEYS) are what it accepts; an editor validating with the schema must
+    # The loader's key tables (kvcalc.inputs.load *_KEYS) are what it accepts; an editor validating with the schema must
     # see the same set, so a key added to one and not the other fails here.
-    from kvcalc import load
+    from kvcalc.inputs import validate as load
 
     schema = layout_schema()
     props = schema["properties"]

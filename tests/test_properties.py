@@ -5,11 +5,11 @@ import json
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from kvcalc.errors import KvcalcError
-from kvcalc.load import layout_from_dict
-from kvcalc.plan import plan
-from kvcalc.render_json import render
-from kvcalc.report import build_report
+from kvcalc.vocab.errors import KvcalcError
+from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.pipeline import plan
+from kvcalc.report.json import render
+from kvcalc.report.report import build_report
 from test_fuzz import assert_integers
 
 GIB = 1 << 30

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kvcalc import records
-from kvcalc.records import FrozenRecordError, field, record
+from kvcalc.vocab import records
+from kvcalc.vocab.records import FrozenRecordError, field, record
 
 
 def make():

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvcalc.units import SizeError, cdiv, format_bytes, gib_float_to_bytes, parse_size, round_up
+from kvcalc.vocab.units import SizeError, cdiv, format_bytes, gib_float_to_bytes, parse_size, round_up
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -43,7 +43,7 @@ def test_helpers():
 @given(st.text(alphabet=st.sampled_from(list("0123456789._ kKmMgGiIbBtT\t\n\u00a0\u2003\u0663xe-+")), max_size=12))
 def test_the_hand_scanner_reads_sizes_as_the_pattern(text):
     # units.split_size replaces _SIZE_PATTERN at run time (compiling the regex is start-up time): same grammar.
-    from kvcalc.units import _size_re, split_size
+    from kvcalc.vocab.units import _size_re, split_size
 
     m = _size_re().match(text)
     assert split_size(text) == (None if m is None else (m.group(1), m.group(2))), text

@@ -304,7 +304,7 @@ def test_e1_l1_tokens_under_020_with_forced_hma():
 
 
 def test_e1_hma_off_is_a_startup_error():
-    from kvcalc.errors import StartupRefusal
+    from kvcalc.vocab.errors import StartupRefusal
     with pytest.raises(StartupRefusal, match="unified type"):
         make_plan({**QWEN3_NEXT, "parallel": {"tensor_parallel_size": 4}}, "0.19.1")
 
@@ -328,9 +328,9 @@ def test_e_block_32_bump_differs_by_version():
     forced = {**layout, "cache": {**layout["cache"], "hybrid_kv_cache_manager": "on"}}
     assert make_plan(forced, "0.21.0").layers.block_size == 288
     # 0.19.1 aligns with a fixed kernel block of 16: 16 * cdiv(274432, 16 * 1024) = 272.
-    from kvcalc.layers import build_layers
-    from kvcalc.load import layout_from_dict
-    from kvcalc.versions import behaviour_for
+    from kvcalc.engines.vllm.layers import build_layers
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.vocab.releases.vllm import behaviour_for
     from conftest import COMMON, deep_merge
     lay = layout_from_dict(deep_merge(COMMON, layout))
     assert build_layers(lay, behaviour_for("0.19.1")).block_size == 272

@@ -1,0 +1,452 @@
+"""Layout -> per-PP-stage runs of layers with their specs. TP, PP, drafter and skip-layer rules live here only.
+
+TP ranks of one stage hold identical specs, so one tuple of runs describes all its workers. The work is per
+run of equal decoder layers (`ModelLayout.layer_runs`), not per layer. Spec sections 3 (layers), 4 (Mamba state
+and hybrid alignment) and 1 (dtypes).
+"""
+
+from __future__ import annotations
+
+from math import lcm
+from typing import NamedTuple
+
+from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
+                    KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank)
+from ...vocab.layout import Layout, base_block_size
+from ...vocab.records import record
+from .specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    Run,
+    SlidingWindowSpec,
+    UsageContext,
+    clip,
+    interned,
+    interned_or_none,
+    named_specs,
+    progressions,
+)
+from ...vocab.units import MODEL_DTYPES, cdiv
+from ...vocab.releases.vllm import Behaviour
+
+DEFAULT_MAMBA_CHUNK = 2048
+_UNBOUNDED = 1 << 62  # the last stage owns every index past its decoder layers (drafter / MTP layers)
+
+
+@record
+class StageLayers:
+    pp_rank: int
+    decoder_layers: tuple[int, int]  # [start, end)
+    owned: tuple[int, int]  # [lo, hi) of layer indices this stage's workers hold (the last: + drafter layers)
+    runs: tuple[Run, ...]
+
+    @property
+    def layers(self) -> tuple[tuple[str, KVCacheSpec], ...]:
+        """(layer name, spec) per layer in registration order, expanded on request."""
+        return named_specs(self.runs)
+
+
+@record
+class HybridAlignment:
+    """The hybrid attention block bump and Mamba page padding (spec 4.3), as one pure function's result."""
+
+    block_size: int  # attention block size after the bump
+    mamba_block_size: int | None  # mode "all": the chunk-aligned block; "align": the block size; else None
+    mamba_page_padded: int | None  # the Mamba page padded to one attention page, when that is larger
+    raised_from: int | None  # the block size before the bump, when it was raised
+
+
+def hybrid_alignment(*, mode: str, block_size: int, attention_token_page: int, mamba_page: int, kernel_block: int,
+                     mamba_chunk: int, multiple: int = 1) -> HybridAlignment:
+    """Raise the attention block size until one attention page holds a Mamba state, and pad the Mamba page.
+
+    `attention_token_page` is one token of the model's attention on one rank (full spec with B = 1, or MLA's);
+    `mamba_page` the unpadded Mamba page; `kernel_block` the backend's kernel block (0.19.1: 16, 64 for MLA;
+    0.20.0+: max(that, block_size)); `mamba_chunk` the user's mamba_block_size or the model's chunk size.
+    Qwen3-Next TP 4 (a1 = 1,024 B, GDN state 272,384 B, kernel 16): block 16 · cdiv(272,384, 16 · 1,024) = 272.
+    """
+    raised_from = None
+    mamba_block = None
+    if mode == "all":
+        chunk = lcm(mamba_chunk, kernel_block)
+        blk = chunk * cdiv(cdiv(mamba_page, attention_token_page), chunk)
+        mamba_block = blk
+    else:
+        blk = kernel_block * cdiv(mamba_page, kernel_block * attention_token_page)
+    blk = multiple * cdiv(blk, multiple)  # 0.32.0+: a multiple of every backend's smallest kernel block
+    if blk > block_size:
+        raised_from = block_size
+        block_size = blk
+    attn_page = block_size * attention_token_page
+    pad = attn_page if attn_page > mamba_page else None
+    if mode == "align":
+        mamba_block = block_size
+    return HybridAlignment(block_size=block_size, mamba_block_size=mamba_block, mamba_page_padded=pad,
+                           raised_from=raised_from)
+
+
+@record
+class LayerPlan:
+    stages: tuple[StageLayers, ...]
+    block_size: int  # attention block size after defaults and the hybrid bump
+    block_size_note: str | None
+    mamba_block_size: int | None
+    mamba_cache_mode: str
+    enable_prefix_caching: bool
+    usage: UsageContext
+    notes: tuple[str, ...]
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """Every stage's runs (layer names are unique across stages)."""
+        if len(self.stages) == 1:
+            return self.stages[0].runs
+        return tuple(r for s in self.stages for r in s.runs)
+
+
+def pp_split(num_layers: int, pp: int, partition: tuple[int, ...] | None = None) -> list[int]:
+    """vLLM's get_pp_indices: layers per stage; the remainder goes to stages PP-2, PP-3, ... (61/4 -> 15,15,16,15)."""
+    if partition is not None:
+        return list(partition)
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[pp - i] += 1
+    return parts
+
+
+class _KVDtype(NamedTuple):
+    storage: str
+    quant: KVQuant
+    mla_str: str  # the cache-dtype string recorded on MLA specs
+
+
+def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bool = False) -> _KVDtype:
+    name = "auto" if for_layer_auto else layout.cache.kv_cache_dtype
+    row = KV_DTYPES.get(name)
+    if row is None:
+        raise UnsupportedError(
+            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
+        )
+    if row.since > behaviour.release:
+        raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
+                          detail="added in 0.20.0")
+    if name == "fp8_ds_mla" and not layout.model.is_mla:
+        raise LayoutError(layout.source, "cache.kv_cache_dtype", "fp8_ds_mla only for MLA models", name)
+    if row.quant is not KVQuant.NONE and layout.model.is_mla:
+        raise UnsupportedError(f"{layout.source}: cache.kv_cache_dtype: {name} with MLA layers is not modelled")
+    return _KVDtype(row.storage or layout.model.dtype, row.quant, name)
+
+
+def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
+    conv = layout.cache.mamba_cache_dtype
+    conv = layout.model.dtype if conv == "auto" else MODEL_DTYPES[conv]
+    ssm = layout.cache.mamba_ssm_cache_dtype
+    ssm = conv if ssm == "auto" else MODEL_DTYPES[ssm]
+    row = layout.model.mamba.row
+    if row.refuses_float32 and conv == "float32":
+        raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for "
+                               f"{row.name.replace('_', ' ')}")
+    if row.single_state or n_states == 1:
+        return (conv,)
+    return (conv, ssm)
+
+
+def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[str, ...]]:
+    """(prefix caching on, Mamba cache mode, notes) as the release settles them (spec 4.2;
+    model_executor/models/config.py MambaModelConfig.verify_and_update_config of each release)."""
+    model, cache = layout.model, layout.cache
+    prefix = cache.enable_prefix_caching
+    if not model.has_mamba:
+        return prefix is not False, "none", ()  # vLLM: prefix caching on by default
+    if prefix is None:
+        prefix = False  # vLLM: off by default for hybrid (Mamba) models
+    modes = behaviour.mamba_modes
+    mode, notes = "none", []
+    row = model.mamba.row
+    if cache.mamba_cache_mode != "auto":
+        mode = cache.mamba_cache_mode
+        if mode not in modes:
+            raise LayoutError(layout.source, "cache.mamba_cache_mode",
+                              f"one of {', '.join(m for m in ('auto',) + modes)} for vLLM {behaviour.version} "
+                              "(config/cache.py MambaCacheMode)", mode)
+    if not prefix:
+        if mode != "none":
+            # Every release: "Mamba cache mode is set to 'none' when prefix caching is disabled" (a warning).
+            notes.append(f"mamba_cache_mode {mode!r} becomes 'none': prefix caching is off (vLLM does the same)")
+        return prefix, "none", tuple(notes)
+    if cache.mamba_cache_mode == "auto":
+        if "align" not in modes:
+            # 0.14.x: no mode; models without Mamba prefix caching turn prefix caching off.
+            if not row.mode_all:
+                notes.append("vLLM turns prefix caching off for this Mamba kind (no Mamba prefix caching)")
+                return False, "none", tuple(notes)
+            mode = "all"
+        elif behaviour.mamba_default_all:
+            mode = "all" if row.mode_all else "align"
+        else:
+            mode = "align"
+    if mode == "all" and not row.mode_all:
+        # "Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all'
+        # mode: falling back to 'align' mode." (0.15.0 - 0.31.0)
+        notes.append("mamba_cache_mode 'all' falls back to 'align' for this Mamba kind (vLLM does the same)")
+        mode = "align"
+    return prefix, mode, tuple(notes)
+
+
+def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
+    """(indices not skipped, indices skipped) of one run."""
+    keep, skipped = [], []
+    for i in indices:
+        (skipped if i in skip else keep).append(i)
+    return keep, skipped
+
+
+class _Builder:
+    """Specs for one layout, one object per distinct shape (61 MLA layers share one spec and its cached sizes)."""
+
+    def __init__(self, layout: Layout, behaviour: Behaviour, block_size: int, kv: _KVDtype, kv_auto: _KVDtype,
+                 mamba: MambaSpec | None):
+        self.layout, self.behaviour = layout, behaviour
+        self.model = layout.model
+        self.tp = layout.parallel.tensor_parallel_size
+        self.block_size = block_size
+        self.kv, self.kv_auto = kv, kv_auto
+        self.mamba = mamba
+        skip = layout.cache.kv_cache_dtype_skip_layers
+        self.skip = frozenset(i for i in skip if isinstance(i, int)) if skip else frozenset()
+        self.skip_sliding = bool(skip) and "sliding_window" in skip
+
+    def heads(self, total: int, key: str) -> int:
+        try:
+            return heads_per_rank(total, self.tp, replicates=self.model.kv_head_replication)
+        except HeadRuleError as e:
+            raise LayoutError(self.layout.source, key, str(e), total) from None
+
+    def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
+        if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
+            dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
+        bs = self.block_size
+        window = self.model.sliding_window if kind is LayerKind.SLIDING else None
+        chunk = self.model.attention_chunk_size if kind is LayerKind.CHUNKED else None
+        key = (kind, bs, heads, d, dv, kv.storage, kv.quant, window, chunk)
+        spec = interned_or_none(key)  # the common case: a shape met before (the closure below is made on a miss only)
+        if spec is not None:
+            return spec
+
+        def make() -> KVCacheSpec:
+            common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
+                          kv_quant=kv.quant)
+            if kind is LayerKind.SLIDING:
+                return SlidingWindowSpec(sliding_window=window, **common)
+            if kind is LayerKind.CHUNKED:
+                return ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)
+            return FullAttentionSpec(**common)
+
+        return interned(key, make)
+
+    def mla(self) -> MLAAttentionSpec:
+        d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv
+        return interned(("mla", bs, d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage, cache_dtype_str=kv.mla_str))
+
+    def indexer(self) -> MLAAttentionSpec:
+        # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
+        d, bs = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4, self.block_size
+        return interned(("indexer", bs, d), lambda: MLAAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8", cache_dtype_str=None))
+
+    def attention_runs(self, kind: LayerKind, total: int, d: int, dv: int, indices: range, module: str, order: int,
+                       key: str) -> list[Run]:
+        """Standard attention layers of one shape; skipped layers (kv_cache_dtype_skip_layers) keep dtype auto."""
+        heads = self.heads(total, key)
+        if self.skip_sliding and kind is LayerKind.SLIDING:
+            return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv_auto))]
+        if not self.skip or not any(i in indices for i in self.skip):  # range membership is O(1); lists are short
+            return [Run(module, order, indices, self.attention(kind, heads, d, dv, self.kv))]
+        keep, skipped = _split_skip(indices, self.skip)
+        out = [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv)) for r in progressions(keep)]
+        out += [Run(module, order, r, self.attention(kind, heads, d, dv, self.kv_auto)) for r in progressions(skipped)]
+        return out
+
+    def decoder_runs(self, kind: LayerKind, h: int, d: int, dv: int, indices: range, prefix: str = "") -> list[Run]:
+        """The KV modules of decoder layers `indices` of one kind and shape, their names under `prefix`."""
+        if kind is LayerKind.NONE:
+            return []
+        if kind is LayerKind.MLA:
+            out = []
+            if self.model.index_head_dim:
+                # Registered before the MLA wrapper in every read release (spec section 3.1).
+                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, self.indexer()))
+            out.append(Run(prefix + "self_attn.attn" if prefix else "self_attn.attn", 1, indices, self.mla()))
+            return out
+        if kind is LayerKind.MAMBA:
+            module = self.model.mamba.row.module
+            return [Run(prefix + module if prefix else module, 0, indices, self.mamba)]
+        out = self.attention_runs(LayerKind.FULL if kind is LayerKind.FULL_MAMBA else kind, h, d, dv, indices,
+                                  f"{prefix}self_attn.attn", 0, "model.num_kv_heads")
+        if kind is LayerKind.FULL_MAMBA:
+            # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
+            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba))
+        return out
+
+    def draft_runs(self) -> list[Run]:
+        d = self.model.draft
+        base = self.model.num_layers
+        indices = range(base, base + d.num_layers)
+        if d.method == "mtp":
+            # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
+            m = self.model
+            main = next(i for i, t in enumerate(m.layer_types) if t in (LayerKind.MLA, LayerKind.FULL))
+            return self.decoder_runs(m.layer_types[main], m.num_kv_heads[main], m.head_size[main],
+                                     m.head_size_v[main], indices, "mtp_block.")
+        return self.attention_runs(LayerKind.FULL, d.num_kv_heads, d.head_size, d.head_size_v or d.head_size,
+                                   indices, "self_attn.attn", 0, "model.draft.num_kv_heads")
+
+
+def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
+    """One token of the model's first attention layer on one rank (spec 4.3's a1), or None without attention."""
+    first = None
+    for (kind, h, d, dv), r in layout.model.layer_runs:
+        if kind not in (LayerKind.MAMBA, LayerKind.NONE) and (first is None or r.start < first[1].start):
+            first = ((kind, h, d, dv), r)
+    if first is None:
+        return None
+    kind, h, d, dv = first[0]
+    kv = b.kv
+    if kind is LayerKind.MLA:
+        d = layout.model.kv_lora_rank + layout.model.qk_rope_head_dim
+        return interned(("token_page", "mla", d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
+            block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
+            cache_dtype_str=kv.mla_str)).page_size_bytes
+    heads = b.heads(h, "model.num_kv_heads")
+    return interned(("token_page", heads, d, dv, kv.storage, kv.quant), lambda: FullAttentionSpec(
+        block_size=1, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
+        kv_quant=kv.quant)).page_size_bytes
+
+
+def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str) -> int:
+    """The kernel block the hybrid alignment rounds to, as each release computes it (spec 4.3)."""
+    model = layout.model
+    backend = ATTENTION_BACKENDS[layout.backend]
+    if not behaviour.hybrid_kernel_uses_block_size:
+        # 0.19.1 model_executor/models/config.py: 16, or 64 for MLA (128 with CUTLASS_MLA).
+        return (128 if backend.name == "CUTLASS_MLA" else 64) if model.is_mla else 16
+    base = backend.kernel_block
+    first = model.first_attention
+    if (behaviour.fa4_hd256_kernel and backend.name == "FLASH_ATTN" and layout.gpu_arch == "sm100"
+            and first is not None and model.head_size[first] == 256 and model.head_size_v[first] == 256):
+        base = FA4_HD256_BLOCK  # 0.29+ flash_attn.py: FA4's hd256 kernel on SM100
+    kernel = max(base, block_size)  # 0.20.0+ platforms/interface.py _align_hybrid_block_size
+    if model.is_mla and behaviour.hybrid_mla_floor_128:
+        kernel = max(kernel, 128)  # 0.27.0+: MLA hybrids keep 128-token blocks for the TRTLLM/FlashInfer kernels
+    if mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout):
+        kernel = lcm(kernel, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT)  # 0.33.0: prefill checkpoints on block edges
+    return kernel
+
+
+def _gdn_checkpoints(layout: Layout) -> bool:
+    """0.33.0: GDN layers with FlashInfer's prefill export mid-prefill checkpoints (64-token alignment): CUDA SM90,
+    or SM100 with head_k_dim 128 (mamba/gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend)."""
+    m = layout.model.mamba
+    if m is None or m.kind != "gated_delta_net" or layout.platform != "cuda":
+        return False
+    return layout.gpu_arch == "sm90" or m.get("linear_key_head_dim") == 128
+
+
+def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
+    model, cache, par = layout.model, layout.cache, layout.parallel
+    src = layout.source
+    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
+    notes: list[str] = []
+    kv = resolve_kv_dtype(layout, behaviour)
+    # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
+    kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
+    choices = behaviour.block_size_choices
+    if cache.block_size is not None and choices is not None and cache.block_size not in choices:
+        raise LayoutError(src, "cache.block_size", f"one of {', '.join(map(str, choices))} for vLLM "
+                          f"{behaviour.version} (its --block-size choices; any size from 0.18.0)", cache.block_size)
+    if cache.kv_cache_dtype_skip_layers and not behaviour.supports_skip_layers:
+        raise LayoutError(src, "cache.kv_cache_dtype_skip_layers", f"an empty list for vLLM {behaviour.version}",
+                          sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
+    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    notes += mode_notes
+
+    # --- block size (section 3.9) and the hybrid bump (section 4.3)
+    block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
+    block_note = None
+    if cache.block_size is None:
+        block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
+    ns = model.draft.num_speculative_tokens if model.draft else 0
+
+    mamba_block = None
+    mamba_spec = None
+    if model.has_mamba:
+        row = model.mamba.row
+
+        def exact(a: int, b: int, what: str) -> int:
+            if a % b:
+                raise LayoutError(src, f"model.mamba ({what})", f"a value divisible by tensor_parallel_size {tp}", a)
+            return a // b
+
+        shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
+        dtypes = _mamba_dtypes(layout, len(shapes))
+        mp = interned(("mamba_page", shapes, dtypes),
+                      lambda: MambaSpec(block_size=1, shapes=shapes, dtypes=dtypes)).real_page_size_bytes
+        probe = _Builder(layout, behaviour, block_size, kv, kv_auto, None)
+        a1 = _attention_token_page(probe, layout)
+        pad = None
+        if a1 is not None and mp > 0:
+            kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
+            chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
+                                               else DEFAULT_MAMBA_CHUNK)
+            # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
+            multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
+            al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
+                                  kernel_block=kernel, mamba_chunk=chunk, multiple=multiple)
+            if al.raised_from is not None:
+                notes.append(f"hybrid model: attention block size raised from {al.raised_from} to {al.block_size} so "
+                             f"one attention page ({al.block_size} x {a1} B) holds a Mamba state ({mp} B)")
+                block_note = None
+            block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
+            if pad is not None:
+                notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
+        elif mode == "align":
+            mamba_block = block_size
+        if mode == "none":
+            mamba_block = cache.mamba_block_size or cache.max_model_len
+        # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
+        # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+        checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
+        mamba_spec = interned(
+            (MambaSpec, mamba_block, shapes, dtypes, pad, row.name, ns, checkpoint_blocks),
+            lambda: MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
+                              mamba_type=row.name, num_speculative_blocks=ns,
+                              num_prefill_checkpoint_blocks=checkpoint_blocks))
+
+    b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
+    parts = pp_split(model.num_layers, pp, par.pp_layer_partition)
+    stages = []
+    start = 0
+    for rank, n in enumerate(parts):
+        end = start + n
+        runs: list[Run] = []
+        for (kind, h, d, dv), r in model.layer_runs:
+            mine = clip(r, start, end)
+            if mine:
+                runs += b.decoder_runs(kind, h, d, dv, mine)
+        last = rank == pp - 1
+        if last and model.draft:
+            runs += b.draft_runs()
+        stages.append(StageLayers(pp_rank=rank, decoder_layers=(start, end), owned=(start, _UNBOUNDED if last else end),
+                                  runs=tuple(runs)))
+        start = end
+
+    usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
+                         mamba_cache_mode=mode)
+    return LayerPlan(stages=tuple(stages), block_size=block_size, block_size_note=block_note,
+                     mamba_block_size=mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
+                     usage=usage, notes=tuple(notes))

@@ -1,0 +1,527 @@
+"""Per-layer KV cache specs (vLLM's `v1/kv_cache_interface.py` kinds) and runs of layers that share one.
+
+Specs are frozen records whose sizes are derived properties, computed once per object; equality is class plus
+fields, which is what vLLM uses to bucket layers (spec section 2: "equal class and equal fields").
+
+A `Run` is the unit every later stage works on: the layers `model.layers.{i}.{module}` for `i` in one range,
+all with one spec. A stage, a group or a tensor list is a tuple of runs, so a 61-layer MLA model is one run
+and a plan costs O(distinct shapes), not O(layers). Layer names are expanded only for reports and --verify.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import ClassVar, NamedTuple
+
+from ...vocab.errors import StartupRefusal
+from ...vocab.kinds import KVQuant
+from ...vocab.records import cached, fields, record
+from ...vocab.units import DTYPE_BYTES, cdiv
+
+
+# Specs are interned: a plan asks for the same few shapes every time (a sweep asks 10,000 times), and an interned
+# spec brings its page size, hash and max usage already computed. Bounded; cleared when full.
+_INTERNED: dict = {}
+_INTERN_LIMIT = 4096
+
+
+# The lookup alone, for hot paths that build `make` only on a miss (a bound dict.get: clear() keeps the dict).
+interned_or_none = _INTERNED.get
+
+
+def interned(key: tuple, make):
+    """The one spec object for `key` (its class and fields), made by `make()` the first time."""
+    spec = _INTERNED.get(key)
+    if spec is None:
+        if len(_INTERNED) >= _INTERN_LIMIT:
+            _INTERNED.clear()
+        spec = _INTERNED[key] = make()
+    return spec
+
+
+class NotMergeable(Exception):
+    """vLLM's merge asserted: the specs are not one uniform spec (a 'no', not an error)."""
+
+
+@record
+class UsageContext:
+    """The scheduler limits that bound one request's KV usage."""
+
+    max_model_len: int
+    max_num_batched_tokens: int
+    cp: int = 1  # DCP * PCP
+    max_num_encoder_input_tokens: int = 0
+    mamba_cache_mode: str = "none"
+
+    @cached
+    def key(self) -> tuple:
+        return (self.max_model_len, self.max_num_batched_tokens, self.cp, self.max_num_encoder_input_tokens,
+                self.mamba_cache_mode)
+
+
+@record(cache_hash=True)
+class KVCacheSpec:
+    block_size: int
+    kind: ClassVar[str] = "spec"  # the output vocabulary (JSON `kind`); never branched on
+
+    @cached
+    def page_size_bytes(self) -> int:
+        raise NotImplementedError
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        raise NotImplementedError
+
+    def max_usage(self, ctx: UsageContext) -> int:
+        """max_memory_usage_bytes(ctx), remembered per context (interned specs meet the same few contexts)."""
+        memo = self.__dict__.setdefault("_usage", {})
+        key = ctx.key
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = self.max_memory_usage_bytes(ctx)
+        return value
+
+    @classmethod
+    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
+        # Base rule: only identical specs merge.
+        if not all(s == specs[0] for s in specs[1:]):
+            raise NotMergeable
+        return specs[0]
+
+
+@record(cache_hash=True)
+class AttentionSpec(KVCacheSpec):
+    num_kv_heads: int
+    head_size: int
+    dtype: str  # storage torch dtype name
+    page_size_padded: int | None = None
+    kv_quant: KVQuant = KVQuant.NONE  # extra per-token-head quantisation, from 0.20.0
+
+    def _element_dims(self, dim: int) -> int:
+        # nvfp4 packs each head dim x into x//2 data bytes + x//16 scale bytes (x=128 -> 72).
+        if self.kv_quant is KVQuant.NVFP4:
+            return dim // 2 + dim // 16
+        return dim
+
+    def _real_page(self, dims: int) -> int:
+        page = self.block_size * self.num_kv_heads * dims * DTYPE_BYTES[self.dtype]
+        if self.kv_quant is KVQuant.PER_TOKEN_HEAD:
+            # One fp32 scale per token, head, and K/V: 2 * B * H * 4 bytes, before padding.
+            page += 2 * self.block_size * self.num_kv_heads * 4
+        return page
+
+    def _k_plus_v_page(self, head_size_v: int) -> int:
+        """Keys of head_size and values of head_size_v for every head of every token of a block."""
+        return self._real_page(self._element_dims(self.head_size) + self._element_dims(head_size_v))
+
+    def _padded(self, real: int) -> int:
+        if self.page_size_padded is not None:
+            if self.page_size_padded < real:  # pragma: no cover - guarded by the builder
+                raise StartupRefusal(f"padded page {self.page_size_padded} is smaller than the real page {real}")
+            return self.page_size_padded
+        return real
+
+
+_ATTENTION_FIELDS = tuple(f.name for f in fields(AttentionSpec))
+
+
+@record(cache_hash=True)
+class FullAttentionSpec(AttentionSpec):
+    head_size_v: int
+    # Set only when rule A (HMA off) folds a sliding/chunked layer into full attention.
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    kind: ClassVar[str] = "full_attention"
+
+    @cached
+    def real_page_size_bytes(self) -> int:
+        return self._k_plus_v_page(self.head_size_v)
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return self._padded(self.real_page_size_bytes)
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        mml = cdiv(ctx.max_model_len, ctx.cp) if ctx.cp > 1 else ctx.max_model_len
+        return cdiv(mml, self.block_size) * self.page_size_bytes
+
+    @classmethod
+    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
+        if not all(type(s) is FullAttentionSpec for s in specs):
+            raise NotMergeable
+        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        if len(windows) > 1 or len(chunks) > 1:
+            # vLLM raises a ValueError here, not an assertion: a hard startup error (trap 7).
+            raise StartupRefusal(
+                "all attention layers in one KV cache group must use the same window size "
+                f"(windows {sorted(windows)}, chunks {sorted(chunks)}); with the hybrid KV cache manager off "
+                "vLLM cannot start"
+            )
+        first = specs[0]
+        for s in specs[1:]:
+            for name in _ATTENTION_FIELDS:
+                if getattr(s, name) != getattr(first, name):
+                    raise NotMergeable
+        merged = FullAttentionSpec(
+            block_size=first.block_size, num_kv_heads=first.num_kv_heads, head_size=first.head_size,
+            head_size_v=first.head_size_v, dtype=first.dtype, page_size_padded=first.page_size_padded,
+            kv_quant=first.kv_quant, sliding_window=next(iter(windows), None),
+            attention_chunk_size=next(iter(chunks), None),
+        )
+        if merged.sliding_window is not None and merged.attention_chunk_size is not None:
+            raise StartupRefusal("a KV cache group cannot mix sliding-window and chunked-local layers with HMA off")
+        return merged if merged != first else first
+
+
+@record(cache_hash=True)
+class MLAAttentionSpec(FullAttentionSpec):
+    # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
+    cache_dtype_str: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "mla_indexer" if self.cache_dtype_str is None else "mla"
+
+    @cached
+    def real_page_size_bytes(self) -> int:
+        if self.cache_dtype_str == "fp8_ds_mla":
+            # 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 656 bytes per token.
+            return self.block_size * 656
+        # One unsharded latent "head": no K/V factor of 2, no head_size_v.
+        return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+
+    @property
+    def is_indexer(self) -> bool:
+        return self.cache_dtype_str is None
+
+    @classmethod
+    def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
+        if not all(type(s) is MLAAttentionSpec for s in specs):
+            raise NotMergeable
+        if len({s.cache_dtype_str for s in specs}) != 1:
+            raise NotMergeable
+        # vLLM compares only the cache-dtype string and keeps the first layer's fields.
+        return specs[0]
+
+
+@record(cache_hash=True)
+class SlidingWindowSpec(AttentionSpec):
+    head_size_v: int
+    sliding_window: int
+    kind: ClassVar[str] = "sliding_attention"
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return self._padded(self._k_plus_v_page(self.head_size_v))
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        # window - 1 tokens of context plus one step's new tokens, +1 block for a window straddling blocks.
+        tokens = min(self.sliding_window - 1 + ctx.max_num_batched_tokens, ctx.max_model_len)
+        return (cdiv(tokens, self.block_size) + 1) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    head_size_v: int
+    attention_chunk_size: int
+    kind: ClassVar[str] = "chunked_attention"
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return self._padded(self._k_plus_v_page(self.head_size_v))
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        tokens = min(self.attention_chunk_size + ctx.max_num_batched_tokens, ctx.max_model_len)
+        return cdiv(tokens, self.block_size) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class CrossAttentionSpec(AttentionSpec):
+    kind: ClassVar[str] = "cross_attention"
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return self._padded(self._k_plus_v_page(self.head_size))
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        return cdiv(ctx.max_num_encoder_input_tokens, self.block_size) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class MambaSpec(KVCacheSpec):
+    """Recurrent state: one page per sequence, independent of the block size."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    page_size_padded: int | None = None
+    mamba_type: str = "mamba2"
+    num_speculative_blocks: int = 0
+    num_prefill_checkpoint_blocks: int = 0  # 0.33.0: GDN layers exporting prefill checkpoints keep one more
+    kind: ClassVar[str] = "mamba"
+
+    @cached
+    def real_page_size_bytes(self) -> int:
+        return sum(prod(shape) * DTYPE_BYTES[dt] for shape, dt in zip(self.shapes, self.dtypes))
+
+    @cached
+    def page_size_bytes(self) -> int:
+        if self.page_size_padded is not None:
+            return self.page_size_padded
+        return self.real_page_size_bytes
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        if ctx.mamba_cache_mode == "all":
+            return cdiv(ctx.max_model_len, self.block_size) * self.page_size_bytes
+        if ctx.mamba_cache_mode == "align":
+            return (2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks) * self.page_size_bytes
+        return (1 + self.num_speculative_blocks) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class UniformTypeKVCacheSpecs(KVCacheSpec):
+    """One group of layers of one attention type whose pages differ: the page is the SUM of theirs.
+
+    vLLM keeps a per-layer dict; the sums only need each distinct spec and how many layers carry it."""
+
+    members: tuple[tuple[KVCacheSpec, int], ...]  # (spec, layers carrying it), in first-seen order
+    first: KVCacheSpec  # the first layer's spec in registration order (what the scheduler flattens to)
+    kind: ClassVar[str] = "uniform_type"
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return sum(s.page_size_bytes * n for s, n in self.members)
+
+    def max_memory_usage_bytes(self, ctx: UsageContext) -> int:
+        blocks = max(cdiv(s.max_usage(ctx), s.page_size_bytes) for s, _ in self.members)
+        return blocks * self.page_size_bytes
+
+    def summed_usage(self, ctx: UsageContext) -> int:
+        """Bytes one max-length request needs over the group's layers (the sum of each layer's max usage: vLLM's
+        start-up memory check), remembered per context as max_usage is."""
+        memo = self.__dict__.setdefault("_summed", {})
+        key = ctx.key
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = sum(n * s.max_usage(ctx) for s, n in self.members)
+        return value
+
+    @property
+    def distinct_specs(self) -> tuple[KVCacheSpec, ...]:
+        return tuple(s for s, _ in self.members)
+
+    @classmethod
+    def of(cls, runs: tuple[Run, ...]) -> UniformTypeKVCacheSpecs:
+        """The UniformType spec of these layers (the group's, or one worker's share of it)."""
+        def make() -> UniformTypeKVCacheSpecs:
+            first = first_run(runs).spec
+            return cls(block_size=first.block_size, members=tuple(spec_counts(runs).items()), first=first)
+
+        return interned((cls, runs), make)
+
+
+def merge_specs(specs: list[KVCacheSpec]) -> KVCacheSpec:
+    """Merge by the first spec's class rule, as `specs[0].merge(specs)` does in vLLM (one spec merges to itself)."""
+    if len(specs) == 1:
+        return specs[0]
+    return type(specs[0]).merge(specs)
+
+
+def is_uniform(specs: list[KVCacheSpec]) -> bool:
+    """Rule B: every spec merges into one (raises StartupRefusal on two windows, as vLLM does)."""
+    if not specs:
+        return False
+    cls = type(specs[0])
+    for s in specs:
+        if type(s) is not cls:
+            return False  # every class's merge rule wants one class: answer without raising NotMergeable
+    try:
+        merge_specs(specs)
+    except NotMergeable:
+        return False
+    return True
+
+
+def _same_window(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.sliding_window == first.sliding_window
+
+
+def _same_chunk(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.attention_chunk_size == first.attention_chunk_size
+
+
+def _same_speculation(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+    return s.num_speculative_blocks == first.num_speculative_blocks
+
+
+# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test).
+_UNIFORM_TYPE_RULES = (
+    (FullAttentionSpec, None),  # includes MLA (vLLM's isinstance)
+    (CrossAttentionSpec, None),
+    (SlidingWindowSpec, _same_window),
+    (ChunkedLocalAttentionSpec, _same_chunk),
+    (MambaSpec, _same_speculation),
+)
+
+
+def is_uniform_type(specs: list[KVCacheSpec]) -> bool:
+    """Rule C: one block size and one attention type, judged by the first spec's class."""
+    if not specs:
+        return False
+    first = specs[0]
+    for s in specs:
+        if s.block_size != first.block_size:
+            return False
+    for cls, same in _UNIFORM_TYPE_RULES:
+        if isinstance(first, cls):
+            for s in specs:
+                if not isinstance(s, cls) or (same is not None and not same(first, s)):
+                    return False
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runs of layers
+
+
+class Run(NamedTuple):
+    """The layers `model.layers.{i}.{module}` for `i` in `indices`, every one with `spec`."""
+
+    module: str  # the name after `model.layers.{i}.`, e.g. "self_attn.attn"
+    order: int  # position among one decoder layer's KV modules, in registration order
+    indices: range  # decoder layer indices (drafter layers continue after the target's)
+    spec: KVCacheSpec
+
+    @property
+    def count(self) -> int:
+        return len(self.indices)
+
+
+def layer_count(runs: tuple[Run, ...]) -> int:
+    return sum(len(r.indices) for r in runs)
+
+
+def first_run(runs: tuple[Run, ...]) -> Run:
+    """The run holding the first layer in registration order (decoder index, then module order)."""
+    return min((r for r in runs if r.indices), key=lambda r: (r.indices[0], r.order))
+
+
+def spec_counts(runs: tuple[Run, ...]) -> dict[KVCacheSpec, int]:
+    """Distinct specs -> how many layers carry each, in order of first appearance."""
+    if len(runs) == 1:
+        return {runs[0].spec: len(runs[0].indices)}
+    out: dict[KVCacheSpec, int] = {}
+    for r in sorted((r for r in runs if r.indices), key=lambda r: (r.indices[0], r.order)):
+        out[r.spec] = out.get(r.spec, 0) + len(r.indices)
+    return out
+
+
+def ordered(runs: tuple[Run, ...]) -> list[tuple[int, int, Run]]:
+    """Every layer as (decoder index, module order, its run), in registration order."""
+    if len(runs) == 1:
+        r = runs[0]
+        return [(i, r.order, r) for i in r.indices]
+    return sorted(((i, r.order, r) for r in runs for i in r.indices), key=lambda x: (x[0], x[1]))
+
+
+def layer_names(runs: tuple[Run, ...]) -> tuple[str, ...]:
+    return tuple(f"model.layers.{i}.{r.module}" for i, _, r in ordered(runs))
+
+
+def named_specs(runs: tuple[Run, ...]) -> tuple[tuple[str, KVCacheSpec], ...]:
+    """(layer name, spec) per layer, in registration order (for reports and tests)."""
+    return tuple((f"model.layers.{i}.{r.module}", r.spec) for i, _, r in ordered(runs))
+
+
+def runs_from_names(specs: dict[str, KVCacheSpec]) -> tuple[Run, ...]:
+    """An ordered {"model.layers.{i}.{module}": spec} -> runs (the inverse of named_specs; modules keep the
+    order they first appear in within a layer)."""
+    module_order: dict[str, int] = {}
+    items = []
+    for name, spec in specs.items():
+        head, _, rest = name.partition("model.layers.")
+        index, _, module = rest.partition(".")
+        if head or not index.isdigit() or not module:
+            raise ValueError(f"not a vLLM layer name: {name!r}")
+        order = module_order.setdefault(module, len(module_order))
+        items.append((int(index), order, Run(module, order, range(int(index), int(index) + 1), spec)))
+    return _compress(sorted(items, key=lambda x: (x[0], x[1])))
+
+
+def clip(r: range, lo: int, hi: int) -> range:
+    """The part of a (positive-step) range inside [lo, hi): `r` itself when it lies inside (the common case: one
+    PP stage, or a run within one stage)."""
+    if not r or (r.start >= lo and r.stop <= hi):
+        return r
+    start = r.start if r.start >= lo else r.start + cdiv(lo - r.start, r.step) * r.step
+    return range(start, max(start, min(r.stop, hi)), r.step)
+
+
+def restrict(runs: tuple[Run, ...], lo: int, hi: int) -> tuple[Run, ...]:
+    """The runs' layers whose decoder index lies in [lo, hi) (one PP stage's share): `runs` itself when the
+    stage holds them all."""
+    if all(r.indices and r.indices.start >= lo and r.indices.stop <= hi for r in runs):
+        return runs
+    out = []
+    for r in runs:
+        clipped = clip(r.indices, lo, hi)
+        if clipped:
+            out.append(r if clipped == r.indices else r._replace(indices=clipped))
+    return tuple(out)
+
+
+def progressions(idx: list[int]) -> list[range]:
+    """Ascending indices -> maximal arithmetic progressions ([0, 2, 4, 5] -> range(0, 5, 2), range(5, 6))."""
+    out = []
+    j = 0
+    while j < len(idx):
+        step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 1
+        k = j + 1
+        while k < len(idx) and idx[k] - idx[k - 1] == step:
+            k += 1
+        out.append(range(idx[j], idx[k - 1] + 1, step))
+        j = k
+    return out
+
+
+def _compress(items: list[tuple[int, int, Run]]) -> tuple[Run, ...]:
+    """Layers in order -> runs: per (module, order, spec), maximal arithmetic progressions of indices."""
+    by_key: dict[tuple, list[int]] = {}
+    template: dict[tuple, Run] = {}
+    for i, order, r in items:
+        key = (r.module, order, r.spec)
+        by_key.setdefault(key, []).append(i)
+        template.setdefault(key, r)
+    return tuple(template[key]._replace(indices=p) for key, idx in by_key.items() for p in progressions(idx))
+
+
+def strided_split(runs: tuple[Run, ...], k: int) -> list[tuple[Run, ...]]:
+    """vLLM's rule E split of one bucket into k groups: group i holds the bucket's layers i, i+k, i+2k, ..."""
+    if len(runs) == 1:
+        r = runs[0]
+        return [(r._replace(indices=r.indices[i::k]),) for i in range(k) if r.indices[i::k]]
+    cycle = _interleaved(runs)
+    if cycle is not None:
+        # The layers in order cycle through the m runs (Qwen3-Next: 36 GDN layers as 3 runs 0,4,8.. 1,5,9..
+        # 2,6,10..), so layer p of the bucket is run p mod m's (p div m)-th layer: no per-layer walk.
+        # When k is a multiple of m each group is a slice of one run (the same progression _compress finds).
+        m = len(cycle)
+        if k % m == 0:
+            q = k // m
+            return [(cycle[i % m]._replace(indices=cycle[i % m].indices[i // m::q]),) for i in range(k)
+                    if cycle[i % m].indices[i // m::q]]
+    items = ordered(runs)
+    return [_compress(items[i::k]) for i in range(k) if items[i::k]]
+
+
+def _interleaved(runs: tuple[Run, ...]) -> list[Run] | None:
+    """The runs in start order when they share one step and one length and start within one step of each other
+    (their layers interleave one by one), else None."""
+    first = runs[0].indices
+    step, n = first.step, len(first)
+    if n < 2 or any(r.indices.step != step or len(r.indices) != n for r in runs):
+        return None
+    cycle = sorted(runs, key=lambda r: r.indices.start)
+    if cycle[-1].indices.start - cycle[0].indices.start >= step:
+        return None
+    return cycle

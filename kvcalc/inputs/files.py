@@ -1,0 +1,164 @@
+"""Reading input files, strictly: size-capped regular files only, YAML that refuses what it would misread
+(duplicate keys, YAML 1.1 non-decimal integers, huge integers), JSON that refuses duplicate keys. The only module
+that opens a layout, config, manifest, log or scrape."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache
+from typing import Any
+
+from ..vocab.errors import LayoutError
+
+MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
+
+
+def read_json(path: str) -> Any:
+    import json
+
+    raw = read_bytes(path, "a readable config.json")
+
+    def integer(text: str) -> int:
+        if len(text.lstrip("-")) > MAX_INT_DIGITS:
+            raise LayoutError(path, "", f"integers of at most {MAX_INT_DIGITS} digits", f"{len(text)} digits")
+        return int(text)
+
+    def pairs(items: list) -> dict:
+        out: dict = {}
+        for k, v in items:
+            if k in out:
+                # json.loads keeps the last of two equal keys; a config that says two things is refused.
+                raise LayoutError(path, k, "each key once in an object", detail="given twice")
+            out[k] = v
+        return out
+
+    try:
+        return json.loads(raw.decode("utf-8"), parse_int=integer, object_pairs_hook=pairs)
+    except UnicodeDecodeError:
+        raise LayoutError(path, "", "UTF-8 JSON") from None
+    except json.JSONDecodeError as e:
+        raise LayoutError(path, f"line {e.lineno}", "valid JSON", detail=e.msg) from None
+    except RecursionError:
+        raise LayoutError(path, "", "JSON nested less deeply") from None
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    import stat
+
+    if path == "-":
+        raise LayoutError(path, "", what, detail="standard input is not read: give a file path")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    if not stat.S_ISREG(mode):
+        # A FIFO, socket or device would block or never end: refused without opening it.
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+        raise LayoutError(path, "", what, detail=kind)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
+    return raw
+
+
+_C_LOADER_DEPTH = 64  # nesting a layout never needs; deeper input goes to the pure-Python loader
+
+
+def _shallow(text: str) -> bool:
+    """An upper bound on the nesting depth is small: flow brackets (counted even inside quotes), indentation,
+    and block entries on one line. libyaml's composer recurses in C and overflows the stack on deep nesting
+    (`[` x 100,000 segfaults), so only input this check bounds goes to the C loader."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    if deepest > _C_LOADER_DEPTH // 2:
+        return False
+    for line in text.splitlines():
+        stripped = line.lstrip(" -")
+        if len(line) - len(stripped) > _C_LOADER_DEPTH or line.count(": ") > 4:
+            return False
+    return True
+
+
+class StrictYAMLError(Exception):
+    def __init__(self, line: int, expected: str, got: Any = None, detail: str = ""):
+        super().__init__(expected)
+        self.line, self.expected, self.got, self.detail = line, expected, got, detail
+
+
+# YAML 1.1 integers that are not decimal: octal (032 = 26), binary (0b101), hex (0x1F), base 60 (1:00 = 60).
+_NON_DECIMAL_INT = r"^[-+]?(0[0-7_]+|0b[01_]+|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)$"
+
+
+MAX_INT_DIGITS = 1000  # far beyond any layout value (sizes stop at 2^62), far below Python's 4,300-digit limit
+
+
+@cache
+def strict_loader(fast: bool):
+    """PyYAML's safe loader (libyaml's parser when `fast`) that refuses what would be misread silently: a key
+    given twice in one mapping (PyYAML keeps the last), YAML 1.1 integers that are not decimal, and integers
+    too long to be a layout value."""
+    import yaml
+
+    base = yaml.CSafeLoader if fast else yaml.SafeLoader
+
+    class Strict(base):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    line = key_node.start_mark.line + 1
+                    key = (key_node.tag, key_node.value)
+                    if key in seen:
+                        raise StrictYAMLError(line, "each key once in a mapping", key_node.value,
+                                               detail=f"also on line {seen[key]}")
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_int(self, node):
+            text = node.value
+            line = node.start_mark.line + 1
+            digits = text[1:] if text[:1] in "+-" else text
+            plain = digits.isascii() and digits.isdigit() and (len(digits) == 1 or digits[0] != "0")
+            # A plain decimal never matches the pattern: skip compiling it (start-up time is a target).
+            if not plain and re.match(_NON_DECIMAL_INT, text):
+                value = super().construct_yaml_int(node) if len(text) <= 40 else None
+                raise StrictYAMLError(line, "a decimal integer (write the digits you mean)", text,
+                                       detail=f"YAML 1.1 reads it as {value}" if value is not None else "")
+            if len(text) > MAX_INT_DIGITS:
+                raise StrictYAMLError(line, f"an integer of at most {MAX_INT_DIGITS} digits",
+                                       f"{len(text)} digits")
+            return super().construct_yaml_int(node)
+
+    Strict.add_constructor("tag:yaml.org,2002:int", Strict.construct_yaml_int)
+    return Strict
+
+
+def parse_yaml(text: str, *, source: str) -> Any:
+    import yaml
+
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise LayoutError(source, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+    fast = len(text) <= 1 << 16 and _shallow(text) and hasattr(yaml, "CSafeLoader")
+    try:
+        data = yaml.load(text, Loader=strict_loader(fast))  # noqa: S506 - safe loaders only
+    except StrictYAMLError as e:
+        raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or "not valid YAML"
+        raise LayoutError(source, where, "valid YAML", detail=str(problem)) from None
+    except RecursionError:
+        raise LayoutError(source, "", "YAML nested less deeply") from None
+    return data

@@ -1,0 +1,358 @@
+"""A `vllm serve` command line -> layout overrides, and a model id -> its config.json in the local Hugging Face cache.
+
+Input stage (like load): the result is a layout dict plus {key path: (value, the vLLM flag that set it)}, validated
+by load.validate as any layout. Offline: a hub id is looked up in the local cache only, never fetched.
+
+vLLM's own syntax (engine/arg_utils.py, 0.33.0; the same spellings in 0.14.0): `--flag value` or `--flag=value`,
+`-tp`/`-pp`/`-dp` aliases, booleans as `--flag` / `--no-flag`, JSON for `--kv-transfer-config`,
+`--speculative-config` and `--hf-overrides`, sizes through `human_readable_int` (uppercase K/M/G/T binary, lowercase
+decimal), `--config FILE` a YAML of serve arguments that the command line overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from typing import Any
+
+from ..vocab.errors import LayoutError, UnsupportedError
+
+SOURCE = "vllm serve"
+
+# vLLM flag -> (layout key path, kind). kind: int | human (human_readable_int) | str | float | bool.
+VALUE_FLAGS: dict[str, tuple[str, str]] = {
+    "--tensor-parallel-size": ("parallel.tensor_parallel_size", "int"),
+    "-tp": ("parallel.tensor_parallel_size", "int"),
+    "--pipeline-parallel-size": ("parallel.pipeline_parallel_size", "int"),
+    "-pp": ("parallel.pipeline_parallel_size", "int"),
+    "--data-parallel-size": ("parallel.data_parallel_size", "int"),
+    "-dp": ("parallel.data_parallel_size", "int"),
+    "--data-parallel-size-local": ("parallel.data_parallel_size_local", "int"),
+    "-dpl": ("parallel.data_parallel_size_local", "int"),
+    "--distributed-executor-backend": ("parallel.distributed_executor_backend", "str"),
+    "--nnodes": ("parallel.nnodes", "int"),
+    "--block-size": ("cache.block_size", "int"),
+    "--kv-cache-dtype": ("cache.kv_cache_dtype", "str"),
+    "--kv-cache-memory-bytes": ("cache.kv_cache_memory", "human"),
+    "--num-gpu-blocks-override": ("cache.num_gpu_blocks_override", "int"),
+    "--max-model-len": ("cache.max_model_len", "human"),
+    "--max-num-batched-tokens": ("cache.max_num_batched_tokens", "human"),
+    "--mamba-cache-dtype": ("cache.mamba_cache_dtype", "str"),
+    "--mamba-ssm-cache-dtype": ("cache.mamba_ssm_cache_dtype", "str"),
+    "--mamba-block-size": ("cache.mamba_block_size", "int"),
+    "--mamba-cache-mode": ("cache.mamba_cache_mode", "str"),
+    "--kv-offloading-size": ("offload.kv_offloading_size", "float"),
+    "--dtype": ("model.dtype", "str"),
+    "--attention-backend": ("vllm.attention_backend", "str"),
+}
+BOOL_FLAGS: dict[str, tuple[str, Any, Any]] = {  # flag -> (path, value when given, value of --no-flag)
+    "--enable-prefix-caching": ("cache.enable_prefix_caching", True, False),
+    "--disable-hybrid-kv-cache-manager": ("cache.hybrid_kv_cache_manager", "off", "on"),
+}
+JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--hf-overrides")
+# Flags that do not change the KV cache or the offload pool: accepted, listed in a note. Switches take no value.
+IGNORED_SWITCHES = frozenset((
+    "--trust-remote-code", "--disable-log-requests", "--enable-log-requests", "--disable-log-stats",
+    "--enable-chunked-prefill", "--enforce-eager", "--enable-auto-tool-choice", "--enable-expert-parallel",
+    "--enable-lora", "--async-scheduling", "--disable-custom-all-reduce", "--disable-fastapi-docs",
+    "--enable-prompt-tokens-details", "--enable-force-include-usage", "--enable-server-load-tracking", "--headless",
+))
+IGNORED = IGNORED_SWITCHES | frozenset((
+    "--host", "--port", "--served-model-name", "--tokenizer", "--tokenizer-mode", "--api-key",
+    "--uvicorn-log-level", "--no-enable-chunked-prefill", "--max-num-seqs", "--seed", "--quantization", "-q",
+    "--swap-space", "--load-format", "--chat-template", "--tool-call-parser", "--reasoning-parser",
+    "--limit-mm-per-prompt", "--max-logprobs", "--compilation-config", "-O", "--cuda-graph-sizes",
+    "--generation-config", "--override-generation-config", "--max-loras", "--max-lora-rank", "--lora-modules",
+    "--scheduling-policy", "--kv-events-config", "--tokenizer-revision", "--code-revision", "--response-role",
+    "--ssl-keyfile", "--ssl-certfile", "--allowed-origins", "--root-path", "--middleware",
+    "--max-parallel-loading-workers", "--worker-cls", "--api-server-count", "--data-parallel-address",
+    "--data-parallel-rpc-port", "--data-parallel-start-rank", "--node-rank", "--master-addr", "--master-port",
+    "--gpu-memory-utilization", "--cpu-offload-gb", "--revision", "--download-dir",
+    "--model", "--config",
+))
+# Ignored but worth a word: what it changes that kvcalc takes from elsewhere.
+NOTE = {
+    "--gpu-memory-utilization": "without --kv-cache-memory-bytes vLLM sizes the KV cache from it after profiling "
+                                "the model; kvcalc needs that result (--kv-cache-memory-bytes)",
+    "--cpu-offload-gb": "offloads weights, not the KV cache",
+    "--quantization": "quantizes weights; the KV cache follows --kv-cache-dtype",
+}
+
+
+def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
+    return LayoutError(SOURCE, key, expected, got, detail=detail)
+
+
+def split(text: str) -> list[str]:
+    """One serve line as a shell would split it (line continuations joined); refuses what shlex cannot read."""
+    try:
+        return shlex.split(text.replace("\\\n", " "), comments=True)
+    except ValueError as e:
+        raise _fail("--serve", "a command line a shell can split", text[:60], detail=str(e)) from None
+
+
+def _tokens(argv: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
+    """argv (with or without `vllm serve`) -> (positional model, [(flag, value or None)])."""
+    args = list(argv)
+    if args[:2] == ["vllm", "serve"]:
+        args = args[2:]
+    elif args[:1] == ["serve"]:
+        args = args[1:]
+    elif args and args[0] == "vllm":
+        raise _fail("argv", "a `vllm serve` command line", " ".join(args[:3]))
+    model = None
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-") and len(a) > 1 and not _number(a):
+            name, eq, value = a.partition("=")
+            if eq:
+                out.append((name, value))
+            elif _takes_value(name) and i + 1 < len(args):
+                out.append((name, args[i + 1]))
+                i += 1
+            else:
+                out.append((name, None))
+        elif model is None:
+            model = a
+        else:
+            raise _fail("argv", "one positional argument (the model)", a)
+        i += 1
+    return model, out
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _takes_value(name: str) -> bool:
+    return not (name in BOOL_FLAGS or name in IGNORED_SWITCHES or name.startswith("--no-"))
+
+
+def _config_file(path: str) -> list[tuple[str, str | None]]:
+    """vLLM's --config YAML: a mapping of serve arguments (dashes or underscores), as `--key value` pairs."""
+    from .files import parse_yaml, read_bytes
+
+    data = parse_yaml(read_bytes(path, "a readable vLLM --config YAML").decode("utf-8", "replace"), source=path)
+    if not isinstance(data, dict):
+        raise LayoutError(path, "", "a mapping of vllm serve arguments", type(data).__name__)
+    out: list[tuple[str, str | None]] = []
+    for key, value in data.items():
+        flag = "--" + str(key).replace("_", "-")
+        if isinstance(value, bool):
+            out.append((flag if value else f"--no-{flag[2:]}", None))
+        elif isinstance(value, (dict, list)):
+            out.append((flag, json.dumps(value)))
+        elif value is not None:
+            out.append((flag, str(value)))
+    return out
+
+
+def _json(flag: str, text: str | None) -> Any:
+    if text is None:
+        raise _fail(flag, "a JSON value")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise _fail(flag, "valid JSON", text[:60], detail=str(e).split(":")[0]) from None
+
+
+def hub_cache_dirs(env: dict[str, str] | None = None) -> list[str]:
+    """Where huggingface_hub keeps its cache: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    env = os.environ if env is None else env
+    if env.get("HF_HUB_CACHE"):
+        return [env["HF_HUB_CACHE"]]
+    if env.get("HF_HOME"):
+        return [os.path.join(env["HF_HOME"], "hub")]
+    return [os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub")]
+
+
+def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL",
+                  env: dict[str, str] | None = None) -> str:
+    """A local directory (or config.json), or a hub id in the local cache -> the config.json path. The hub
+    client's layout: models--ORG--NAME/refs/<revision> holds a commit hash, snapshots/<hash>/config.json the file
+    (often a symlink into blobs/); a revision that is a commit hash names the snapshot directly."""
+    if os.path.isdir(model):
+        return os.path.join(model, "config.json")
+    if model.endswith(".json") and os.path.isfile(model):
+        return model
+    tried = []
+    rev = revision or "main"
+    for cache in hub_cache_dirs(env):
+        repo = os.path.join(cache, "models--" + model.replace("/", "--"))
+        ref = os.path.join(repo, "refs", rev)
+        commit = rev
+        if os.path.isfile(ref):
+            with open(ref, encoding="utf-8") as fh:
+                commit = fh.read().strip()
+        path = os.path.join(repo, "snapshots", commit, "config.json")
+        tried.append(path)
+        if os.path.isfile(path):
+            return path
+    raise _fail(flag, f"a local model directory or a model in the Hugging Face cache (tried {', '.join(tried)})",
+                model, detail=f"fetch its config with: huggingface-cli download {model} config.json"
+                              + (f" --revision {revision}" if revision else ""))
+
+
+def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
+    """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes)."""
+    from .values import Reader
+
+    positional, given = _tokens(argv)
+    flags: list[tuple[str, str | None]] = []
+    for name, value in given:
+        if name == "--config":
+            if value is None:
+                raise _fail("--config", "a vLLM --config YAML path")
+            flags = _config_file(value) + flags  # the file first: the command line overrides it, as vLLM does
+    flags += given
+    model = positional
+    revision = None
+    for name, value in flags:
+        if name == "--model":
+            model = value
+        elif name == "--revision":
+            revision = value
+    if not model:
+        raise _fail("MODEL", "a model: vllm serve MODEL, or --model")
+    config = resolve_model(model, revision=revision, env=env)
+    top: dict = {"model": {"hf_config": os.path.abspath(config)}}
+    overrides: dict[str, tuple[Any, str]] = {}
+    notes: list[str] = []
+    ignored: list[str] = []
+    r = Reader(SOURCE, {})
+    offloading_backend = "native"
+    for name, value in flags:
+        if name in VALUE_FLAGS:
+            path, kind = VALUE_FLAGS[name]
+            if value is None:
+                raise _fail(name, "a value")
+            if kind == "int":
+                if not (value.isascii() and value.isdigit()):
+                    raise _fail(name, "an integer", value)
+                v: Any = int(value)
+            elif kind == "human":
+                v = r.human_int(value, name, minimum=0 if path == "cache.kv_cache_memory" else 1)
+            elif kind == "float":
+                if not _number(value):
+                    raise _fail(name, "a number", value)
+                v = float(value)
+            else:
+                v = value
+            overrides[path] = (v, name)
+        elif name in BOOL_FLAGS or (name.startswith("--no-") and f"--{name[5:]}" in BOOL_FLAGS):
+            base = name if name in BOOL_FLAGS else f"--{name[5:]}"
+            path, on, off = BOOL_FLAGS[base]
+            overrides[path] = (on if name == base else off, name)
+        elif name == "--kv-transfer-config":
+            _transfer(_json(name, value), overrides, notes)
+        elif name == "--speculative-config":
+            _speculative(_json(name, value), overrides, env)
+        elif name == "--hf-overrides":
+            if _json(name, value):
+                raise UnsupportedError(f"{SOURCE}: --hf-overrides: kvcalc does not apply config overrides; edit the "
+                                       "config.json (or write a layout YAML) instead")
+        elif name == "--kv-offloading-backend":
+            if value not in ("native", "lmcache"):
+                raise _fail("--kv-offloading-backend", "native or lmcache (vLLM's choices)", value)
+            offloading_backend = value
+        elif name in IGNORED:
+            if name in NOTE:
+                notes.append(f"{name}: {NOTE[name]}")
+            elif name not in ("--model", "--revision", "--config"):
+                ignored.append(name)
+        else:
+            raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
+                                   "remove it to plan without it")
+    if offloading_backend == "lmcache":
+        # config/vllm.py _post_init_kv_transfer_config: nothing is configured without --kv-offloading-size; with
+        # it, vLLM writes the connector config itself (LMCache's, per release: lmcache.py), replacing any given.
+        if "offload.kv_offloading_size" not in overrides:
+            notes.append("--kv-offloading-backend lmcache without --kv-offloading-size: vLLM configures no offloading")
+        elif overrides.get("offload.backend", (None, ""))[1].startswith("--kv-transfer-config"):
+            raise UnsupportedError(f"{SOURCE}: --kv-offloading-backend lmcache with --kv-offloading-size replaces the "
+                                   "connector --kv-transfer-config names: give one of them")
+        else:
+            overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
+    if ignored:
+        notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
+    return top, overrides, notes
+
+
+def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
+    if not isinstance(cfg, dict):
+        raise _fail("--kv-transfer-config", "a JSON object", cfg)
+    connector = cfg.get("kv_connector")
+    extra = cfg.get("kv_connector_extra_config") or {}
+    if not isinstance(extra, dict):
+        raise _fail("--kv-transfer-config.kv_connector_extra_config", "a JSON object", extra)
+    if connector == "LMCacheConnectorV1":
+        _lmcache_extra(extra, overrides, notes)
+        return
+    if connector != "OffloadingConnector":
+        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
+                               "OffloadingConnector and LMCacheConnectorV1")
+    spec = extra.get("spec_name", "CPUOffloadingSpec")
+    if spec != "CPUOffloadingSpec":
+        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")
+    for key, path in (("cpu_bytes_to_use", "offload.cpu_bytes_to_use"), ("block_size", "offload.block_size"),
+                      ("blocks_per_chunk", "offload.blocks_per_chunk")):
+        if key in extra:
+            overrides[path] = (extra[key], f"--kv-transfer-config {key}")
+
+
+def _lmcache_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
+    """LMCacheConnectorV1's kv_connector_extra_config: "lmcache.<key>" entries set LMCache config keys after its
+    file and environment (LMCache 0.5.6 integration/vllm/vllm_v1_adapter.py _apply_extra_config)."""
+    overrides["offload.backend"] = ("lmcache", "--kv-transfer-config kv_connector LMCacheConnectorV1")
+    if extra.get("use_native"):
+        # vLLM kv_connector/v1/lmcache_connector.py: use_native runs vLLM's bundled copy of the integration.
+        raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: use_native runs vLLM's bundled copy of LMCache's "
+                               "integration; kvcalc models the lmcache package's own")
+    others = []
+    for key, value in extra.items():
+        if isinstance(key, str) and key.startswith("lmcache.") and len(key) > 8:
+            overrides[f"offload.lmcache.{key[8:]}"] = (value, f"--kv-transfer-config {key}")
+        else:
+            others.append(str(key))
+    if others:
+        notes.append("kv_connector_extra_config entries that do not change LMCache's CPU pool: " + ", ".join(others))
+
+
+def _speculative(cfg: Any, overrides: dict, env) -> None:
+    if not isinstance(cfg, dict):
+        raise _fail("--speculative-config", "a JSON object", cfg)
+    method = cfg.get("method")
+    methods = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp"}
+    if method not in methods:
+        raise UnsupportedError(f"{SOURCE}: --speculative-config: method {method!r}: kvcalc models "
+                               f"{', '.join(methods)}")
+    overrides["model.draft.method"] = (methods[method], "--speculative-config method")
+    if cfg.get("num_speculative_tokens") is not None:
+        overrides["model.draft.num_speculative_tokens"] = (cfg["num_speculative_tokens"],
+                                                           "--speculative-config num_speculative_tokens")
+    if methods[method] != "mtp":
+        if not isinstance(cfg.get("model"), str):
+            raise _fail("--speculative-config.model", f"the {method} drafter model (a directory or a hub id)",
+                        cfg.get("model"))
+        path = resolve_model(cfg["model"], flag="--speculative-config.model", env=env)
+        overrides["model.draft.hf_config"] = (os.path.abspath(path), "--speculative-config model")
+
+
+def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None = None,
+               env: dict[str, str] | None = None, base: dict[str, tuple[Any, str]] | None = None):
+    """A serve command line -> a validated Layout (kvcalc's own flags in `overrides` win over the line's; the
+    line's win over `base`: LMCache's file and environment, which its kv_connector_extra_config overrides)."""
+    from .yaml_layout import expand
+    from .validate import validate
+
+    top, from_line, notes = parse(argv, env=env)
+    merged = {**(base or {}), **from_line, **(overrides or {})}
+    data, origin = expand(top, source=SOURCE, overrides=merged)
+    return validate(data, source=SOURCE, overrides=merged, origin=origin), notes

@@ -1,0 +1,138 @@
+"""A layout YAML, a Hugging Face config.json or a model directory -> the raw layout dict (CLI overrides applied,
+`model.hf_config` / `model.draft.hf_config` read in) -> a validated `Layout`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..vocab.layout import Layout
+from .files import parse_yaml, read_bytes, read_json
+from ..vocab.errors import LayoutError
+from .validate import TOP_KEYS, validate
+from .values import Reader
+
+_EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
+              "offload.kv_offloading_size": "offload.cpu_bytes_to_use"}
+
+
+def _set_path(data: dict, path: str, value: Any) -> None:
+    node = data
+    parts = path.split(".")
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            node[p] = {} if node.get(p) is None else node[p]
+            if not isinstance(node[p], dict):
+                return  # the validator reports the wrong type
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
+           base_dir: str = ".") -> tuple[dict, dict]:
+    """Apply CLI overrides and pull in `model.hf_config` / `model.draft.hf_config`.
+
+    Returns (the raw layout dict, {key path: where its value came from}) before validation."""
+    overrides = overrides or {}
+    if data is None:
+        data = {}
+    r = Reader(source, {path: flag for path, (_, flag) in overrides.items()})
+    top = r.mapping(data, "", TOP_KEYS)
+    top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
+    origin: dict[str, str] = {}
+    for path, (value, flag) in overrides.items():
+        _set_path(top, path, value)
+        origin[path] = flag
+        # A flag for one of two exclusive keys replaces the file's other one.
+        other = _EXCLUSIVE.get(path)
+        if other and other not in overrides and isinstance(top.get("offload"), dict):
+            top["offload"].pop(other.split(".", 1)[1], None)
+    model = top.get("model")
+    nextn = 0
+    if isinstance(model, dict) and model.get("hf_config") is not None:
+        from .hf_config import map_config
+
+        model = dict(model)
+        path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
+        mapped = map_config(read_json(path), source=path)
+        for key in model:  # the layout's own keys win over the config's
+            origin[f"model.{key}"] = "layout file"
+        if "layer_pattern" in model or "layer_types" in model:
+            mapped.model.pop("layer_types", None)
+        model = {**mapped.model, **model}
+        origin = {**mapped.origin, **origin}
+        cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
+        for key, (value, why) in mapped.cache.items():
+            if key not in cache:
+                cache[key] = value
+                origin[f"cache.{key}"] = why
+        top["cache"] = cache
+        nextn = mapped.num_nextn_predict_layers
+        top["model"] = model
+    draft = model.get("draft") if isinstance(model, dict) else None
+    if isinstance(draft, dict):
+        draft = dict(draft)
+        if draft.get("hf_config") is not None:
+            from .hf_config import map_draft
+
+            # Provenance names the file as the layout spells it (relative to the layout): the resolved
+            # absolute path differs per checkout and made the same plan print differently in each clone.
+            written = draft.pop("hf_config")
+            path = _config_path(r, written, "model.draft.hf_config", base_dir)
+            method = draft.get("method")
+            mapped_draft, draft_origin = map_draft(read_json(path), source=path,
+                                                   method=method if isinstance(method, str) else None)
+            draft = {**mapped_draft, **draft}
+            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
+                           or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
+        if draft.get("method") == "mtp" and draft.get("num_layers") is None:
+            if not nextn:
+                raise r.fail("model.draft.num_layers", "the number of MTP layers (the model config's "
+                             "num_nextn_predict_layers is 0 or absent)")
+            draft["num_layers"] = nextn
+            origin["model.draft.num_layers"] = "num_nextn_predict_layers"
+        model["draft"] = draft
+    return top, origin
+
+
+def _config_path(r: Reader, value: Any, key: str, base_dir: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail(key, "a path to a Hugging Face config.json (or its directory)", value)
+    path = value if os.path.isabs(value) else os.path.join(base_dir, value)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    if not os.path.isfile(path):
+        raise r.fail(key, "a readable Hugging Face config.json (or its directory)", value,
+                     detail=f"{path} does not exist")
+    return path
+
+
+def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
+                     base_dir: str = ".") -> Layout:
+    """Validate a parsed layout. `overrides` maps a key path to (value, flag that set it)."""
+    top, origin = expand(data, source=source, overrides=overrides, base_dir=base_dir)
+    return validate(top, source=source, overrides=overrides, origin=origin)
+
+
+def read_input(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> tuple[dict, dict, str]:
+    """A layout YAML, a config.json, or a model directory -> (raw layout, provenance, source)."""
+    if os.path.isdir(path) or path.endswith(".json"):
+        config = os.path.join(path, "config.json") if os.path.isdir(path) else path
+        data = {"model": {"hf_config": os.path.abspath(config)}}
+        top, origin = expand(data, source=config, overrides=overrides)
+        return top, origin, config
+    raw = read_bytes(path, "a readable layout file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LayoutError(path, "", "UTF-8 text") from None
+    data = parse_yaml(text, source=path)
+    base = os.path.dirname(os.path.abspath(path))
+    top, origin = expand(data, source=path, overrides=overrides, base_dir=base)
+    return top, origin, path
+
+
+def load_layout(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> Layout:
+    """Read and validate a layout YAML file, a Hugging Face config.json, or a directory holding one."""
+    top, origin, source = read_input(path, overrides=overrides)
+    return validate(top, source=source, overrides=overrides, origin=origin)

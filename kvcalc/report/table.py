@@ -1,0 +1,474 @@
+"""Report -> rich renderables for people. Never prints; the CLI owns the console. No module state: every
+function takes the report records and a `Style`."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..vocab.records import record
+from .report import FamilyEntry, Report, collapse_layers
+from ..vocab.units import format_bytes
+from ..vocab.releases.vllm import FAMILIES
+
+
+@record
+class Style:
+    """How to draw: plain = no box characters and no colour (stdout not a terminal, or NO_COLOR)."""
+
+    plain: bool = False
+
+    @property
+    def box(self):
+        return None if self.plain else box.SIMPLE_HEAD
+
+    @property
+    def fill(self) -> str:
+        return "#" if self.plain else "█"
+
+    @property
+    def empty(self) -> str:
+        return "." if self.plain else " "
+
+
+def _b(n: int | None) -> str:
+    """Exact bytes with a binary-unit reading: '68,719,476,736 B (64 GiB)'."""
+    if n is None:
+        return "—"
+    if n < 1024:
+        return f"{n:,} B"
+    return f"{n:,} B ({format_bytes(n)})"
+
+
+def _n(n: int | None) -> str:
+    return "—" if n is None else f"{n:,}"
+
+
+def _table(style: Style, title: str, *columns: str, header: bool = True) -> Table:
+    t = Table(title=title, title_justify="left", box=style.box, show_edge=False,
+              pad_edge=False, show_header=header, title_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+TENSOR_ROWS = 12  # per stage: a model with a different page on every layer would print one row per layer
+
+
+def _runs(tensors) -> list[tuple[int, int | None, list[str]]]:
+    """Consecutive tensors of one size (page, when sizes are unknown) -> (count, size, layers sharing them)."""
+    runs: list[tuple[int, int | None, list[str]]] = []
+    last = None
+    for t in tensors:
+        key = (t.size, t.page_bytes)
+        if runs and key == last:
+            count, size, names = runs[-1]
+            runs[-1] = (count + 1, size, names + t.shared_by)
+        else:
+            runs.append((1, t.size, list(t.shared_by)))
+        last = key
+    return runs
+
+
+def render(report: Report, style: Style = Style()) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    m, par, cache, gpu = report.model, report.parallel, report.cache, report.gpu
+    kinds = ", ".join(f"{n} {k}" for k, n in m.layer_kinds.items())
+    draft = f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft else ""
+    head = Text()
+    head.append(f"{m.name}", style="bold")
+    head.append(f" — vLLM {report.vllm_version} (family {report.family}) — "
+                f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
+                f"(world {par.world_size}), DP {par.data_parallel_size}")
+    out.append(head)
+    out.extend(summary(report, style))
+
+    lay = _table(style, "Layout", "", "", header=False)
+    lay.add_row("layers", f"{m.num_layers}: {kinds}{draft}")
+    lay.add_row("dtype / KV dtype", f"{m.dtype} / {cache.kv_cache_dtype}")
+    lay.add_row("block size", f"{gpu.attention_block_size} tokens" + (
+        f" (Mamba {cache.mamba_block_size}, mode {cache.mamba_cache_mode})" if cache.mamba_cache_mode else ""))
+    if cache.kv_cache_memory is not None:
+        memory = ", ".join(_b(x) for x in cache.kv_cache_memory)
+    elif cache.num_gpu_blocks_override is not None:
+        memory = f"not given (num_gpu_blocks_override {cache.num_gpu_blocks_override:,})"
+    else:
+        memory = "not given: GPU block count unknown (--kv-cache-memory)"
+    lay.add_row("KV memory per GPU", memory)
+    lay.add_row("max_model_len", f"{cache.max_model_len:,} tokens")
+    lay.add_row("prefix caching", "on" if cache.enable_prefix_caching else "off")
+    lay.add_row("hybrid KV cache manager", cache.hybrid_kv_cache_manager_reason)
+    out.append(lay)
+
+    fields = _table(style, "Model fields (what each number rests on)", "field", "value", "from")
+    fields.add_row("layer kinds", kinds, m.layer_kinds_from)
+    for f in m.fields:
+        value = f.value
+        text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        if f.field_ == "num_kv_heads":
+            text += f" (model total; TP {par.tensor_parallel_size})"
+        fields.add_row(f.field_, text, f.from_)
+    out.append(fields)
+
+    groups = _table(style, f"KV cache groups ({gpu.grouping})", "#", "kind", "block", "page", "layers")
+    for i, g in enumerate(gpu.groups):
+        kind = g.kind
+        if g.member_kinds:
+            kind += " [" + " + ".join(g.member_kinds) + "]"
+        groups.add_row(str(i), kind, str(g.block_size), _b(g.page_size_bytes),
+                       f"{len(g.layers)}: {collapse_layers(g.layers)}")
+    out.append(groups)
+
+    for w in gpu.workers:
+        title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
+                f"{w.decoder_layers[1] - 1}; each of its {par.tensor_parallel_size} TP rank(s))"
+        tt = _table(style, title, "tensors", "size each", "shared by")
+        runs = _runs(w.tensors)
+        for count, size, names in runs[:TENSOR_ROWS]:
+            tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
+        if len(runs) > TENSOR_ROWS:
+            rest = runs[TENSOR_ROWS:]
+            tt.add_row(f"{sum(c for c, _, _ in rest)} ×", "…", f"{len(rest)} more row(s) of other sizes (the JSON "
+                                                              "lists every tensor)")
+        tt.add_row("total", _b(w.total_bytes),
+                   f"{_n(w.num_blocks)} blocks × {w.bytes_per_block:,} B per block"
+                   + (f" (this stage alone: {w.num_blocks_before_min:,})"
+                      if w.num_blocks_before_min != w.num_blocks else ""))
+        out.append(tt)
+
+    g = _table(style, f"GPU (what vLLM logs, {gpu.log_family})", "", "", header=False)
+    g.add_row("num_gpu_blocks", _n(gpu.num_blocks))
+    for line in gpu.log_lines:
+        g.add_row("log", line)
+    out.append(g)
+
+    out.append(_offload_table(report, style))
+    if report.offload.backends:
+        out.append(_backends_table(report, style))
+    bars = memory_bars(report, style)
+    if bars is not None:
+        out.append(bars)
+    return out
+
+
+def summary(report: Report, style: Style) -> list[RenderableType]:
+    """The first screen (<= 20 lines at 80 columns): per formula column the CPU counts, the tokens held, the
+    host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
+    off = report.offload
+    out: list[RenderableType] = []
+    if off.cpu_bytes_to_use is not None and not off.startup_error:
+        cols = _columns(report)
+        t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
+
+        def row(label: str, get) -> None:
+            t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
+
+        row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
+        row("CPU blocks/chunks, worst worker", lambda e: min(e.num_blocks_workers))
+        row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
+        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
+        red = None if style.plain else "bold red"
+        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
+                                     for _, e, _ in cols))
+        out.append(t)
+    text = verdict(report)
+    unsafe = "UNSAFE" in text or "would not start" in text
+    out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
+    return out
+
+
+def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
+    """A bar per memory tier of one engine: GPU KV cache, CPU resident, CPU budget unused (selected release)."""
+    off, gpu = report.offload, report.gpu
+    sel = off.selected
+    if sel is None:
+        return None
+    world = report.parallel.world_size
+    gpu_bytes = sum(w.total_bytes for w in gpu.workers) * report.parallel.tensor_parallel_size \
+        if gpu.num_blocks is not None else None
+    tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU resident", sel.host.resident_bytes_per_engine),
+             ("CPU budget unused", max(sel.unused_bytes, 0))]
+    top = max((b for _, b in tiers if b), default=0)
+    if top == 0:
+        return None
+    t = _table(style, f"Memory tiers, one engine ({world} worker(s))", "", "", "", header=False)
+    for label, b in tiers:
+        if b is None:
+            t.add_row(label, "unknown (no KV memory given)", "")
+            continue
+        n = (b * width + top - 1) // top if b else 0  # ceiling: a non-zero tier shows at least one cell
+        t.add_row(label, (style.fill * n).ljust(width, style.empty), format_bytes(b))
+    return t
+
+
+def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
+    """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
+    off = report.offload
+    cols = [(FAMILIES["old"].heading, off.old, "old"), (FAMILIES["fixed"].heading, off.fixed, "fixed")]
+    if report.family not in ("old", "fixed"):
+        cols.append((f"{report.family} {report.vllm_version}", off.selected, report.family))
+    return cols
+
+
+def _lmcache_table(report: Report, style: Style) -> RenderableType:
+    lc = report.offload.lmcache
+    head = (f"CPU offload through LMCache {lc.lmcache_version} ({lc.connector}): chunk {lc.chunk_size} tokens, "
+            f"max_local_cpu_size {lc.max_local_cpu_size:g} GiB per rank")
+    if not lc.modelled:
+        return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
+                                                    "LMCache server: not modelled", style="bold"))
+    t = _table(style, head, "", *(f"stage {st.pp_rank}" for st in lc.stages))
+
+    def row(label: str, get) -> None:
+        t.add_row(label, *(get(st) for st in lc.stages))
+
+    row("layers in a chunk (+ drafter)", lambda st: f"{st.num_layers}" + (f" + {st.draft_layers}" if st.draft_layers
+                                                                           else ""))
+    row("K/V × heads × head size × bytes", lambda st: f"{st.kv_size} × {st.num_kv_heads} × {st.head_size} × "
+                                                    f"{st.dtype_bytes}")
+    row("bytes per chunk (aligned)", lambda st: f"{st.chunk_bytes:,} ({st.chunk_bytes_aligned:,})")
+    row("storing ranks", lambda st: str(st.storing_ranks))
+    row("chunks per storing rank", lambda st: _n(st.chunks_per_rank))
+    row("tokens per storing rank", lambda st: _n(st.tokens_per_rank))
+    e = _table(style, "LMCache, one engine", "", "", header=False)
+    e.add_row("storing ranks", f"{lc.storing_ranks} of {report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size}"
+              + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
+    if lc.first_rank is None or lc.storing_ranks > 1:
+        e.add_row("pool per storing rank" + (" (not rank 0)" if lc.first_rank else ""),
+                  _b(lc.pool_bytes_per_storing_rank))
+    if lc.first_rank is not None:
+        e.add_row("pool of rank 0", f"{_b(lc.first_rank.pool_bytes)}: {lc.first_rank.chunks:,} chunks, "
+                                    f"{lc.first_rank.tokens:,} tokens")
+    e.add_row("pool, engine", _b(lc.pool_bytes_per_engine))
+    e.add_row("host bytes resident, engine", _b(lc.resident_bytes_per_engine))
+    e.add_row("host bytes resident, node", _b(lc.resident_bytes_per_node))
+    e.add_row("CPU tokens held (every stage)", _n(lc.tokens_per_engine))
+    if lc.disk_bytes_per_rank:
+        e.add_row("local disk per storing rank", f"{_b(lc.disk_bytes_per_rank)}: {lc.disk_chunks_per_rank:,} chunks")
+    if lc.vllm_flag is not None:
+        e.add_row("from vLLM's flag", f"--kv-offloading-size {lc.vllm_flag.kv_offloading_size:g} -> "
+                                      f"max_local_cpu_size {lc.vllm_flag.max_local_cpu_size:g} per rank")
+    return Group(t, e)
+
+
+def _backends_table(report: Report, style: Style) -> RenderableType:
+    entries = report.offload.backends
+    t = _table(style, "Backends, the same host budget", "", *(e.backend for e in entries))
+    t.add_row("pool, engine", *(_b(e.pool_bytes_per_engine) for e in entries))
+    t.add_row("resident, engine", *(_b(e.resident_bytes_per_engine) for e in entries))
+    t.add_row("resident, node", *(_b(e.resident_bytes_per_node) for e in entries))
+    t.add_row("bytes per CPU block/chunk", *(_n(e.unit_bytes) for e in entries))
+    t.add_row("tokens per CPU block/chunk", *(_n(e.tokens_per_unit) for e in entries))
+    t.add_row("CPU tokens held", *(_n(e.tokens) for e in entries))
+    t.add_row("starts", *("yes" if e.startup_error is None else f"no: {e.startup_error}" for e in entries))
+    return t
+
+
+def _offload_table(report: Report, style: Style) -> RenderableType:
+    off = report.offload
+    if off.lmcache is not None:
+        return _lmcache_table(report, style)
+    if off.cpu_bytes_to_use is None:
+        return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
+                    style="bold")
+    title = (f"CPU offload: cpu_bytes_to_use = {_b(off.cpu_bytes_to_use)}, from {off.cpu_bytes_source!r}; "
+             f"offloaded block {off.block_size} tokens (×{off.block_size_factor})")
+    if off.startup_error:
+        return Group(Text(title, style="bold"), Text(f"startup failure: {off.startup_error}", style="bold red"))
+    cols = _columns(report)
+    t = _table(style, title, "", *(c[0] for c in cols))
+    live = [c for c in cols if c[1] is not None]
+
+    def row(label: str, get) -> None:
+        t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
+
+    stages = range(len(live[0][1].num_blocks_workers)) if live else range(0)
+    row("bytes per CPU block/chunk, scheduler", lambda e: e.aligned_bytes)
+    for i in stages:
+        row(f"bytes per CPU block/chunk, stage {i}", lambda e, i=i: e.kv_bytes_per_block_workers[i]
+            * e.block_size_factor)
+    t.add_row("copies of each block (world or 1)", *(str(e.copies) if e else "—" for _, e, _ in cols))
+    row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
+    for i in stages:
+        row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e.num_blocks_workers[i])
+    row("chunks per max_model_len request", lambda e: e.capacity.chunks_per_request.total
+        if e.capacity.chunks_per_request else None)
+    row("CPU tokens, scheduler's count", lambda e: e.cpu_tokens_scheduler)
+    row("CPU tokens every worker holds", lambda e: e.cpu_tokens_safe)
+    for i in stages:
+        row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e.pinned_bytes_per_worker[i])
+    row("host bytes pinned, engine", lambda e: e.pinned_bytes_per_engine)
+    row("budget unused (bytes)", lambda e: e.unused_bytes)
+    row("host bytes resident, engine", lambda e: e.host.resident_bytes_per_engine)
+    row("host bytes resident, node", lambda e: e.host.resident_bytes_per_node)
+    row("/dev/shm needed, node", lambda e: e.host.shm_bytes_per_node)
+    dp = report.parallel.data_parallel_size
+    if dp > 1:
+        row(f"host bytes pinned, {dp} DP replicas", lambda e: e.pinned_bytes_all_replicas)
+    if live and len(live) >= 2:
+        base = off.fixed or live[-1][1]
+        t.add_row("CPU blocks, worst worker ÷ fixed", *(
+            _ratio(min(e.num_blocks_workers), min(base.num_blocks_workers)) if e else "—" for _, e, _ in cols))
+
+    def oob(e: FamilyEntry | None, fam: str) -> str:
+        if e is None:
+            return f"fails at init: {off.errors.get(fam, '')}"
+        ids = e.out_of_bounds_ids
+        return f"YES ids {ids.first:,}–{ids.last:,}" if ids else "no"
+
+    t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
+    parts: list[RenderableType] = [t]
+    memo = "; ".join(f"{fam}: pins {format_bytes(e.pinned_bytes_per_engine)}, "
+                     f"{format_bytes(e.unused_bytes)} unused" for _, e, fam in cols if e)
+    parts.append(Text(memo))
+    for _, e, fam in cols:
+        if e and e.note:
+            parts.append(Text(f"{fam}: {e.note}"))
+        if e and e.host.note:
+            parts.append(Text(f"{fam} host memory: {e.host.note}"))
+    return Group(*parts)
+
+
+def _ratio(a: int, b: int) -> str:
+    if b == 0:
+        return "—"
+    return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
+
+
+def verdict(report: Report) -> str:
+    """The comparison in words, for the selected release."""
+    off = report.offload
+    v = report.vllm_version
+    if off.lmcache is not None:
+        lc = off.lmcache
+        if not lc.modelled:
+            return (f"Verdict: vLLM {v} hands LMCache offloading to the multi-process connector; its pool is the "
+                    "LMCache server's (not modelled).")
+        if lc.save_only_first_rank and lc.storing_ranks == 1:
+            size = lc.first_rank_max_local_cpu_size if lc.first_rank else lc.max_local_cpu_size
+            where = f"rank 0 alone ({size:g} GiB; MLA is stored once)"
+        else:
+            where = f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each)"
+        return (f"Verdict: LMCache {lc.lmcache_version} pins {_b(lc.pool_bytes_per_engine)} per engine on {where} "
+                f"and holds {lc.tokens_per_engine:,} tokens.")
+    if off.startup_error:
+        return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
+    if off.cpu_bytes_to_use is None:
+        return (f"Verdict: the GPU side on vLLM {v} is above; give a CPU budget (--cpu-bytes) for the CPU counts, or "
+                "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
+    sel = off.selected
+    old, fixed = off.old, off.fixed
+    unit = "CPU chunks" if sel.unit == "chunks" else "CPU blocks"
+    lines = []
+    if sel.num_blocks_scheduler == 0:
+        lines.append(f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing.")
+    elif sel.out_of_bounds:
+        ids = sel.out_of_bounds_ids
+        lines.append(
+            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.num_blocks_scheduler:,} {unit} but PP stage "
+            f"{ids.pp_rank}'s workers allocated {sel.num_blocks_workers[ids.pp_rank]:,}: once more than that "
+            "many are offloaded, stores land out of bounds (crashes or corrupted KV)."
+        )
+    else:
+        lines.append(f"Verdict: safe on vLLM {v}: {sel.num_blocks_scheduler:,} {unit} "
+                     f"({sel.cpu_tokens_scheduler:,} tokens), {_b(sel.unused_bytes)} of the budget unused.")
+    if old and fixed and (old.num_blocks_workers != fixed.num_blocks_workers
+                          or old.num_blocks_scheduler != fixed.num_blocks_scheduler):
+        if report.family == "old":
+            lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed.num_blocks_scheduler:,} CPU blocks on every rank.")
+        else:
+            lines.append(f"On 0.14.0–0.19.1 the same layout would get {old.num_blocks_scheduler:,} scheduler / "
+                         f"{min(old.num_blocks_workers):,} worker CPU blocks"
+                         + (" (out of bounds)." if old.out_of_bounds else "."))
+    elif old and fixed:
+        lines.append("Old and fixed formulas agree for this layout.")
+    return " ".join(lines)
+
+
+def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
+    """--compare-versions: one column per release."""
+    rels = report.releases
+    t = _table(style, "The same layout, release by release", "", *(r.vllm_version for r in rels))
+
+    def row(label: str, get) -> None:
+        t.add_row(label, *(get(r) for r in rels))
+
+    def off(key: str, fmt=_n):
+        return lambda r: fmt(getattr(r.offload, key)) if r.offload else "—"
+
+    row("family", lambda r: r.family or "refused")
+    row("hybrid KV cache manager", lambda r: "—" if r.family is None else ("on" if r.hybrid_kv_cache_manager
+                                                                           else "off"))
+    row("groups", lambda r: "—" if r.family is None else f"{r.num_groups} ({r.grouping})")
+    row("GPU blocks", lambda r: "—" if r.family is None else _n(r.gpu_num_blocks))
+    row("logged KV cache tokens", lambda r: "—" if r.family is None else _n(r.kv_cache_size_tokens))
+    row("CPU blocks/chunks, scheduler", off("num_blocks_scheduler"))
+    row("CPU blocks/chunks, worst worker", lambda r: _n(min(r.offload.num_blocks_workers)) if r.offload else "—")
+    row("copies", off("copies"))
+    row("bytes per block/chunk (aligned)", off("aligned_bytes"))
+    row("CPU tokens every worker holds", off("cpu_tokens_safe"))
+    row("budget unused (bytes)", off("unused_bytes"))
+    row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
+        "fails at startup" if r.startup_error or r.family is None else "— (no CPU budget)")
+    notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
+    notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
+    return Group(t, *notes)
+
+
+def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, resident: int | None) -> str:
+    """The title of a `size` answer: the smallest `key` for a token or unit count, else the largest under a
+    resident-memory cap."""
+    if tokens is not None:
+        return f"Smallest {key} holding {tokens:,} CPU tokens"
+    if count is not None:
+        return f"Smallest {key} holding {count:,} {unit}"
+    return f"Largest {key} keeping one node's resident host memory under {_b(resident)}"
+
+
+def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
+                  style: Style = Style()) -> RenderableType:
+    title = _sizing_title("cpu_bytes_to_use", tokens, blocks, "CPU blocks", resident)
+    t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
+               "resident, node", "/dev/shm, node", "safe?")
+    for col in t.columns[2:8]:
+        col.no_wrap = True
+    notes = []
+    for r in rows:
+        if r.startup_error:
+            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
+            notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
+            continue
+        if r.cpu_bytes_to_use is None:  # no budget helps: the note says why
+            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—",
+                      "NO: out of bounds at any budget")
+            notes.append(Text(f"{r.family}: {r.note}"))
+            continue
+        t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
+                  f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
+                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"
+                  if r.out_of_bounds_at_any_budget else "yes")
+        if r.note:
+            notes.append(Text(f"{r.family}: {r.note}"))
+    return Group(t, *notes)
+
+
+def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,
+                          style: Style = Style()) -> RenderableType:
+    title = _sizing_title(f"LMCache {row.key}", tokens, chunks, "chunks per rank", resident)
+    t = _table(style, title, "", "", header=False)
+    if row.gib is None:
+        t.add_row("answer", "none")
+    else:
+        t.add_row(row.key, f"{row.gib:g} (GiB per rank)")
+        t.add_row("pinned per storing rank", _b(row.pool_bytes_per_rank))
+        t.add_row("chunks per rank (worst stage)", _n(row.chunks_per_rank))
+        t.add_row("tokens held", _n(row.tokens))
+        t.add_row("storing ranks", _n(row.storing_ranks))
+        t.add_row("pool, engine", _b(row.pool_bytes_per_engine))
+        t.add_row("resident, node", _b(row.resident_bytes_per_node))
+    parts: list[RenderableType] = [t]
+    if row.note:
+        parts.append(Text(row.note))
+    return Group(*parts)

@@ -1,0 +1,148 @@
+"""Compare a vLLM `/metrics` scrape (Prometheus text format) with kvcalc's prediction. Pure: text in.
+
+vLLM 0.33.0 publishes the CPU tier on `vllm:kv_offload_config_info` (offloading/metrics.py; labels from
+v1/kv_offload/cpu/common.py CPUOffloadingInfo: cpu_num_chunks, cpu_blocks_per_chunk, cpu_kv_cache_size_bytes,
+cpu_kv_cache_size_tokens, a None value written "None") and the cache config on `vllm:cache_config_info`
+(v1/metrics/loggers.py log_metrics_info: every CacheConfig field as str(value), among them num_gpu_blocks and
+block_size). Both are gauges set to 1, one series per engine (label `engine`).
+"""
+
+from __future__ import annotations
+
+
+from ..vocab.errors import LayoutError
+from ..vocab.layout import Layout
+from ..pipeline import Plan, plan
+from ..vocab.records import replace
+
+OFFLOAD_INFO = "vllm:kv_offload_config_info"
+CACHE_INFO = "vllm:cache_config_info"
+OFFLOAD_LABELS = ("cpu_num_chunks", "cpu_blocks_per_chunk", "cpu_kv_cache_size_bytes", "cpu_kv_cache_size_tokens")
+CACHE_LABELS = ("num_gpu_blocks", "block_size")
+MAX_LABELS = 1000
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _labels(text: str, line_no: int) -> dict[str, str]:
+    """`a="x",b="y\\"z"` -> {a: x, b: y"z} (the exposition format's escapes: \\\\, \\", \\n)."""
+    out: dict[str, str] = {}
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] in " ,":
+            i += 1
+        if i >= n:
+            break
+        eq = text.find("=", i)
+        if eq < 0:
+            raise _Bad(f"line {line_no}: a label without '='")
+        name = text[i:eq].strip()
+        if not name or not (name.replace("_", "a").isalnum() and not name[0].isdigit()):
+            raise _Bad(f"line {line_no}: label name {name[:40]!r}")
+        i = eq + 1
+        if i >= n or text[i] != '"':
+            raise _Bad(f"line {line_no}: label {name!r} has no quoted value")
+        i += 1
+        value = []
+        while i < n and text[i] != '"':
+            if text[i] == "\\" and i + 1 < n:
+                value.append({"n": "\n", "\\": "\\", '"': '"'}.get(text[i + 1], text[i + 1]))
+                i += 2
+            else:
+                value.append(text[i])
+                i += 1
+        if i >= n:
+            raise _Bad(f"line {line_no}: label {name!r}: unterminated value")
+        i += 1
+        out[name] = "".join(value)
+        if len(out) > MAX_LABELS:
+            raise _Bad(f"line {line_no}: more than {MAX_LABELS} labels")
+    return out
+
+
+def parse(text: str, *, source: str) -> dict[str, list[tuple[int, dict[str, str]]]]:
+    """The series of the two info metrics: name -> [(line number, labels)]. Refuses text that is no scrape."""
+    found: dict[str, list[tuple[int, dict[str, str]]]] = {OFFLOAD_INFO: [], CACHE_INFO: []}
+    samples = 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        brace = line.find("{")
+        name = line[:brace] if brace >= 0 else line.split()[0]
+        if not name or any(c.isspace() for c in name):
+            raise LayoutError(source, f"line {no}", "a Prometheus sample line: name{labels} value", raw[:60])
+        samples += 1
+        if name not in found:
+            continue
+        close = line.rfind("}")
+        if brace < 0 or close < brace:
+            raise LayoutError(source, f"line {no}", f"{name} with its labels in braces", raw[:60])
+        try:
+            found[name].append((no, _labels(line[brace + 1:close], no)))
+        except _Bad as e:
+            raise LayoutError(source, f"line {no}", "well-formed labels", detail=str(e)) from None
+    if not found[OFFLOAD_INFO] and not found[CACHE_INFO]:
+        raise LayoutError(source, "", f"a vLLM /metrics scrape with {OFFLOAD_INFO} or {CACHE_INFO}",
+                          detail=f"{samples} sample line(s), none of them those series")
+    return found
+
+
+def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
+    out: dict[str, dict[str, str | None]] = {CACHE_INFO: {
+        "num_gpu_blocks": None if p.gpu.num_blocks is None else str(p.gpu.num_blocks),
+        "block_size": str(p.layers.block_size),
+    }}
+    r = p.offload.results.get(p.selected)
+    if r is not None and not p.offload.startup_error and p.layout.offload.cpu_bytes_to_use is not None:
+        c = r.capacity
+        out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks), "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
+                             "cpu_kv_cache_size_bytes": str(c.cpu_kv_cache_size_bytes),
+                             "cpu_kv_cache_size_tokens": "None" if c.cpu_kv_cache_size_tokens is None
+                             else str(c.cpu_kv_cache_size_tokens)}
+    return out
+
+
+def check(layout: Layout, text: str, *, source: str) -> dict:
+    """Rows of (series, label, expected, found, match) for every label of every engine's series."""
+    found = parse(text, source=source)
+    notes = []
+    if layout.cache.kv_cache_memory is None and layout.cache.num_gpu_blocks_override is None:
+        blocks = {s.get("num_gpu_blocks") for _, s in found[CACHE_INFO]}
+        if len(blocks) == 1 and (b := blocks.pop()) and b.isdigit():
+            layout = replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=int(b)))
+            notes.append(f"num_gpu_blocks {int(b):,} taken from the scrape (the layout gives no KV memory)")
+    if layout.offload.cpu_bytes_to_use is None:
+        sizes = {s.get("cpu_kv_cache_size_bytes") for _, s in found[OFFLOAD_INFO]}
+        if len(sizes) == 1 and (b := sizes.pop()) and b.isdigit():
+            # The tier's bytes are whole chunks of the budget: as a budget they give the same chunk count.
+            layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=int(b),
+                                                     cpu_bytes_source="the scrape"))
+            notes.append(f"cpu_bytes_to_use {int(b):,} taken from the scrape's cpu_kv_cache_size_bytes (the layout "
+                         "gives no budget)")
+    p = plan(layout)
+    if found[OFFLOAD_INFO] and not p.behaviour.capacity_metric:
+        # The series exists from 0.33.0 (versions.STEPS capacity_metric); a scrape that has it came from a later
+        # release than the one selected, and every label would "mismatch" for the wrong reason.
+        raise LayoutError(source, f"line {found[OFFLOAD_INFO][0][0]}",
+                          f"a release that publishes {OFFLOAD_INFO} (0.33.0 or later; pass --vllm-version)",
+                          p.behaviour.version)
+    expected = _predicted(p)
+    rows = []
+    for name in (CACHE_INFO, OFFLOAD_INFO):
+        labels = CACHE_LABELS if name == CACHE_INFO else OFFLOAD_LABELS
+        for line, series in found[name]:
+            engine = series.get("engine", "")
+            for label in labels:
+                want = expected.get(name, {}).get(label) if name in expected else None
+                got = series.get(label)
+                if want is None and name == OFFLOAD_INFO and name not in expected:
+                    want = "(no CPU tier: the connector would not start)"
+                if want is None:
+                    continue  # not predicted (no KV memory): nothing to compare
+                rows.append({"series": name, "engine": engine, "line": line, "label": label, "expected": want,
+                             "found": got, "match": got == want})
+    return {"source": source, "vllm_version": p.behaviour.version, "rows": rows, "notes": notes,
+            "match": bool(rows) and all(r["match"] for r in rows)}

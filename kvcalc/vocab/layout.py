@@ -1,0 +1,263 @@
+"""A validated input, as frozen records: model, parallelism, cache, offload, vLLM release.
+
+Nothing here reads files; `load.py` builds these from YAML and checks every key on the way. Per-layer lists
+are expanded (one entry per decoder layer), and `ModelLayout.layer_runs` compresses them once into runs of
+equal layers, so later stages work per distinct layer shape, not per layer.
+"""
+
+from __future__ import annotations
+
+from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
+from .releases.lmcache import DEFAULT_LMCACHE_VERSION
+from .records import cached, field, record
+
+DRAFT_METHODS = ("eagle", "eagle3", "mtp")
+HMA_CHOICES = ("auto", "on", "off")
+EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
+PLATFORMS = ("cuda", "rocm", "xpu")
+MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
+OFFLOAD_BACKENDS = ("native", "lmcache")
+
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
+
+
+def base_block_size(block_size: int | None, is_mla: bool, backend: str | None = None) -> int:
+    """The GPU block size before any hybrid bump: the user's, else the attention backend's preferred size (spec 3.9:
+    16 when the backend supports it, else its smallest kernel block: FLASH_ATTN 16, FLASHMLA 64, CUTLASS_MLA 128)."""
+    if block_size is not None:
+        return block_size
+    if backend is not None:
+        return max(DEFAULT_BLOCK_SIZE, ATTENTION_BACKENDS[backend].kernel_block)
+    return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
+
+
+@record
+class MambaLayout:
+    kind: str
+    # The kind's fields under their Hugging Face names, e.g. linear_num_key_heads=16.
+    params: tuple[tuple[str, int], ...]
+
+    @cached
+    def values(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def row(self) -> MambaKind:
+        return MAMBA_KINDS[self.kind]
+
+    def get(self, key: str) -> int:
+        return self.values[key]
+
+    def has(self, key: str) -> bool:
+        return key in self.values
+
+
+@record
+class DraftLayout:
+    method: str
+    num_layers: int
+    num_kv_heads: int | None = None  # eagle / eagle3: the drafter's own total KV heads
+    head_size: int | None = None
+    head_size_v: int | None = None
+    num_speculative_tokens: int = 1
+
+
+def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
+    """Per-layer signatures -> the fewest (signature, range) runs that cover them in order: contiguous runs, or
+    one strided run per offset of the sequence's period when that is fewer (Gemma-3's 5 sliding + 1 full
+    repeated over 62 layers: 6 strided runs instead of 21 contiguous ones)."""
+    n = len(sig)
+    if n == 0:
+        return ()
+    if len(set(sig)) == 1:
+        return ((sig[0], range(0, n)),)
+    contiguous = []
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or sig[i] != sig[start]:
+            contiguous.append((sig[start], range(start, i)))
+            start = i
+    # The smallest period p with sig[i] == sig[i + p] (KMP failure function).
+    fail = [0] * n
+    k = 0
+    for i in range(1, n):
+        while k and sig[i] != sig[k]:
+            k = fail[k - 1]
+        if sig[i] == sig[k]:
+            k += 1
+        fail[i] = k
+    p = n - fail[-1]
+    if p < len(contiguous):
+        return tuple((sig[o], range(o, n, p)) for o in range(p))
+    return tuple(contiguous)
+
+
+@record
+class ModelLayout:
+    name: str
+    num_layers: int
+    dtype: str  # torch dtype name of the served model (bfloat16, float16, float32)
+    layer_types: tuple[LayerKind, ...]
+    num_kv_heads: tuple[int, ...]  # per decoder layer, model total before TP
+    head_size: tuple[int, ...]
+    head_size_v: tuple[int, ...]
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    index_head_dim: int | None = None
+    mamba: MambaLayout | None = None
+    draft: DraftLayout | None = None
+    # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
+    kv_head_replication: bool = True
+
+    @cached
+    def kinds(self) -> frozenset[LayerKind]:
+        """The layer kinds present."""
+        return frozenset(self.layer_types)
+
+    @cached
+    def is_mla(self) -> bool:
+        return LayerKind.MLA in self.kinds
+
+    @cached
+    def has_mamba(self) -> bool:
+        return any(k.mamba for k in self.kinds)
+
+    @cached
+    def first_attention(self) -> int | None:
+        """The index of the first decoder layer with attention (None: attention-free)."""
+        return next((i for i, t in enumerate(self.layer_types) if t.attention), None)
+
+    @cached
+    def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
+        """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
+        layers without standard attention are ignored (0)."""
+        sig = tuple((k, h, d, dv) if k.attention else (k, 0, 0, 0)
+                    for k, h, d, dv in zip(self.layer_types, self.num_kv_heads, self.head_size, self.head_size_v))
+        return _runs(sig)
+
+
+@record
+class ParallelLayout:
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    pp_layer_partition: tuple[int, ...] | None = None  # as VLLM_PP_LAYER_PARTITION
+    distributed_executor_backend: str = "mp"  # mp | ray | uni | external_launcher
+    nnodes: int = 1  # nodes one engine (DP replica) spans
+    data_parallel_size_local: int | None = None  # DP replicas (engines) on one node; None: all of them
+
+    @property
+    def engines_per_node(self) -> int:
+        """Engines whose host memory one node pays: --data-parallel-size-local, else every DP replica when an
+        engine fits on one node, else one (an engine spread over nnodes nodes)."""
+        if self.data_parallel_size_local is not None:
+            return self.data_parallel_size_local
+        return self.data_parallel_size if self.nnodes == 1 else 1
+
+    @property
+    def workers_per_engine(self) -> int:
+        """One engine's GPU workers: PP x TP (PCP = 1). DP replicas are separate engines."""
+        return self.pipeline_parallel_size * self.tensor_parallel_size
+
+    @property
+    def world_size(self) -> int:
+        """vLLM's world_size as the offloader multiplies it: the engine's workers, times DP under
+        external_launcher, which runs every DP rank in one world (spec trap 9)."""
+        w = self.workers_per_engine
+        return w * self.data_parallel_size if self.distributed_executor_backend == "external_launcher" else w
+
+
+@record
+class CacheLayout:
+    block_size: int | None = None  # None: vLLM's backend default (16; 64 for MLA)
+    kv_cache_dtype: str = "auto"
+    kv_cache_dtype_skip_layers: tuple[int | str, ...] = ()
+    kv_cache_memory: tuple[int, ...] | None = None  # one value for all workers, or one per worker
+    num_gpu_blocks_override: int | None = None
+    max_model_len: int = 0
+    max_num_batched_tokens: int = 8192
+    enable_prefix_caching: bool | None = None
+    hybrid_kv_cache_manager: str = "auto"
+    mamba_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
+    mamba_block_size: int | None = None
+    mamba_cache_mode: str = "auto"
+
+    def least_memory(self, workers: range) -> tuple[int, int] | None:
+        """(the smallest KV memory among these workers, that worker), or None without KV memory."""
+        if self.kv_cache_memory is None:
+            return None
+        if len(self.kv_cache_memory) == 1:
+            return self.kv_cache_memory[0], workers[0]
+        return min((self.kv_cache_memory[w], w) for w in workers)
+
+
+@record
+class LMCacheLayout:
+    """The LMCache config the connector reads, after LMCache's own precedence (file < LMCACHE_* environment <
+    vLLM's kv_connector_extra_config "lmcache.*"), values as LMCache converts them (lmcache_releases.py)."""
+
+    version: str = DEFAULT_LMCACHE_VERSION
+    chunk_size: int = 256
+    local_cpu: bool = True
+    max_local_cpu_size: float = 5.0  # GiB per rank: LMCache pins int(x * 1024**3) bytes
+    save_only_first_rank: bool | None = None  # extra_config; None: LMCache's default (the model uses MLA)
+    first_rank_max_local_cpu_size: float | None = None  # extra_config; None: max_local_cpu_size
+    pinned_align_bytes: int | None = None  # extra_config local_cpu.pinned_align_bytes; None: 4096
+    local_disk: str | None = None
+    max_local_disk_size: float = 0.0
+    use_layerwise: bool = False
+    local_cpu_use_hugepages: bool = False
+    lookup_server_worker_ids: tuple[int, ...] | None = None
+    enable_controller: bool = False
+    lmcache_worker_ids: tuple[int, ...] | None = None
+    lazy_allocator: bool = False  # 0.3.10-0.3.12 would use the lazy allocator (refused at planning)
+    # Set through vLLM's --kv-offloading-backend lmcache: vLLM builds the connector config from
+    # --kv-offloading-size (GiB for the whole engine) as the selected release does (lmcache.py).
+    via_vllm_flag: bool = False
+    kv_offloading_size: float | None = None
+    ignored: tuple[str, ...] = ()  # LMCache keys given that do not change the CPU pool
+    notes: tuple[str, ...] = ()  # what validation set aside (the native connector's keys a flag made unused)
+    provenance: tuple[tuple[str, str], ...] = ()  # (LMCache key, where its value came from)
+
+
+@record
+class OffloadLayout:
+    cpu_bytes_to_use: int | None  # None: no budget given (the GPU side is planned, CPU counts are not)
+    cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
+    block_size: int | None = None  # offloaded block size in tokens
+    blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
+    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
+    lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
+
+
+@record
+class HostLayout:
+    """The host the engine runs on, as far as its CPU pool's resident memory goes."""
+
+    page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
+    pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
+
+
+@record
+class Layout:
+    model: ModelLayout
+    parallel: ParallelLayout = field(factory=ParallelLayout)
+    cache: CacheLayout = field(factory=CacheLayout)
+    offload: OffloadLayout
+    host: HostLayout = field(factory=HostLayout)
+    vllm_version: str
+    platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
+    attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
+    gpu_arch: str = "sm90"
+    source: str = "<layout>"  # where it came from, for error messages
+    # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
+    provenance: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def backend(self) -> str:
+        """The attention backend: the layout's, else kvcalc's default for the model (FLASH_ATTN; FLASHMLA)."""
+        return self.attention_backend or DEFAULT_BACKEND[self.model.is_mla]
