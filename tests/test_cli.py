@@ -10,7 +10,8 @@ import pytest
 
 from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
-from kvcalc.cli.app import OUTPUT_FORMATS, RENDERERS
+from kvcalc.cli.app import RENDERERS
+from kvcalc.cli.options import OUTPUT_FORMATS
 
 GIB = 1 << 30
 EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.yaml")))

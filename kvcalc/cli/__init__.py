@@ -1,5 +1,5 @@
 """The `kvcalc` command: a thin Typer layer over the tools and the pipeline."""
 
-from .app import main
+from .main import main
 
 __all__ = ["main"]

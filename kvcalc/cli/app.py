@@ -1,33 +1,19 @@
-"""The `kvcalc` command: a thin Typer layer. Errors become one stderr line and an exit code here, once."""
+"""The `kvcalc` commands: a thin Typer layer over the pipeline and the tools (console.main runs them)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from contextlib import contextmanager
-from typing import Literal, Optional, get_args
+from typing import Literal, Optional
 
 import typer
 
-try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones raised here
-    from typer import _click as click
-except ImportError:  # pragma: no cover - older typer uses click itself
-    import click
-
 from ..vocab.errors import KvcalcError, LayoutError, StartupRefusal, UnsupportedError
-from ..vocab.records import cached
 from ..vocab.units import SIZE_HELP
-
-
-# --format values as Literal types, which Typer turns into choices (an Enum class per command costs start-up time).
-OutputFormat = Literal["table", "json"]
-SweepFormat = Literal["table", "csv", "jsonl"]
-VersionsFormat = Literal["table", "json", "markdown"]
-OUTPUT_FORMATS = get_args(OutputFormat)
-
-
-def _format(help: str = "", **kw):
-    return typer.Option("table", "--format", help=help or None, **kw)
+from .console import console, err, plain
+from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, layout_flags,
+                      layout_overrides, split_overrides)
 
 
 APP_SETTINGS = dict(
@@ -49,98 +35,9 @@ def _show_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+def root_callback(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                        help="print kvcalc's version and exit")) -> None:
     """kvcalc: vLLM's KV cache and CPU offload pool, before you start the server."""
-
-
-class _FlagCommand:
-    """A command with every layout flag of the flag table added as Typer options, built when Typer first reads
-    its signature (only the command being run is built: start-up time is a target)."""
-
-    def __init__(self, fn, exclude: tuple[str, ...], lists: bool):
-        self.fn, self.exclude, self.lists = fn, exclude, lists
-        self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
-        self.__globals__ = fn.__globals__
-
-    @cached
-    def _built(self):
-        import inspect
-
-        from ..vocab.keys import LAYOUT_FLAGS
-
-        chosen = [f for f in LAYOUT_FLAGS if f.name not in self.exclude]
-        # The annotations are strings (postponed evaluation): evaluate each distinct one once (typing.get_type_hints
-        # compiles a ForwardRef per parameter, ~30 us each, and start-up time is a target).
-        seen: dict[str, object] = {}
-        hints = {}
-        for key, ann in self.fn.__annotations__.items():
-            if isinstance(ann, str):
-                if ann not in seen:
-                    seen[ann] = eval(ann, self.fn.__globals__)  # noqa: S307 - kvcalc's own annotations
-                ann = seen[ann]
-            hints[key] = ann
-        own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
-               for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"]
-        added = []
-        for f in chosen:
-            listed = self.lists and f.sweep
-            added.append(inspect.Parameter(
-                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str if listed else f.type],
-                default=typer.Option(None, *f.spellings, help=f"comma list. {f.help}" if listed else f.help,
-                                     rich_help_panel=f.group)))
-        params = own + added
-        return chosen, inspect.Signature(params), {p.name: p.annotation for p in params}
-
-    @property
-    def __signature__(self):
-        return self._built[1]
-
-    @property
-    def __annotations__(self):
-        return self._built[2]
-
-    def __call__(self, **kwargs):
-        values = {f.name: kwargs.pop(f.name) for f in self._built[0]}
-        return self.fn(flags=values, **kwargs)
-
-
-def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
-    """Add every layout flag of the flag table (flags.LAYOUT_FLAGS) to a command as Typer options; the command
-    gets them as one `flags` dict. With `lists`, sweep axes take comma lists (as strings)."""
-    return lambda fn: _FlagCommand(fn, exclude, lists)
-
-
-def _split_overrides(flags: dict) -> tuple[dict, dict]:
-    """(LMCache's own config sources as offload.lmcache.* overrides, the flags' overrides): a serve line's
-    kv_connector_extra_config goes between the two, as LMCache applies it after its file and environment."""
-    from ..inputs.overrides import overrides
-
-    own = overrides(flags)
-    config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))
-    if config is None and not env and env_file is None:
-        return {}, own
-    from ..inputs.lmcache_sources import overrides as lmcache_sources
-    from ..inputs.lmcache_sources import read_env_file
-
-    environ: dict[str, str] = {}
-    label = "environment"
-    if env:
-        environ.update(os.environ)
-    if env_file is not None:
-        environ.update(read_env_file(env_file))
-        label = env_file if not env else f"environment and {env_file}"
-    base, notes = lmcache_sources(config_file=config, environ=environ, env_label=label)
-    for n in notes:
-        _err(f"note: {n}")
-    which = "--lmcache-config" if config is not None else "--lmcache-env" if env else "--lmcache-env-file"
-    base.setdefault("offload.backend", ("lmcache", which))
-    return base, own
-
-
-def _layout_overrides(flags: dict) -> dict:
-    base, own = _split_overrides(flags)
-    return {**base, **own}
 
 
 @app.command()
@@ -151,7 +48,7 @@ def plan(
     serve: Optional[str] = typer.Option(None, "--serve", help="a `vllm serve MODEL ...` command line, as one string "
                                         "(MODEL: a directory or a hub id in the local Hugging Face cache)",
                                         rich_help_panel="input"),
-    fmt: OutputFormat = _format("table for people, json for pipelines", rich_help_panel="output"),
+    fmt: OutputFormat = format_option("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
@@ -183,8 +80,8 @@ def plan(
     from ..pipeline import plan as make_plan
     from ..report.report import build_report
 
-    base, overrides = _split_overrides(flags)
-    thresholds = _thresholds(host_memory, min_cpu_tokens, shm_size)
+    base, overrides = split_overrides(flags)
+    thresholds = check_thresholds(host_memory, min_cpu_tokens, shm_size)
     grant = None
     if k8s is not None:
         import shlex
@@ -203,7 +100,7 @@ def plan(
             thresholds.setdefault("host_memory", grant.memory_limit)
         thresholds.setdefault("shm_size", grant.shm_size_limit)
         for n in grant.notes:
-            _err(f"note: {n}")
+            err(f"note: {n}")
         if grant.lmcache_env:
             # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
             from ..inputs.lmcache_sources import overrides as lmcache_sources
@@ -211,7 +108,7 @@ def plan(
             pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
             base = {**pod_env, **base}
             for n in pod_notes:
-                _err(f"note: {n}")
+                err(f"note: {n}")
     elif container is not None:
         raise KvcalcError("--container picks a container of --k8s FILE")
     loaded = _load_input(layout, serve, overrides, base)
@@ -273,12 +170,12 @@ def plan(
         backends = backend_entries(both(loaded))
     report = build_report(p, releases=releases, gates=gates, verify=verified, backends=backends)
     for line in p.notes:
-        _err(f"note: {line}")
+        err(f"note: {line}")
     other = _other_unit_reading(loaded, p)
     if other:
-        _err(f"note: {other}")
+        err(f"note: {other}")
     for line in p.warnings:
-        _err(f"warning: {line}")
+        err(f"warning: {line}")
     RENDERERS[fmt](report)
     if check:
         _report_checks(report.checks)
@@ -303,7 +200,7 @@ def _load_input(layout: str | None, serve: str | None, overrides: dict, base: di
 
     loaded, notes = load_serve(split(serve), overrides=overrides, base=base)
     for n in notes:
-        _err(f"note: {n}")
+        err(f"note: {n}")
     return loaded
 
 
@@ -337,7 +234,7 @@ def _gpu_blocks_from_log(loaded, log: str):
     n = result["num_gpu_blocks"]
     pinned = "matched by its KV cache size line" if result["match"] else (
         f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
-    _err(f"note: {n:,} GPU blocks from {log} ({result['memory']}; {pinned})")
+    err(f"note: {n:,} GPU blocks from {log} ({result['memory']}; {pinned})")
     return replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=n))
 
 
@@ -382,27 +279,10 @@ def _naming(source: str):
         raise
 
 
-def _thresholds(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None) -> dict:
-    from ..inputs.values import Reader
-    from ..vocab.units import SizeError, parse_size
-
-    out: dict = {}
-    for key, flag, value in (("host_memory", "--host-memory", host_memory), ("shm_size", "--shm-size", shm_size)):
-        if value is None:
-            continue
-        try:
-            out[key] = parse_size(value)
-        except SizeError as e:
-            raise KvcalcError(f"{flag}: expected {e}, got {value!r}") from None
-    if min_cpu_tokens is not None:
-        out["min_cpu_tokens"] = Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
-    return out
-
-
 def _report_checks(checks) -> None:
     for c in checks:
         if not c.passed:
-            _err(f"check failed: {c.name}: {c.reason}")
+            err(f"check failed: {c.name}: {c.reason}")
 
 
 @app.command()
@@ -418,7 +298,7 @@ def init(
     from ..inputs.validate import validate
     from ..report.yaml import render
 
-    overrides = _layout_overrides(flags)
+    overrides = layout_overrides(flags)
     if (config is None) == (serve is None):
         raise KvcalcError("kvcalc init reads a config.json (or its directory), or --serve 'vllm serve ...': one of them")
     if serve is not None:
@@ -426,7 +306,7 @@ def init(
 
         base, from_line, notes = parse(split(serve))
         for n in notes:
-            _err(f"note: {n}")
+            err(f"note: {n}")
         merged = {**from_line, **overrides}
         top, origin = expand(base, source=SOURCE, overrides=merged)
         source = SOURCE
@@ -447,7 +327,7 @@ def init(
 
 
 @app.command()
-def versions(fmt: VersionsFormat = _format("markdown: the README's families table"),
+def versions(fmt: VersionsFormat = format_option("markdown: the README's families table"),
              show_boundaries: bool = typer.Option(False, "--boundaries", help="every behaviour flag: its value, the "
                                                   "first and last release it holds for, and the file that shows it")
              ) -> None:
@@ -465,12 +345,12 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
         from rich.table import Table
 
         t = Table(title="Behaviour boundaries (each verified in the releases' wheels)", title_justify="left",
-                  box=None if _plain() else box.HEAVY_HEAD)
+                  box=None if plain() else box.HEAVY_HEAD)
         for col in ("flag", "value", "first", "last", "evidence"):
             t.add_column(col, overflow="fold")
         for r in rows:
             t.add_row(r["flag"], str(r["value"]), r["first"] or "", r["last"] or "", r["evidence"])
-        _console(160).print(t)
+        console(160).print(t)
         return
     if fmt == "markdown":
         sys.stdout.write(families_markdown())
@@ -489,12 +369,12 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
     from rich.table import Table
 
     t = Table(title=f"vLLM families (default --vllm-version {DEFAULT_VERSION})", title_justify="left",
-              box=None if _plain() else box.HEAVY_HEAD)
+              box=None if plain() else box.HEAVY_HEAD)
     for col in ("family", "releases", "CPU count", "what to do", "read"):
         t.add_column(col, overflow="fold")
     for r in rows:
         t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
-    _console(120).print(t)
+    console(120).print(t)
     from ..vocab.releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 
     sys.stdout.write(f"LMCache releases read (--lmcache-version, default {DEFAULT_LMCACHE_VERSION}): "
@@ -505,7 +385,7 @@ def versions(fmt: VersionsFormat = _format("markdown: the README's families tabl
 @layout_flags()
 def vllm_args(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    fmt: OutputFormat = _format(rich_help_panel="output"),
+    fmt: OutputFormat = format_option(rich_help_panel="output"),
     force: bool = typer.Option(False, "--force", help="exit 0 even when kvcalc calls the layout unsafe (out of "
                                                       "bounds, or vLLM would not start)", rich_help_panel="output"),
     k8s: bool = typer.Option(False, "--k8s", help="also print the pod's resources block: memory limit and the "
@@ -518,7 +398,7 @@ def vllm_args(
     from ..inputs.yaml_layout import load_layout
     from ..tools.vllm_args import build, startable_plan
 
-    loaded = load_layout(layout, overrides=_layout_overrides(flags))
+    loaded = load_layout(layout, overrides=layout_overrides(flags))
     with _naming(loaded.source):
         doc = build(*startable_plan(loaded))
     if fmt == "json":
@@ -542,12 +422,12 @@ def vllm_args(
         if k8s and doc["pod"]:
             sys.stdout.write(_pod_block(doc["pod"]))
     for n in doc["notes"]:
-        _err(f"note: {n}")
+        err(f"note: {n}")
     unsafe = ("vLLM would not start with this layout" if not doc["starts"] else
               "the scheduler can hand out CPU blocks a worker never allocated (out of bounds)"
               if doc["out_of_bounds"] else None)
     if unsafe:
-        _err(f"warning: unsafe: {unsafe}; `kvcalc plan` shows why" + ("" if force else " (--force to exit 0)"))
+        err(f"warning: unsafe: {unsafe}; `kvcalc plan` shows why" + ("" if force else " (--force to exit 0)"))
         if not force:
             raise typer.Exit(1)
 
@@ -562,7 +442,7 @@ def size_cmd(
                                              rich_help_panel="offload"),
     resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
                                            f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
-    fmt: OutputFormat = _format(rich_help_panel="output"),
+    fmt: OutputFormat = format_option(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), or the largest whose resident host
@@ -583,7 +463,7 @@ def size_cmd(
             limit = parse_size(resident)
         except SizeError as e:
             raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
-    loaded = load_layout(layout, overrides=_layout_overrides(flags))
+    loaded = load_layout(layout, overrides=layout_overrides(flags))
     if loaded.offload.backend == "lmcache":
         return _size_lmcache(loaded, tokens, cpu_blocks, limit, fmt)
     loaded = _with_a_budget(loaded)  # sizing needs no budget
@@ -603,7 +483,7 @@ def size_cmd(
 
     from ..report.table import Style, render_sizing
 
-    _console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=_plain())))
+    console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=plain())))
 
 
 def _with_a_budget(loaded):
@@ -625,14 +505,14 @@ def _size_lmcache(loaded, tokens, chunks, limit, fmt) -> None:
         return
     from ..report.table import Style, render_lmcache_sizing
 
-    _console(140).print(render_lmcache_sizing(row, tokens, chunks, limit, Style(plain=_plain())))
+    console(140).print(render_lmcache_sizing(row, tokens, chunks, limit, Style(plain=plain())))
 
 
 @app.command()
 @layout_flags(lists=True)
 def sweep(
     layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
-    fmt: SweepFormat = _format(rich_help_panel="output"),
+    fmt: SweepFormat = format_option(rich_help_panel="output"),
     max_points: int = typer.Option(1_000_000, "--max-points", min=1,
                                    help="refuse a grid of more points than this, before planning any",
                                    rich_help_panel="output"),
@@ -655,7 +535,7 @@ def sweep(
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
-    base = _layout_overrides(flags)
+    base = layout_overrides(flags)
     total = 1
     for v in axes.values():
         total *= len(v) if v else 1
@@ -693,7 +573,7 @@ def sweep(
         for row in rows:
             t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
                                                     isinstance(row[c], bool) else str(row[c])) for c in shown))
-        _console(140).print(t)
+        console(140).print(t)
 
 
 @app.command("check")
@@ -704,7 +584,7 @@ def check_cmd(
     metrics: Optional[str] = typer.Option(None, "--metrics", help="a Prometheus scrape of vLLM's /metrics (0.33: "
                                           "vllm:kv_offload_config_info, vllm:cache_config_info)",
                                           rich_help_panel="input"),
-    fmt: OutputFormat = _format(rich_help_panel="output"),
+    fmt: OutputFormat = format_option(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
@@ -717,7 +597,7 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     vllm_version = flags["vllm_version"]
-    loaded = load_layout(layout, overrides=_layout_overrides(flags))
+    loaded = load_layout(layout, overrides=layout_overrides(flags))
     if loaded.offload.backend == "lmcache" and metrics is not None:
         raise UnsupportedError(f"{loaded.source}: check --metrics compares the native connector's "
                                "vllm:kv_offload_config_info; LMCache publishes its own metrics")
@@ -731,7 +611,7 @@ def check_cmd(
         with _naming(loaded.source):
             result = check_metrics(loaded, text, source=metrics)
         for n in result["notes"]:
-            _err(f"note: {n}")
+            err(f"note: {n}")
         if fmt == "json":
             _print_json(result)
         else:
@@ -744,10 +624,10 @@ def check_cmd(
             for r in result["rows"]:
                 t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]),
                           "yes" if r["match"] else "NO")
-            _console(120).print(t)
+            console(120).print(t)
         for r in result["rows"]:
             if not r["match"]:
-                _err(f"check failed: {metrics} line {r['line']}: {r['series']} label {r['label']}: expected "
+                err(f"check failed: {metrics} line {r['line']}: {r['series']} label {r['label']}: expected "
                      f"{r['expected']!r}, found {r['found']!r}")
         if not result["match"]:
             raise typer.Exit(1)
@@ -769,11 +649,11 @@ def check_cmd(
             t.add_column(c)
         for r in result["rows"]:
             t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
-        _console(120).print(t)
+        console(120).print(t)
     if not result["rows"]:
         raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
     if not result["match"]:
-        _err(f"check failed: {log} does not match the prediction for {loaded.source}")
+        err(f"check failed: {log} does not match the prediction for {loaded.source}")
         raise typer.Exit(1)
 
 
@@ -793,14 +673,14 @@ def schema(kind: Literal["layout", "output"] = typer.Argument(
 def _print_table(report) -> None:
     from ..report.table import Style, render, render_comparison
 
-    style = Style(plain=_plain())
-    console = _console(100)
+    style = Style(plain=plain())
+    out = console(100)
     for item in render(report, style):
-        console.print(item)
+        out.print(item)
     if report.releases is not None:
-        console.print(render_comparison(report, style))
+        out.print(render_comparison(report, style))
     if report.verify is not None:
-        console.print(report.verify.summary)
+        out.print(report.verify.summary)
 
 
 def _print_json(report) -> None:
@@ -811,169 +691,3 @@ def _print_json(report) -> None:
 
 # Every --format value maps to exactly one renderer (a test walks the enum).
 RENDERERS = {"table": _print_table, "json": _print_json}
-
-
-def _plain() -> bool:
-    """No colour and no box characters when stdout is not a terminal, or NO_COLOR is set."""
-    return not sys.stdout.isatty() or bool(os.environ.get("NO_COLOR"))
-
-
-def _console(width_when_piped: int):
-    from rich.console import Console
-
-    # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise; a COLUMNS that is no
-    # usable width (0, 1, "abc": rich would print nothing at all) is ignored.
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) >= 40:
-        width = int(columns)
-    elif sys.stdout.isatty():
-        width = None if not columns else 80  # the terminal's own width, unless COLUMNS is set and unusable
-    else:
-        width = width_when_piped
-    return Console(soft_wrap=False, highlight=False, emoji=False, width=width,
-                   no_color=_plain() or None, color_system=None if _plain() else "auto")
-
-
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-
-
-PANELS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
-
-
-def _grouped_command_class():
-    """typer's plain (non-rich) help lists every option in one block; kvcalc's commands group them by the panel
-    each option names in the flag table (input, parallelism, cache, offload, release, output, checks)."""
-    from typer.core import TyperCommand
-
-    class GroupedCommand(TyperCommand):
-        def format_options(self, ctx, formatter) -> None:
-            args, groups = [], {}
-            for param in self.get_params(ctx):
-                rv = param.get_help_record(ctx)
-                if rv is None:
-                    continue
-                if param.param_type_name == "argument":
-                    args.append(rv)
-                else:
-                    groups.setdefault(getattr(param, "rich_help_panel", None) or "help", []).append(rv)
-            if args:
-                with formatter.section("Arguments"):
-                    formatter.write_dl(args)
-            order = [p for p in PANELS if p in groups] + sorted(set(groups) - set(PANELS))
-            for panel in order:
-                with formatter.section(f"Options: {panel}"):
-                    formatter.write_dl(groups[panel])
-
-    return GroupedCommand
-
-
-def _app_for(args: list[str]) -> typer.Typer:
-    """The full app, or one holding only the command asked for: typer builds every command's parameters
-    before it parses, which costs more start-up time than planning the model."""
-    commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
-    if not args or args[0] not in commands:
-        return app  # --help, completion, an unknown command: the full app answers
-    if any(a in ("-h", "--help") for a in args[1:]):
-        # Grouped help, built only when help is asked for (start-up time is a target).
-        commands[args[0]].cls = _grouped_command_class()  # (typer's default: TyperCommand, one block)
-    one = typer.Typer(add_completion=False, **APP_SETTINGS)
-    one.callback()(_root)
-    one.registered_commands.append(commands[args[0]])
-    return one
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-# What kvcalc prints beyond ASCII, and its ASCII spelling for a stream that cannot encode it (a C or latin-1
-# locale): the output stays readable instead of failing with UnicodeEncodeError.
-_ASCII = str.maketrans({"—": "-", "–": "-", "×": "x", "≥": ">=", "≤": "<=", "÷": "/", "█": "#", "…": "...",
-                        "─": "-", "━": "-", "│": "|", "·": ".", "±": "+-", "²": "^2", "→": "->", "’": "'"})
-
-
-class _AsciiStream:
-    """A text stream that writes what its encoding cannot hold in ASCII (_ASCII, then '?')."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        self._stream.write(text.translate(_ASCII))
-        return len(text)
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
-def _encodable_streams() -> None:
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        try:
-            "—×≥█".encode(encoding)
-        except (UnicodeEncodeError, LookupError):
-            try:
-                stream.reconfigure(errors="replace")
-            except (AttributeError, ValueError):
-                pass
-            setattr(sys, name, _AsciiStream(stream))
-
-
-def _serve_tail(args: list[str]) -> list[str]:
-    """`kvcalc plan [opts] -- vllm serve MODEL ...` -> `kvcalc plan [opts] --serve "vllm serve MODEL ..."`."""
-    if "--" in args and args[:1] == ["plan"]:
-        import shlex  # only here: importing it compiles a regex, and start-up time is a target
-
-        i = args.index("--")
-        tail = args[i + 1:]
-        if tail[:1] in (["vllm"], ["serve"]):
-            return args[:i] + ["--serve", shlex.join(tail)]
-    return args
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns the exit code instead of raising, so errors stay one line."""
-    args = _serve_tail(list(sys.argv[1:] if argv is None else argv))
-    _encodable_streams()
-    try:
-        rc = _app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
-        if isinstance(rc, int) and not isinstance(rc, bool):
-            return rc  # typer.Exit(code) inside a command comes back as the return value
-    except KvcalcError as e:
-        _err(f"kvcalc: error: {e.one_line()}")
-        return e.exit_code
-    except click.ClickException as e:  # usage errors: bad flag values, missing arguments
-        if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked
-            sys.stdout.write(e.format_message() + "\n")
-            return 0
-        _err(f"kvcalc: error: {' '.join(e.format_message().split())}")
-        return 2
-    except (typer.Exit, typer.Abort) as e:
-        return getattr(e, "exit_code", 1)
-    except BrokenPipeError:
-        _quiet_stdout()  # the reader left (`| head -1`): nothing to say, and nothing left to flush
-        return 0
-    except SystemExit as e:
-        # typer's main turns EPIPE into sys.exit(1) (typer/core.py), even outside standalone mode.
-        if isinstance(e.__context__, BrokenPipeError):
-            _quiet_stdout()
-            return 0
-        raise
-    except OSError as e:  # writing the output failed (`> /dev/full`, a closed stdout): not a kvcalc bug
-        _quiet_stdout()
-        _err(f"kvcalc: error: cannot write the output: {e.strerror or e}")
-        return 74  # EX_IOERR
-    except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback for users
-        if os.environ.get("KVCALC_DEBUG"):
-            raise
-        _err(f"kvcalc: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
-             "(a kvcalc bug: please report it; KVCALC_DEBUG=1 shows the traceback)")
-        return 70
-    return 0

@@ -1,0 +1,75 @@
+"""The streams: stdout for data, stderr for diagnostics, ASCII spellings for a stream that cannot encode kvcalc's
+characters, and the console renderers print on (a fixed width when piped, no colour unless a terminal)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def plain() -> bool:
+    """No colour and no box characters when stdout is not a terminal, or NO_COLOR is set."""
+    return not sys.stdout.isatty() or bool(os.environ.get("NO_COLOR"))
+
+
+def console(width_when_piped: int):
+    from rich.console import Console
+
+    # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise; a COLUMNS that is no
+    # usable width (0, 1, "abc": rich would print nothing at all) is ignored.
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        width = int(columns)
+    elif sys.stdout.isatty():
+        width = None if not columns else 80  # the terminal's own width, unless COLUMNS is set and unusable
+    else:
+        width = width_when_piped
+    return Console(soft_wrap=False, highlight=False, emoji=False, width=width,
+                   no_color=plain() or None, color_system=None if plain() else "auto")
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+# What kvcalc prints beyond ASCII, and its ASCII spelling for a stream that cannot encode it (a C or latin-1
+# locale): the output stays readable instead of failing with UnicodeEncodeError.
+_ASCII = str.maketrans({"—": "-", "–": "-", "×": "x", "≥": ">=", "≤": "<=", "÷": "/", "█": "#", "…": "...",
+                        "─": "-", "━": "-", "│": "|", "·": ".", "±": "+-", "²": "^2", "→": "->", "’": "'"})
+
+
+class AsciiStream:
+    """A text stream that writes what its encoding cannot hold in ASCII (_ASCII, then '?')."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text.translate(_ASCII))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def encodable_streams() -> None:
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "—×≥█".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            try:
+                stream.reconfigure(errors="replace")
+            except (AttributeError, ValueError):
+                pass
+            setattr(sys, name, AsciiStream(stream))
