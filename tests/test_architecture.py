@@ -28,15 +28,28 @@ def modules() -> dict[str, str]:
     return out
 
 
-def imports_of(name: str, path: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(imported module, dotted, 'ext:' prefix for third-party; the names taken from it) for every import."""
+def _type_only(tree: ast.Module) -> set[int]:
+    """Line numbers of imports under `if TYPE_CHECKING:` (annotations only: no import at run time)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)}
+    return lines
+
+
+def imports_of(name: str, path: str, *, runtime: bool = False) -> list[tuple[str, tuple[str, ...]]]:
+    """(imported module, dotted, 'ext:' prefix for third-party; the names taken from it) for every import
+    (`runtime`: only those run at run time, not the ones under `if TYPE_CHECKING:`)."""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
+    skip = _type_only(tree) if runtime else set()
     is_pkg = path.endswith("__init__.py")
     here = name.split(".") if name != "__init__" else []
     package = here if is_pkg else here[:-1]
     found = []
     for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
         if isinstance(node, ast.ImportFrom):
             names = tuple(a.name for a in node.names)
             if node.level == 0:
@@ -118,7 +131,8 @@ def test_no_private_name_is_imported_from_another_module():
 
 
 def test_no_import_cycles():
-    graph = {n: {t for t, _ in imports_of(n, p) if t in modules() and t != n} for n, p in modules().items()}
+    graph = {n: {t for t, _ in imports_of(n, p, runtime=True) if t in modules() and t != n}
+             for n, p in modules().items()}
     # Package __init__ modules re-export their children: an edge child -> package is not a cycle of stages.
     state: dict[str, int] = {}
     cycles = []

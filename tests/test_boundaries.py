@@ -11,7 +11,7 @@ from conftest import GIB, lmcache_plan, make_plan
 from kvcalc.vocab.errors import LayoutError, StartupRefusal
 from kvcalc.engines.vllm.grouping import group_layers
 from kvcalc.engines.vllm.layers import hybrid_alignment
-from kvcalc.backends.native import pinned_resident
+from kvcalc.backends.pinned import pinned_resident
 from kvcalc.engines.vllm.specs import FullAttentionSpec, SlidingWindowSpec, runs_from_names
 from kvcalc.vocab.releases.vllm import FAMILIES, RELEASES, STEPS, behaviour_for
 
@@ -514,11 +514,11 @@ def _(old, new):
     # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is not modelled (a warning says the size is
     # ignored).
     layout = dict(DENSE, parallel={"tensor_parallel_size": 8})
-    a = lmcache_plan(layout, old, offload={"kv_offloading_size": 64}).lmcache
+    a = lmcache_plan(layout, old, offload={"kv_offloading_size": 64}).pool.lmcache
     assert (a.connector, a.max_local_cpu_size, a.pool_bytes_per_storing_rank, a.storing_ranks) == \
         ("LMCacheConnectorV1", 8.0, 8 * GIB, 8)
     p = lmcache_plan(layout, new, offload={"kv_offloading_size": 64})
-    assert (p.lmcache.connector, p.lmcache.modelled) == ("LMCacheMPConnector", False)
+    assert (p.pool.lmcache.connector, p.pool.lmcache.modelled) == ("LMCacheMPConnector", False)
     assert any("has no effect" in w for w in p.warnings)
 
 

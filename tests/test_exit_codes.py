@@ -7,7 +7,6 @@ import os
 import pytest
 
 from conftest import run
-from kvcalc.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 L4 = os.path.join(ROOT, "examples", "llama-4-scout-tp4.yaml")

@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from conftest import EXAMPLES_DIR, run
-from kvcalc.cli import main
 
 HERE = os.path.dirname(__file__)
 K8S = os.path.join(HERE, "fixtures", "k8s")

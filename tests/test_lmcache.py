@@ -33,14 +33,14 @@ def tp(n, layout=LLAMA8B):
 def test_dense_gqa_tp1_and_tp8_the_512_x_8_surprise():
     # TP 1: 2 x 32 x 256 x 8 x 128 x 2 = 33,554,432 B a chunk (already 4 KiB-aligned); 512 GiB =
     # 549,755,813,888 B // 33,554,432 = 16,384 chunks = 4,194,304 tokens; one rank, 512 GiB for the engine.
-    one = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 512}).lmcache
+    one = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 512}).pool.lmcache
     st = one.stages[0]
     assert (st.chunk_bytes, st.chunk_bytes_aligned, st.chunks_per_rank, st.tokens_per_rank) == \
         (33554432, 33554432, 16384, 4194304)
     assert (one.storing_ranks, one.pool_bytes_per_engine) == (1, 512 * GIB)
     # TP 8: 1 KV head per rank: 2 x 32 x 256 x 1 x 128 x 2 = 4,194,304 B; 512 GiB // 4 MiB = 131,072 chunks =
     # 33,554,432 tokens on every rank -- and every one of the 8 ranks pins its own 512 GiB: 4 TiB.
-    eight = lmcache_plan(tp(8), lmcache={"max_local_cpu_size": 512}).lmcache
+    eight = lmcache_plan(tp(8), lmcache={"max_local_cpu_size": 512}).pool.lmcache
     st = eight.stages[0]
     assert (st.num_kv_heads, st.chunk_bytes, st.chunks_per_rank, st.tokens_per_rank) == (1, 4194304, 131072, 33554432)
     assert eight.storing_ranks == 8
@@ -52,7 +52,7 @@ def test_mla_tp8_only_the_first_rank_stores_by_default():
     # MLA: kv_size 1, 1 head, head size 512 + 64 = 576: 61 x 256 x 576 x 2 = 17,989,632 B (4,392 x 4,096: aligned).
     # save_only_first_rank defaults to use_mla: rank 0 alone pins 64 GiB: 68,719,476,736 // 17,989,632 = 3,819
     # chunks = 977,664 tokens; the engine pins 64 GiB, not 8 x 64.
-    lc = lmcache_plan(DEEPSEEK, lmcache={"max_local_cpu_size": 64}).lmcache
+    lc = lmcache_plan(DEEPSEEK, lmcache={"max_local_cpu_size": 64}).pool.lmcache
     st = lc.stages[0]
     assert (st.kv_size, st.num_kv_heads, st.head_size, st.chunk_bytes, st.chunk_bytes_aligned) == \
         (1, 1, 576, 17989632, 17989632)
@@ -65,12 +65,12 @@ def test_mla_tp8_first_rank_size_and_without_save_only_first_rank():
     # first_rank_max_local_cpu_size 256: rank 0 pins 274,877,906,944 B // 17,989,632 = 15,279 chunks = 3,911,424
     # tokens; the other ranks pin nothing.
     lc = lmcache_plan(DEEPSEEK, lmcache={"max_local_cpu_size": 64,
-                                         "extra_config": {"first_rank_max_local_cpu_size": 256}}).lmcache
+                                         "extra_config": {"first_rank_max_local_cpu_size": 256}}).pool.lmcache
     assert (lc.first_rank.pool_bytes, lc.first_rank.chunks, lc.first_rank.tokens) == (256 * GIB, 15279, 3911424)
     assert (lc.storing_ranks, lc.pool_bytes_per_engine, lc.tokens_per_engine) == (1, 256 * GIB, 3911424)
     # save_only_first_rank false: all 8 ranks pin 64 GiB (512 GiB) for the same 977,664 tokens of replicated MLA.
     lc = lmcache_plan(DEEPSEEK, lmcache={"max_local_cpu_size": 64,
-                                         "extra_config": {"save_only_first_rank": False}}).lmcache
+                                         "extra_config": {"save_only_first_rank": False}}).pool.lmcache
     assert (lc.storing_ranks, lc.pool_bytes_per_engine, lc.tokens_per_engine) == (8, 512 * GIB, 977664)
 
 
@@ -78,7 +78,7 @@ def test_lookup_server_ranks_allocate_a_pool_too():
     # v1/cache_engine.py post_init: with save_only_first_rank a rank in lookup_server_worker_ids builds a storage
     # manager (and pins max_local_cpu_size); rank 0 pins first_rank_max_local_cpu_size: 256 + 2 x 64 = 384 GiB.
     lc = lmcache_plan(DEEPSEEK, lmcache={"max_local_cpu_size": 64, "lookup_server_worker_ids": [0, 3, 5],
-                                         "extra_config": {"first_rank_max_local_cpu_size": 256}}).lmcache
+                                         "extra_config": {"first_rank_max_local_cpu_size": 256}}).pool.lmcache
     assert lc.storing_rank_ids == (0, 3, 5)
     assert lc.pool_bytes_per_engine == (256 + 64 + 64) * GIB
 
@@ -87,15 +87,15 @@ def test_a_drafter_is_counted_in_the_chunk_with_the_targets_shape():
     # Kimi-K2.5 + EAGLE3 (1 layer) at TP 4: LMCache adds the drafter's layer to num_layer and sizes it as MLA:
     # 62 x 256 x 576 x 2 = 18,284,544 B (4,464 x 4,096); rank 0's 64 GiB // 18,284,544 = 3,758 chunks = 962,048.
     p = lmcache_plan(KIMI_EAGLE3, lmcache={"max_local_cpu_size": 64})
-    st = p.lmcache.stages[0]
+    st = p.pool.lmcache.stages[0]
     assert (st.num_layers, st.draft_layers, st.chunk_bytes, st.chunks_per_rank) == (61, 1, 18284544, 3758)
-    assert p.lmcache.tokens_per_engine == 962048
+    assert p.pool.lmcache.tokens_per_engine == 962048
     assert any("drafter's 1 layer(s) like the target's" in n for n in p.notes)
     # A dense model with an EAGLE drafter: 33 layers: 2 x 33 x 256 x 8 x 128 x 2 = 34,603,008 B (8,448 x 4,096);
     # 512 GiB // 34,603,008 = 15,887 chunks.
     dense = {"model": {**LLAMA8B["model"], "draft": {"method": "eagle", "num_layers": 1, "num_kv_heads": 8,
                                                      "head_size": 128}}}
-    st = lmcache_plan(dense, lmcache={"max_local_cpu_size": 512}).lmcache.stages[0]
+    st = lmcache_plan(dense, lmcache={"max_local_cpu_size": 512}).pool.lmcache.stages[0]
     assert (st.chunk_bytes, st.chunks_per_rank) == (34603008, 15887)
 
 
@@ -108,27 +108,27 @@ def test_pp_stages_and_the_drafters_stage():
                                                      "head_size": 128}},
              "parallel": {"pipeline_parallel_size": 2}}
     p = lmcache_plan(dense, lmcache={"max_local_cpu_size": 64})
-    s0, s1 = p.lmcache.stages
+    s0, s1 = p.pool.lmcache.stages
     assert (s0.num_layers + s0.draft_layers, s1.num_layers + s1.draft_layers) == (17, 16)
     assert (s0.chunk_bytes, s1.chunk_bytes) == (17825792, 16777216)
     assert (s0.chunks_per_rank, s1.chunks_per_rank) == (64 * GIB // 17825792, 4096) == (3855, 4096)
-    assert p.lmcache.tokens_per_engine == 986880
+    assert p.pool.lmcache.tokens_per_engine == 986880
     assert any("vLLM places them on the last stage 1" in w for w in p.warnings)
 
 
 def test_layerwise_aligns_every_layer_apart_and_hugepages_round_the_pool():
     # chunk_size 100 at TP 8: a layer's slice is 2 x 100 x 1 x 128 x 2 = 51,200 B. One object: 32 x 51,200 =
     # 1,638,400 B (400 x 4,096). Layerwise: each layer rounds up to 53,248 (13 x 4,096): 1,703,936 B a chunk.
-    flat = lmcache_plan(tp(8), lmcache={"chunk_size": 100, "max_local_cpu_size": 1}).lmcache.stages[0]
+    flat = lmcache_plan(tp(8), lmcache={"chunk_size": 100, "max_local_cpu_size": 1}).pool.lmcache.stages[0]
     assert flat.chunk_bytes_aligned == 1638400
     lw = lmcache_plan(tp(8), lmcache={"chunk_size": 100, "max_local_cpu_size": 1, "use_layerwise": True})
-    assert lw.lmcache.stages[0].chunk_bytes_aligned == 1703936
-    assert lw.lmcache.stages[0].chunks_per_rank == GIB // 1703936 == 630
+    assert lw.pool.lmcache.stages[0].chunk_bytes_aligned == 1703936
+    assert lw.pool.lmcache.stages[0].chunks_per_rank == GIB // 1703936 == 630
     # 0.3 GiB: int(0.3 x 1024^3) = int(322,122,547.2) = 322,122,547 B pinned; resident in 4 KiB pages:
     # cdiv(., 4,096) = 78,644 pages = 322,125,824 B; on 2 MiB hugepages: 154 x 2,097,152 = 322,961,408 B.
-    small = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 0.3}).lmcache
+    small = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 0.3}).pool.lmcache
     assert (small.pool_bytes_per_storing_rank, small.resident_bytes_per_engine) == (322122547, 322125824)
-    huge = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 0.3, "local_cpu_use_hugepages": True}).lmcache
+    huge = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 0.3, "local_cpu_use_hugepages": True}).pool.lmcache
     assert huge.resident_bytes_per_engine == 322961408
 
 
@@ -136,7 +136,7 @@ def test_disk_and_local_cpu_false():
     # 100 GiB of disk per rank: 107,374,182,400 // 33,554,432 = 3,200 chunks. local_cpu false: the pool is still
     # pinned (a staging buffer) but holds no hits.
     lc = lmcache_plan(tp(1), lmcache={"max_local_cpu_size": 8, "local_disk": "file:///mnt/nvme/",
-                                      "max_local_disk_size": 100, "local_cpu": False}).lmcache
+                                      "max_local_disk_size": 100, "local_cpu": False}).pool.lmcache
     assert (lc.disk_bytes_per_rank, lc.disk_chunks_per_rank) == (100 * GIB, 3200)
     assert (lc.pool_bytes_per_engine, lc.tokens_per_engine) == (8 * GIB, 0)
 
@@ -146,7 +146,7 @@ def test_nodes_and_replicas():
     # 4 ranks x 16 GiB x 2 engines = 128 GiB.
     lc = lmcache_plan({**tp(8), "parallel": {"tensor_parallel_size": 8, "nnodes": 2, "data_parallel_size": 4,
                                               "data_parallel_size_local": 2}},
-                      lmcache={"max_local_cpu_size": 16}).lmcache
+                      lmcache={"max_local_cpu_size": 16}).pool.lmcache
     assert lc.resident_bytes_per_node == 4 * 16 * GIB * 2
 
 
@@ -156,12 +156,12 @@ def test_vllm_flag_divides_the_size_over_tp_x_pp_and_mla_uses_a_fraction():
     # 0.22.1: --kv-offloading-size 64 at TP 8 -> lmcache.max_local_cpu_size 64 / 8 = 8.0 GiB per rank. With MLA
     # only rank 0 pins it: 8 GiB of the 64 asked (8,589,934,592 // 17,989,632 = 477 chunks = 122,112 tokens).
     p = lmcache_plan(DEEPSEEK, "0.22.1", offload={"kv_offloading_size": 64})
-    lc = p.lmcache
+    lc = p.pool.lmcache
     assert (lc.vllm_flag.max_local_cpu_size, lc.pool_bytes_per_engine, lc.tokens_per_engine) == (8.0, 8 * GIB, 122112)
     assert any("uses 1/8 of it" in w for w in p.warnings)
     # The flag overrides the LMCache config's max_local_cpu_size and local_cpu (applied after file and env).
     lc = lmcache_plan(tp(8), "0.22.1", lmcache={"max_local_cpu_size": 100, "local_cpu": False},
-                      offload={"kv_offloading_size": 64}).lmcache
+                      offload={"kv_offloading_size": 64}).pool.lmcache
     assert (lc.max_local_cpu_size, lc.local_cpu, lc.pool_bytes_per_engine) == (8.0, True, 64 * GIB)
 
 
@@ -172,7 +172,7 @@ def test_hma_is_off_with_lmcache_and_forcing_it_on_is_refused():
     assert not p.hma_enabled
     assert "SupportsHMA" in p.hma_reason
     # Sliding layers hold a whole chunk in LMCache: 2 x 12 x 256 x 8 x 128 x 2 = 12,582,912 B.
-    assert p.lmcache.stages[0].chunk_bytes == 12582912
+    assert p.pool.lmcache.stages[0].chunk_bytes == 12582912
     with pytest.raises(StartupRefusal, match="does not support it"):
         lmcache_plan(gemma, cache={"hybrid_kv_cache_manager": "on"})
 

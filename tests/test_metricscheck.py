@@ -12,7 +12,6 @@ import os
 import pytest
 
 from conftest import EXAMPLES_DIR as EXAMPLES, run
-from kvcalc.cli import main
 from kvcalc.vocab.errors import LayoutError
 from kvcalc.inputs.yaml_layout import load_layout
 from kvcalc.tools.metricscheck import parse

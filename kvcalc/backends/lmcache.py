@@ -1,329 +1,310 @@
-"""LMCache as the offload backend: its CPU pool on every rank, from the same layout. Pure.
-
-vLLM's LMCacheConnectorV1 hands the engine to LMCache's in-process adapter (lmcache.integration.vllm; vLLM's
-lmcache_connector.py imports it unless extra_config use_native is set). The rules below are LMCache 0.5.6's; each
-was checked to be the same in every release kvcalc read (0.3.10 - 0.5.6, lmcache_releases.py), with the file it
-lives in (0.5.6 paths; older releases keep the same code in v1/manager.py or the adapter).
-
-- One chunk (integration/vllm/vllm_service_factory.py get_or_create_metadata): kv_shape = (num_layer, 1 if MLA else
-  2, chunk_size, num_kv_head, head_size) with num_layer = the target's layers on this PP stage
-  (model_config.get_num_layers(parallel_config)) + the drafter's (calculate_draft_layers: EAGLE/EAGLE3/MTP
-  draft_model_config.get_num_layers(parallel_config), i.e. vLLM's get_pp_indices of the drafter's layer count,
-  falling back to 1 on any error), num_kv_head = model_config.get_num_kv_heads (1 for MLA, else max(1, heads //
-  TP)), head_size = model_config.get_head_size (kv_lora_rank + qk_rope_head_dim for MLA), dtype =
-  get_kv_cache_torch_dtype(cache_dtype, model dtype). The default GPU connector (VLLMPagedMemGPUConnectorV2,
-  use_gpu_connector_v3 false) leaves metadata.kv_layer_groups_manager unset, so v1/metadata.py get_shapes is
-  [kv_size, num_layer, chunk_size, heads x head_size]: every layer is sized alike. Drafter layers are sized with
-  the target's heads and head size; sliding-window and chunked-local layers hold a full chunk like full attention.
-- Bytes a chunk takes (v1/memory_allocators/tensor_memory_allocator.py, v1/memory_management.py AddressManager):
-  rounded up to ALIGN_BYTES = 4096 (or extra_config local_cpu.pinned_align_bytes, 0.3.15+). With use_layerwise
-  each layer of a chunk is its own object (v1/cache_engine.py store_layer: key.split_layers), aligned apart.
-- The pool (v1/storage_backend/local_cpu_backend.py initialize_allocator): int(max_local_cpu_size * 1024**3) bytes
-  per rank -- GiB, per rank, not per engine -- or first_rank_max_local_cpu_size on rank 0 when save_only_first_rank
-  holds (extra_config, default: the model uses MLA; v1/cache_engine.py `... and metadata.use_mla`). It is pinned
-  by LMCache's own cudaHostAlloc (v1/memory_management.py _allocate_cpu_memory -> lmcache.c_ops
-  alloc_pinned_ptr; csrc/mem_alloc.cpp), not PyTorch's caching allocator: no power-of-two rounding, whole host
-  pages (2 MiB pages with local_cpu_use_hugepages, v1/distributed/config.py HUGEPAGE_SIZE_BYTES). No pool when
-  max_local_cpu_size <= 0 (v1/storage_backend/__init__.py CreateStorageBackends).
-- Which ranks allocate (v1/cache_engine.py post_init): every rank, unless save_only_first_rank: then rank 0, the
-  ranks in lookup_server_worker_ids (default [0] with MLA, v1/config.py _get_lookup_server_worker_ids) and, with
-  enable_controller, the ranks in lmcache_worker_ids (default [0] with MLA); use_layerwise makes every rank
-  allocate again.
-- Disk (v1/storage_backend/local_disk_backend.py): int(max_local_disk_size * 1024**3) bytes per storing rank,
-  filled with objects of their aligned (physical) size.
-"""
+"""LMCache as the offload backend (offload.backend lmcache): its pool as every consumer reads it (`LMCachePool`),
+how vLLM runs the hybrid manager with its connector, how its config spells a budget, and the per-rank size that
+holds a target. The pool itself is computed in lmcache_plan.py."""
 
 from __future__ import annotations
 
-from ..vocab.errors import StartupRefusal, UnsupportedError
-from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
-from ..engines.vllm.layers import pp_split
-from ..vocab.layout import Layout, LMCacheLayout
-from ..vocab.records import record
-from .native import node_peak
-from ..vocab.units import DTYPE_BYTES, round_up
+import json
+from typing import Callable
+
+from ..engines.vllm.stage import GpuStage
+from ..vocab.errors import KvcalcError
+from ..vocab.keys import FLAGS
+from ..vocab.layout import Layout, LMCacheLayout, OffloadLayout
+from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
+from ..vocab.units import cdiv, exact_bytes, format_bytes, smallest_gib
+from .base import NotModelled, Pool, SizeTarget, largest, pod_resources
+from .lmcache_plan import CONNECTOR, LMCachePlan, check_hma, plan_lmcache
 
-ALIGN_BYTES = 4096  # v1/memory_management.py AddressManager.ALIGN_BYTES
-HUGEPAGE_BYTES = 2 << 20  # v1/distributed/config.py HUGEPAGE_SIZE_BYTES
-GIB = 1024 ** 3
-CONNECTOR = "LMCacheConnectorV1"
-MP_CONNECTOR = "LMCacheMPConnector"
+@record
+class LMCachePool(Pool):
+    """LMCache's pool of one engine, as every consumer reads it."""
+
+    lmcache: LMCachePlan
+    behaviour: Behaviour  # the selected vLLM release
+
+    backend = "lmcache"
+    family = "lmcache"
+    startup_error = None
+    unit = "lmcache chunks"
+    tokens_holder = "LMCache holds"
+    splits_scheduler = False  # no scheduler count beside the ranks': nothing can go out of bounds
+    out_of_bounds = None
+    unused_bytes = 0
+    shm_bytes_per_engine = 0
+    shm_bytes_per_node = 0
+    shm_none = "LMCache pins its pool with cudaHostAlloc"
+    nothing = "LMCache's CPU tier holds 0 tokens"
+
+    @property
+    def connector(self) -> str:
+        return f"{self.lmcache.connector} (LMCache {self.lmcache.version})"
+
+    @property
+    def not_modelled(self) -> NotModelled | None:
+        return None if self.lmcache.modelled else NotModelled(connector=self.lmcache.connector, home="the LMCache server")
+
+    def _modelled(self, value):
+        return value if self.lmcache.modelled else None
+
+    @property
+    def budget_bytes(self) -> int | None:
+        return self._modelled(self.lmcache.pool_bytes_per_engine)
+
+    @property
+    def storing_chunks(self) -> int | None:
+        """Chunks the worst storing rank holds."""
+        chunks = [st.chunks_per_rank for st in self.lmcache.stages if st.storing_ranks]
+        return min(chunks) if chunks else None
+
+    @property
+    def units_scheduler(self) -> int | None:
+        first = self.lmcache.first_rank
+        return self._modelled((first.chunks if first else None) or self.storing_chunks)
+
+    units_worst = units_scheduler
+
+    @property
+    def unit_bytes(self) -> int | None:
+        return self._modelled(max((st.chunk_bytes_aligned for st in self.lmcache.stages), default=0))
+
+    @property
+    def tokens_per_unit(self) -> int:
+        return self.lmcache.chunk_size
+
+    @property
+    def tokens(self) -> int | None:
+        return self._modelled(self.lmcache.tokens_per_engine)
+
+    @property
+    def empty(self) -> bool:
+        return self.lmcache.tokens_per_engine == 0
+
+    @property
+    def stored(self) -> str:
+        return f"{self.storing_chunks:,} chunks per storing rank"
+
+    @property
+    def pool_bytes_per_engine(self) -> int | None:
+        return self._modelled(self.lmcache.pool_bytes_per_engine)
+
+    @property
+    def resident_bytes_per_engine(self) -> int | None:
+        return self._modelled(self.lmcache.resident_bytes_per_engine)
+
+    @property
+    def resident_bytes_per_node(self) -> int | None:
+        return self._modelled(self.lmcache.resident_bytes_per_node)
+
+    @property
+    def kept(self) -> str:
+        return f"pinned by LMCache ({self.lmcache.storing_ranks} rank(s) x {self.lmcache.max_local_cpu_size:g} GiB)"
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.lmcache.notes
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.lmcache.warnings
+
+    @property
+    def verdict(self) -> str:
+        lc = self.lmcache
+        if not lc.modelled:
+            return (f"Verdict: vLLM {self.behaviour.version} hands LMCache offloading to the multi-process connector; its pool "
+                    "is the LMCache server's (not modelled).")
+        if lc.save_only_first_rank and lc.storing_ranks == 1:
+            size = lc.first_rank_max_local_cpu_size if lc.first_rank else lc.max_local_cpu_size
+            where = f"rank 0 alone ({size:g} GiB; MLA is stored once)"
+        else:
+            where = f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each)"
+        return (f"Verdict: LMCache {lc.version} pins {exact_bytes(lc.pool_bytes_per_engine)} per engine on {where} "
+                f"and holds {lc.tokens_per_engine:,} tokens.")
+
+
+    def vllm_args(self, layout: Layout, common: list[str], notes: list[str]) -> dict:
+        """vLLM flags for LMCache's connector, and the LMCache config as YAML (for LMCACHE_CONFIG_FILE) and as
+        LMCACHE_* variables (v1/config_base.py: LMCACHE_<KEY>; extra_config as JSON)."""
+        lc, b = self.lmcache, self.behaviour
+        par = layout.parallel
+        if not lc.modelled:
+            raise KvcalcError(f"{layout.source}: vLLM {b.version} hands --kv-offloading-backend lmcache to "
+                              f"{lc.connector}; kvcalc does not model its server's pool, so it cannot spell it")
+        cfg = config_of(layout.offload.lmcache, lc)
+        transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both"}
+        with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
+        with_flag = None
+        ranks = par.tensor_parallel_size * par.pipeline_parallel_size
+        if b.lmcache_offloading_flag == "per_rank":
+            # 0.14.0 - 0.22.1 config/vllm.py: lmcache.max_local_cpu_size = kv_offloading_size / (TP x PP), local_cpu
+            # on.
+            size = lc.max_local_cpu_size * ranks
+            if lc.local_cpu and int(size / ranks * 1024 ** 3) == int(lc.max_local_cpu_size * 1024 ** 3):
+                with_flag = common + ["--kv-offloading-backend", "lmcache", FLAGS["kv_offloading_size"].vllm,
+                                      f"{size:g}"]
+                notes.append(f"--kv-offloading-size {size:g} is GiB for the engine: vLLM {b.version} gives LMCache "
+                             f"{size:g} / {ranks} = {lc.max_local_cpu_size:g} GiB per rank (the config's other keys "
+                             "still come from LMCACHE_CONFIG_FILE / LMCACHE_*)")
+        else:
+            notes.append(f"vLLM {b.version} maps --kv-offloading-backend lmcache to the multi-process connector and "
+                         "passes no size: use the --kv-transfer-config spelling for this pool")
+        notes.append(f"LMCache pins {lc.max_local_cpu_size:g} GiB on each of {lc.storing_ranks} rank(s): "
+                     f"{format_bytes(lc.pool_bytes_per_engine)} per engine")
+        pod = pod_resources(self)
+        notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']} (LMCache's "
+                     "pinned pool; no /dev/shm region); add the process's own memory (typically a few GiB)")
+        return {"vllm_version": b.version, "backend": "lmcache", "args_kv_offloading_size": with_flag,
+                "args_kv_transfer_config": with_json,
+                "lmcache_yaml": "".join(f"{k}: {_yaml_value(v)}\n" for k, v in cfg.items()),
+                "lmcache_env": [f"LMCACHE_{k.upper()}={_env_value(v)}" for k, v in cfg.items()], "notes": notes,
+                "starts": True, "pod": pod, "out_of_bounds": False}
+
+
+def config_of(lm: LMCacheLayout, lc: LMCachePlan) -> dict:
+    """The LMCache config (LMCache's own key names) that reproduces the plan: what kvcalc read, defaults left out
+    except the three every reader looks for."""
+    cfg: dict = {"chunk_size": lm.chunk_size, "local_cpu": lc.local_cpu, "max_local_cpu_size": lc.max_local_cpu_size}
+    if lm.local_disk:
+        cfg["local_disk"] = lm.local_disk
+        cfg["max_local_disk_size"] = lm.max_local_disk_size
+    for key in ("use_layerwise", "local_cpu_use_hugepages", "enable_controller"):
+        if getattr(lm, key):
+            cfg[key] = True
+    for key in ("lookup_server_worker_ids", "lmcache_worker_ids"):
+        if getattr(lm, key):
+            cfg[key] = list(getattr(lm, key))
+    extra: dict = {}
+    if lm.save_only_first_rank is not None:
+        extra["save_only_first_rank"] = lm.save_only_first_rank
+    if lm.first_rank_max_local_cpu_size is not None:
+        extra["first_rank_max_local_cpu_size"] = lm.first_rank_max_local_cpu_size
+    if lm.pinned_align_bytes is not None:
+        extra["local_cpu.pinned_align_bytes"] = lm.pinned_align_bytes
+    if extra:
+        cfg["extra_config"] = extra
+    return cfg
+
+
+def _yaml_value(v) -> str:
+    return json.dumps(v, separators=(", ", ": ")) if not isinstance(v, str) else json.dumps(v)
+
+
+def _env_value(v) -> str:
+    import shlex
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (dict, list)):
+        if isinstance(v, list):
+            return ",".join(map(str, v))
+        return shlex.quote(json.dumps(v, separators=(",", ":")))
+    if isinstance(v, float):
+        return f"{v:g}" if float(f"{v:g}") == v else repr(v)
+    return shlex.quote(str(v))
 
 
 @record
-class LMCacheStage:
-    """One PP stage's ranks (its TP ranks are alike)."""
+class LMCacheSizeRow:
+    """LMCache's answer: the per-rank size to write, and what it buys."""
 
-    pp_rank: int
-    num_layers: int  # the target's layers on this stage
-    draft_layers: int  # drafter layers LMCache adds to this stage's chunk
-    kv_size: int  # 2 (K and V) or 1 (MLA's latent)
-    num_kv_heads: int
-    head_size: int
-    dtype_bytes: int
-    chunk_bytes: int
-    chunk_bytes_aligned: int  # what one chunk takes in the pool
-    chunks_per_rank: int  # in a storing rank's pool of max_local_cpu_size (0 when its ranks do not store)
-    tokens_per_rank: int
-    storing_ranks: int  # this stage's ranks that allocate a pool
+    lmcache_version: str = field("the LMCache release")
+    key: str = field("the LMCache key to set: max_local_cpu_size, or extra_config.first_rank_max_local_cpu_size "
+                     "when only rank 0 stores (save_only_first_rank)")
+    gib: float | None = field("its value: GiB per rank, 3 decimals (LMCache pins int(x x 1024^3) bytes)")
+    pool_bytes_per_rank: int | None = field("the bytes that value pins on each storing rank")
+    chunks_per_rank: int | None = field("chunks of the worst stage it holds")
+    tokens: int | None = field("tokens it holds (every stage)")
+    storing_ranks: int | None = field("ranks of one engine that allocate it")
+    pool_bytes_per_engine: int | None = field("all storing ranks")
+    resident_bytes_per_node: int | None = field("host memory resident on one node")
+    note: str | None = field("why there is no answer, or null")
 
+    backend = "lmcache"
+    refusal = None
 
-@record
-class FirstRank:
-    """Rank 0 when save_only_first_rank gives it a pool of its own size (first_rank_max_local_cpu_size)."""
-
-    pool_bytes: int
-    chunks: int
-    tokens: int
+    def document(self, source: str, target: SizeTarget) -> dict:
+        return {"schema_version": 1, "source": source, "backend": "lmcache", "target_tokens": target.tokens,
+                "target_chunks": target.units, "target_resident_bytes": target.resident, "lmcache": to_json(self)}
 
 
-@record
-class VllmFlag:
-    """What vLLM's --kv-offloading-backend lmcache makes of --kv-offloading-size on the selected release."""
-
-    kv_offloading_size: float  # GiB for the engine, as given
-    connector: str
-    # 0.14.0 - 0.22.1: kv_connector_extra_config = {"lmcache.local_cpu": True, "lmcache.max_local_cpu_size":
-    # size / (TP x PP)}; 0.23.0+: LMCacheMPConnector, no size passed.
-    max_local_cpu_size: float | None
-
-
-@record
-class LMCachePlan:
-    version: str
-    connector: str  # LMCacheConnectorV1 | LMCacheMPConnector
-    modelled: bool  # False: the MP connector's pool lives in a separate LMCache server kvcalc does not model
-    chunk_size: int
-    use_mla: bool
-    save_only_first_rank: bool  # as LMCache settles it (extra_config and use_mla)
-    local_cpu: bool
-    use_layerwise: bool
-    max_local_cpu_size: float
-    first_rank_max_local_cpu_size: float | None
-    alignment: int
-    stages: tuple[LMCacheStage, ...]
-    storing_ranks: int  # ranks of one engine that allocate a pool
-    storing_rank_ids: tuple[int, ...]
-    pool_bytes_per_storing_rank: int  # int(max_local_cpu_size * 1024**3)
-    first_rank: FirstRank | None
-    pool_bytes_per_engine: int
-    resident_bytes_per_engine: int
-    resident_bytes_per_node: int
-    tokens_per_engine: int  # tokens every stage can hold (rank 0's with save_only_first_rank)
-    disk_bytes_per_rank: int
-    disk_chunks_per_rank: int
-    vllm_flag: VllmFlag | None
-    notes: tuple[str, ...]
-    warnings: tuple[str, ...]
-
-
-def _refuse(layout: Layout, what: str) -> UnsupportedError:
-    return UnsupportedError(f"{layout.source}: offload.backend lmcache: {what}")
-
-
-def _model_shape(layout: Layout) -> tuple[int, int, int, int]:
-    """(kv_size, KV heads per rank, head size, dtype bytes) as LMCache sizes every layer, refusing what its one
-    per-model shape cannot describe."""
-    m, cache = layout.model, layout.cache
-    kinds = m.kinds
-    if m.has_mamba:
-        raise _refuse(layout, "Mamba / linear-attention layers: LMCache's in-process connector sizes every layer as "
-                              "attention K/V (it serves hybrid models only through its multi-process server)")
-    if m.index_head_dim is not None:
-        raise _refuse(layout, "the DeepSeek-V3.2 indexer cache: LMCache's kv_shape has no place for it")
-    if cache.kv_cache_dtype_skip_layers:
-        raise _refuse(layout, "cache.kv_cache_dtype_skip_layers: LMCache sizes every layer with one dtype")
-    row = KV_DTYPES.get(cache.kv_cache_dtype)
-    if row is None or row.quant is not KVQuant.NONE or cache.kv_cache_dtype == "fp8_ds_mla":
-        raise _refuse(layout, f"cache.kv_cache_dtype {cache.kv_cache_dtype!r}: LMCache sizes elements by "
-                              "get_kv_cache_torch_dtype alone, without the per-token scales or packed layout")
-    dtype_bytes = DTYPE_BYTES[row.storage or m.dtype]
-    if LayerKind.MLA in kinds:
-        if kinds != {LayerKind.MLA}:
-            raise _refuse(layout, "MLA layers next to other attention kinds: LMCache sizes every layer as MLA")
-        # vLLM model_config.get_head_size for MLA: kv_lora_rank + qk_rope_head_dim; get_num_kv_heads: 1.
-        return 1, 1, m.kv_lora_rank + m.qk_rope_head_dim, dtype_bytes
-    attn = [i for i, k in enumerate(m.layer_types) if k.attention]
-    heads = {m.num_kv_heads[i] for i in attn}
-    sizes = {m.head_size[i] for i in attn} | {m.head_size_v[i] for i in attn}
-    if len(heads) > 1 or len(sizes) > 1:
-        raise _refuse(layout, "layers with different KV heads or head sizes: LMCache's kv_shape has one "
-                              "(num_kv_head, head_size) for every layer")
-    tp = layout.parallel.tensor_parallel_size
-    try:
-        per_rank = heads_per_rank(heads.pop(), tp, replicates=m.kv_head_replication)
-    except HeadRuleError as e:
-        raise _refuse(layout, f"model.num_kv_heads: {e}") from None
-    return 2, per_rank, sizes.pop(), dtype_bytes
-
-
-def _draft_layers(layout: Layout) -> list[int]:
-    """Drafter layers LMCache adds on each stage: draft_model_config.get_num_layers(parallel_config) is vLLM's
-    get_pp_indices of the drafter's layers for this rank's stage; with VLLM_PP_LAYER_PARTITION (which sums to the
-    target's layers) get_pp_indices raises and calculate_draft_layers falls back to 1."""
-    d, par = layout.model.draft, layout.parallel
-    pp = par.pipeline_parallel_size
-    if d is None:
-        return [0] * pp
-    if par.pp_layer_partition is not None and pp > 1:
-        return [1] * pp
-    return pp_split(d.num_layers, pp)
-
-
-def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> VllmFlag | None:
-    if not lm.via_vllm_flag:
-        return None
-    size = lm.kv_offloading_size
-    if behaviour.lmcache_offloading_flag == "mp":
-        return VllmFlag(kv_offloading_size=size, connector=MP_CONNECTOR, max_local_cpu_size=None)
-    # 0.14.0 - 0.22.1 config/vllm.py _post_init_kv_transfer_config: kv_gb_per_rank = kv_offloading_size /
-    # num_kv_ranks (TP x PP), a float division, read by LMCache as float and pinned as int(x * 1024**3).
-    return VllmFlag(kv_offloading_size=size, connector=CONNECTOR, max_local_cpu_size=size / (tp * pp))
-
-
-def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
+def _at(layout: Layout, behaviour: Behaviour, gib: float, first_rank: bool) -> LMCachePlan:
+    """LMCache's pool with max_local_cpu_size (or rank 0's first_rank_max_local_cpu_size) set to `gib`."""
     lm = layout.offload.lmcache
-    par = layout.parallel
-    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
-    notes: list[str] = list(lm.notes)
-    warnings: list[str] = []
-    flag = _vllm_flag(lm, behaviour, tp, pp)
-    local_cpu, max_size = lm.local_cpu, lm.max_local_cpu_size
-    if flag is not None and flag.connector == MP_CONNECTOR:
-        warnings.append(
-            f"vLLM {behaviour.version} maps --kv-offloading-backend lmcache to {MP_CONNECTOR} and passes no size "
-            f"(config/vllm.py, from 0.23.0): --kv-offloading-size {flag.kv_offloading_size:g} has no effect; the "
-            "standalone LMCache server's own configuration sizes the pool, which kvcalc does not model")
-        return _unmodelled(lm, layout, flag, notes, warnings)
-    if flag is not None:
-        local_cpu, max_size = True, flag.max_local_cpu_size
-        notes.append(f"vLLM {behaviour.version}: --kv-offloading-backend lmcache --kv-offloading-size "
-                     f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {max_size:g} GiB per rank "
-                     f"(the size / (TP {tp} x PP {pp}), config/vllm.py), overriding the LMCache config")
-    elif "max_local_cpu_size" not in dict(lm.provenance):
-        notes.append(f"LMCache max_local_cpu_size not set: its default {max_size:g} GiB per rank "
-                     "(v1/config.py)")
-    if lm.lazy_allocator:
-        raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
-                              "lazily and grows it at run time; kvcalc does not model that")
-    kv_size, heads, head_size, dtype_bytes = _model_shape(layout)
-    use_mla = layout.model.is_mla
-    sofr = (use_mla if lm.save_only_first_rank is None else lm.save_only_first_rank) and use_mla
-    if sofr and pp > 1:
-        raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores (v1/metadata.py "
-                              "first_rank = 0), so the other stages' layers are never stored; set "
-                              "extra_config.save_only_first_rank false")
-    if sofr and par.distributed_executor_backend == "external_launcher" and par.data_parallel_size > 1:
-        raise _refuse(layout, "save_only_first_rank under external_launcher with DP > 1: every DP rank shares one "
-                              "world, so which rank is LMCache's first rank (parallel_config.rank 0) depends on the "
-                              "launcher; kvcalc does not model it")
-    world = tp * pp
-    if sofr and not lm.use_layerwise:
-        ids = {0} | set(lm.lookup_server_worker_ids or ())
-        if lm.enable_controller:
-            ids |= set(lm.lmcache_worker_ids or ())
-        bad = sorted(i for i in ids if i >= world)
-        if bad:
-            raise _refuse(layout, f"worker id {bad[0]} in lookup_server_worker_ids / lmcache_worker_ids: one engine "
-                                  f"has ranks 0 - {world - 1} (LMCache asserts)")
-        storing = tuple(sorted(ids))
+    if lm.via_vllm_flag:
+        # vLLM's flag would override max_local_cpu_size (and local_cpu) with its own per-rank share: size the
+        # LMCache key itself; the answer names the flag's spelling (x TP x PP) next to it.
+        lm = replace(lm, via_vllm_flag=False, kv_offloading_size=None, local_cpu=True)
+    lm = replace(lm, first_rank_max_local_cpu_size=gib) if first_rank else replace(lm, max_local_cpu_size=gib)
+    return plan_lmcache(replace(layout, offload=replace(layout.offload, lmcache=lm)), behaviour)
+
+
+def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheSizeRow:
+    """The smallest max_local_cpu_size (3 decimals) whose pool holds the target tokens (or chunks) on every storing
+    rank, or the largest whose resident memory on one node stays under the target. With save_only_first_rank (MLA,
+    rank 0 alone) the answer is rank 0's first_rank_max_local_cpu_size."""
+    p = plan(layout)
+    lc, behaviour = p.pool.lmcache, p.behaviour
+    if not lc.modelled:
+        return LMCacheSizeRow(lmcache_version=lc.version, key="max_local_cpu_size", gib=None, pool_bytes_per_rank=None,
+                              chunks_per_rank=None, tokens=None, storing_ranks=None, pool_bytes_per_engine=None,
+                              resident_bytes_per_node=None, note="the multi-process connector's pool is the LMCache "
+                                                                 "server's: not modelled")
+    first = lc.save_only_first_rank and lc.storing_ranks == 1
+    key = "extra_config.first_rank_max_local_cpu_size" if first else "max_local_cpu_size"
+    if lc.vllm_flag is not None:
+        key = "--kv-offloading-size (x TP x PP) or " + key
+    worst = max(st.chunk_bytes_aligned for st in lc.stages if st.storing_ranks)
+    if target.resident is not None:
+        # Resident grows with the size: the largest 1/1000 GiB step that keeps the node under the limit.
+        limit = target.resident
+        gib = largest((limit // 1024 ** 3 + 1) * 1000, lambda n: _at(
+            layout, behaviour, n / 1000, first).resident_bytes_per_node <= limit) / 1000
     else:
-        storing = tuple(range(world))
-    has_pool = max_size > 0
-    align = lm.pinned_align_bytes or ALIGN_BYTES
-    per_rank_pool = int(max_size * GIB) if has_pool else 0
-    first_size = lm.first_rank_max_local_cpu_size if sofr and lm.first_rank_max_local_cpu_size is not None else None
-    first_pool = (int(first_size * GIB) if first_size is not None else per_rank_pool) if has_pool else 0
-
-    parts = pp_split(layout.model.num_layers, pp, par.pp_layer_partition)
-    drafts = _draft_layers(layout)
-    stages = []
-    per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes  # one layer's slice of a chunk
-    for rank, (n, d) in enumerate(zip(parts, drafts)):
-        layers = n + d
-        chunk = layers * per_layer
-        aligned = layers * round_up(per_layer, align) if lm.use_layerwise else round_up(chunk, align)
-        in_stage = sum(1 for i in storing if i // tp == rank)
-        chunks = per_rank_pool // aligned if aligned and in_stage else 0
-        stages.append(LMCacheStage(
-            pp_rank=rank, num_layers=n, draft_layers=d, kv_size=kv_size, num_kv_heads=heads, head_size=head_size,
-            dtype_bytes=dtype_bytes, chunk_bytes=chunk, chunk_bytes_aligned=aligned, chunks_per_rank=chunks,
-            tokens_per_rank=chunks * lm.chunk_size if local_cpu else 0, storing_ranks=in_stage))
-    d = layout.model.draft
-    if d is not None:
-        own = (d.num_kv_heads, d.head_size) if d.method in ("eagle", "eagle3") else None
-        if use_mla or (own is not None and own != (None, None) and (
-                d.head_size not in (None, head_size)
-                or (d.num_kv_heads is not None and d.num_kv_heads != layout.model.num_kv_heads[-1]))):
-            notes.append(f"LMCache sizes the {d.method} drafter's {d.num_layers} layer(s) like the target's "
-                         f"({kv_size} x {heads} head(s) x {head_size}), not as vLLM allocates them "
-                         "(calculate_draft_layers only adds to num_layer)")
-        if pp > 1 and drafts[-1] < d.num_layers:
-            warnings.append(f"LMCache counts the drafter's layers on PP stage(s) "
-                            f"{', '.join(str(i) for i, n in enumerate(drafts) if n)} (get_pp_indices of the drafter's "
-                            f"{d.num_layers} layer(s)), while vLLM places them on the last stage {pp - 1}")
-    first = None
-    if first_size is not None:
-        c = first_pool // stages[0].chunk_bytes_aligned if stages[0].chunk_bytes_aligned else 0
-        first = FirstRank(pool_bytes=first_pool, chunks=c, tokens=c * lm.chunk_size if local_cpu else 0)
-    pools = [first_pool if i == 0 else per_rank_pool for i in storing]
-    page = HUGEPAGE_BYTES if lm.local_cpu_use_hugepages else layout.host.page_size
-    resident = {i: round_up(p, page) if p else 0 for i, p in zip(storing, pools)}
-    if sofr and not lm.use_layerwise:
-        tokens = first.tokens if first is not None else stages[0].tokens_per_rank
-    else:
-        tokens = min(s.tokens_per_rank for s in stages)
-    disk = int(lm.max_local_disk_size * GIB) if lm.local_disk else 0
-    worst = max(s.chunk_bytes_aligned for s in stages)
-    if sofr:
-        notes.append(f"LMCache save_only_first_rank (MLA): only rank(s) {', '.join(map(str, storing))} of "
-                     f"{world} allocate a pool; the others receive rank 0's KV by broadcast")
-        if flag is not None and len(storing) < world:
-            warnings.append(f"LMCache stores MLA on rank 0 only: --kv-offloading-size {flag.kv_offloading_size:g} is "
-                            f"divided by {world} ranks but only {len(storing)} pin a pool, so the engine uses "
-                            f"{len(storing)}/{world} of it ({max_size:g} GiB)")
-    if not local_cpu:
-        notes.append("LMCache local_cpu false: the pool is still pinned (a staging buffer for disk/remote), but the "
-                     "CPU tier serves no hits (0 tokens)")
-    if sofr:
-        notes.append("LMCache caps rank 0's pool at the host's available memory minus reserve_local_cpu_size at "
-                     "start-up (local_cpu_backend.py _calculate_effective_cpu_size); kvcalc shows the configured "
-                     "size")
-    if has_pool and per_rank_pool and min(s.chunks_per_rank for s in stages if s.storing_ranks) == 0:
-        warnings.append(f"LMCache max_local_cpu_size {max_size:g} GiB ({per_rank_pool:,} B) holds no chunk of "
-                        f"{worst:,} B: the CPU tier stores nothing")
-    if not has_pool:
-        notes.append("LMCache max_local_cpu_size <= 0: no CPU pool is allocated")
-    if lm.ignored:
-        notes.append("LMCache keys that do not change the CPU pool: " + ", ".join(lm.ignored))
-    return LMCachePlan(
-        version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=use_mla,
-        save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
-        first_rank_max_local_cpu_size=first_size, alignment=align, stages=tuple(stages), storing_ranks=len(storing),
-        storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool, first_rank=first,
-        pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident.values()),
-        resident_bytes_per_node=node_peak([resident.get(i, 0) for i in range(world)], par.nnodes,
-                                          par.engines_per_node), tokens_per_engine=tokens,
-        disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
-        notes=tuple(notes), warnings=tuple(warnings))
+        need = target.units if target.units is not None else cdiv(target.tokens, lc.chunk_size)
+        gib = smallest_gib(need * worst)
+    at = _at(layout, behaviour, gib, first)
+    per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank
+    chunks = at.first_rank.chunks if first and at.first_rank else min(
+        st.chunks_per_rank for st in at.stages if st.storing_ranks)
+    note = None
+    if not lc.local_cpu:
+        note = "local_cpu is false: the pool is a staging buffer and holds no hits, whatever its size"
+    return LMCacheSizeRow(lmcache_version=lc.version, key=key, gib=gib, pool_bytes_per_rank=per_rank,
+                          chunks_per_rank=chunks, tokens=at.tokens_per_engine, storing_ranks=at.storing_ranks,
+                          pool_bytes_per_engine=at.pool_bytes_per_engine,
+                          resident_bytes_per_node=at.resident_bytes_per_node, note=note)
 
 
-def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnings) -> LMCachePlan:
-    return LMCachePlan(
-        version=lm.version, connector=MP_CONNECTOR, modelled=False, chunk_size=lm.chunk_size,
-        use_mla=layout.model.is_mla, save_only_first_rank=False, local_cpu=lm.local_cpu, use_layerwise=lm.use_layerwise,
-        max_local_cpu_size=lm.max_local_cpu_size, first_rank_max_local_cpu_size=None, alignment=ALIGN_BYTES,
-        stages=(), storing_ranks=0, storing_rank_ids=(), pool_bytes_per_storing_rank=0, first_rank=None,
-        pool_bytes_per_engine=0, resident_bytes_per_engine=0, resident_bytes_per_node=0, tokens_per_engine=0,
-        disk_bytes_per_rank=0, disk_chunks_per_rank=0,
-        vllm_flag=flag, notes=tuple(notes), warnings=tuple(warnings))
+class LMCacheBackend:
+    """LMCache's in-process connector (LMCacheConnectorV1), or vLLM's --kv-offloading-backend lmcache."""
+
+    name = "lmcache"
+    title = "LMCache"
+
+    def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
+        check_hma(layout.cache.hybrid_kv_cache_manager, behaviour.version)
+        if layout.cache.hybrid_kv_cache_manager == "off":
+            return False, "disabled by the user (--disable-hybrid-kv-cache-manager)"
+        return False, ("off: vLLM turns the hybrid manager off for LMCache's connector (it does not implement "
+                       "SupportsHMA)")
+
+    def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> LMCachePool:
+        return LMCachePool(lmcache=plan_lmcache(layout, stage.behaviour), behaviour=stage.behaviour)
+
+    def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
+        """The engine's budget split over its TP x PP ranks as max_local_cpu_size, as vLLM 0.14.0-0.22.1's
+        --kv-offloading-backend lmcache splits --kv-offloading-size (config/vllm.py); with MLA LMCache then pins
+        it on rank 0 alone."""
+        par = layout.parallel
+        ranks = par.tensor_parallel_size * par.pipeline_parallel_size
+        lm = LMCacheLayout(max_local_cpu_size=budget_bytes / ranks / 1024 ** 3)
+        return replace(layout, offload=OffloadLayout(cpu_bytes_to_use=None, cpu_bytes_source=f"the {source} budget "
+                                                     "/ (TP x PP)", backend="lmcache", lmcache=lm))
+
+    def size(self, layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheSizeRow:
+        return size_lmcache(layout, target, plan)
 
 
-def check_hma(preference: str, version: str) -> None:
-    """LMCacheConnectorV1 does not implement SupportsHMA (vLLM 0.33.0 kv_connector/v1/lmcache_connector.py), so
-    vLLM turns the hybrid manager off with it (config/vllm.py) and refuses to start when it is forced on
-    (kv_connector/factory.py: "does not support HMA but HMA is enabled")."""
-    if preference == "on":
-        raise StartupRefusal(f"vLLM {version} refuses to start: the hybrid KV cache manager was forced on but "
-                             f"{CONNECTOR} does not support it")
+BACKEND = LMCacheBackend()

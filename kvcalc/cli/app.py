@@ -77,101 +77,37 @@ def plan(
     flags: dict = None,
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
-    from ..pipeline import plan as make_plan
     from ..report.report import build_report
 
     base, overrides = split_overrides(flags)
     thresholds = check_thresholds(host_memory, min_cpu_tokens, shm_size)
-    grant = None
     if k8s is not None:
-        import shlex
-
-        from ..inputs.k8s import read as read_manifest
-
         if layout is not None or serve is not None:
             raise KvcalcError("--k8s reads the serve line from the manifest: give no layout or --serve with it")
-        grant = read_manifest(k8s, container=container)
-        if grant.pinned_round_threshold_mb is not None:
-            overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
-                                                                    "PYTORCH_ALLOC_CONF in the manifest"))
-        serve = shlex.join(grant.argv)
-        # The pod's grants are the gates' limits, unless given on the command line.
-        if grant.memory_limit is not None:
-            thresholds.setdefault("host_memory", grant.memory_limit)
-        thresholds.setdefault("shm_size", grant.shm_size_limit)
-        for n in grant.notes:
-            err(f"note: {n}")
-        if grant.lmcache_env:
-            # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
-            from ..inputs.lmcache_sources import overrides as lmcache_sources
-
-            pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
-            base = {**pod_env, **base}
-            for n in pod_notes:
-                err(f"note: {n}")
+        serve, base = _from_manifest(k8s, container, overrides, base, thresholds)
     elif container is not None:
         raise KvcalcError("--container picks a container of --k8s FILE")
     loaded = _load_input(layout, serve, overrides, base)
     if memory_log is not None:
         loaded = _gpu_blocks_from_log(loaded, memory_log)
-    if check and loaded.offload.cpu_bytes_to_use is None and loaded.offload.backend == "native":
+    if check and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
-    try:
-        p = make_plan(loaded)
-    except StartupRefusal as e:
-        if not check:
-            _name_source(e, loaded.source)
-            raise
-        from ..tools.gates import refused
-        from ..report.report import RefusedReport
-
-        checks = refused(loaded.vllm_version, e.one_line())
-        if fmt == "json":
-            _print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
-                                      checks=checks))
-        _report_checks(checks)
-        raise typer.Exit(1)
-    except KvcalcError as e:
-        _name_source(e, loaded.source)
-        raise
-    gates = None
+    p = _plan_or_refusal(loaded, check, fmt)
+    checks = None
     if check:
         from ..tools.gates import evaluate
 
-        def gates(gpu, off, parallel, version):
-            return evaluate(gpu, off, parallel, version, engines_per_node=loaded.parallel.engines_per_node,
-                            shm_checked=p.behaviour.shm_free_space_check,
-                            shm_message_named=p.behaviour.shm_message_named, **thresholds)
-    releases = None
-    if compare_versions is not None:
-        from ..pipeline import compare
-
-        versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
-        if not versions:
-            raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
-        try:
-            releases = compare(loaded, versions)
-        except UnsupportedError as e:
-            raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
-    verified = None
-    if verify:
-        from ..tools.verify import verify_plan
-
-        verified = verify_plan(p)
-    backends = None
-    if compare_backends:
-        from ..pipeline import compare_backends as both
-        from ..report.report import backend_entries
-
-        if loaded.offload.backend == "native" and loaded.offload.cpu_bytes_to_use is None:
-            raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
-                              "--kv-offloading-size (or an LMCache config)")
-        backends = backend_entries(both(loaded))
-    report = build_report(p, releases=releases, gates=gates, verify=verified, backends=backends)
+        checks = evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
+                          engines_per_node=loaded.parallel.engines_per_node,
+                          shm_checked=p.behaviour.shm_free_space_check,
+                          shm_message_named=p.behaviour.shm_message_named, **thresholds)
+    report = build_report(p, releases=_releases(loaded, compare_versions), checks=checks,
+                          verify=_verified(p) if verify else None,
+                          backends=_backends(loaded) if compare_backends else None)
     for line in p.notes:
         err(f"note: {line}")
-    other = _other_unit_reading(loaded, p)
+    other = other_unit_reading(p)
     if other:
         err(f"note: {other}")
     for line in p.warnings:
@@ -184,6 +120,90 @@ def plan(
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
         raise StartupRefusal(f"{loaded.source}: {report.error}")
+
+
+def _from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, thresholds: dict) -> tuple[str, dict]:
+    """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
+    the pod's grants become the gates' limits unless given on the command line (`thresholds`, `overrides` set)."""
+    import shlex
+
+    from ..inputs.k8s import read as read_manifest
+
+    grant = read_manifest(k8s, container=container)
+    if grant.pinned_round_threshold_mb is not None:
+        overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
+                                                                "PYTORCH_ALLOC_CONF in the manifest"))
+    if grant.memory_limit is not None:
+        thresholds.setdefault("host_memory", grant.memory_limit)
+    thresholds.setdefault("shm_size", grant.shm_size_limit)
+    for n in grant.notes:
+        err(f"note: {n}")
+    if grant.lmcache_env:
+        # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
+        from ..inputs.lmcache_sources import overrides as lmcache_sources
+
+        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
+        base = {**pod_env, **base}
+        for n in pod_notes:
+            err(f"note: {n}")
+    return shlex.join(grant.argv), base
+
+
+def _plan_or_refusal(loaded, check: bool, fmt: str):
+    """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
+    gate (stdout: the refused report as JSON) and exit 1."""
+    from ..pipeline import plan as make_plan
+
+    try:
+        return make_plan(loaded)
+    except StartupRefusal as e:
+        if not check:
+            _name_source(e, loaded.source)
+            raise
+        from ..report.sections import RefusedReport
+        from ..tools.gates import refused
+
+        checks = refused(loaded.vllm_version, e.one_line())
+        if fmt == "json":
+            _print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
+                                      checks=checks))
+        _report_checks(checks)
+        raise typer.Exit(1) from None
+    except KvcalcError as e:
+        _name_source(e, loaded.source)
+        raise
+
+
+def _releases(loaded, compare_versions: str | None):
+    """--compare-versions: the same layout on each release (a Plan or that release's refusal)."""
+    if compare_versions is None:
+        return None
+    from ..pipeline import compare
+
+    versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
+    if not versions:
+        raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
+    try:
+        return compare(loaded, versions)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
+
+
+def _verified(p):
+    from ..tools.verify import verify_plan
+
+    return verify_plan(p)
+
+
+def _backends(loaded):
+    """--compare-backends: every backend's pool for this layout's budget."""
+    from ..pipeline import compare_backends as every_backend
+    from ..report.report import backend_entries
+
+    if not loaded.offload.budget_given:
+        raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
+                          "--kv-offloading-size (or an LMCache config)")
+    return backend_entries(every_backend(loaded))
 
 
 def _load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
@@ -238,7 +258,7 @@ def _gpu_blocks_from_log(loaded, log: str):
     return replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=n))
 
 
-def _other_unit_reading(loaded, p) -> str | None:
+def other_unit_reading(p) -> str | None:
     """units.md: a budget in a decimal unit (64GB = 64 x 10^9) gets a note with the binary reading's CPU count
     when it differs (64GB -> 30,517 blocks; 64GiB would give 32,768), the one vLLM's GiB flag would give."""
     import re
@@ -247,18 +267,17 @@ def _other_unit_reading(loaded, p) -> str | None:
     from ..vocab.records import replace
     from ..vocab.units import parse_size
 
-    src = (loaded.offload.cpu_bytes_source or "").split(" (")[0]  # "64GB (--cpu-bytes)" -> "64GB"
-    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", src)
-    r = p.offload.results.get(p.selected)
-    if not m or r is None or p.offload.startup_error:
+    loaded, pool = p.layout, p.pool
+    written = loaded.offload.cpu_bytes_written or ""
+    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", written)
+    if not m or pool.units_scheduler is None or pool.startup_error:
         return None
     binary = parse_size(f"{m.group(1)}{m.group(2).upper()}iB")
     alt = make_plan(replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=binary)))
-    n, n_alt = r.scheduler.num_blocks, alt.offload.results[alt.selected].scheduler.num_blocks
+    n, n_alt = pool.units_scheduler, alt.pool.units_scheduler
     if n == n_alt:
         return None
-    unit = "chunks" if r.chunks else "blocks"
-    return (f"{src.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {unit}; "
+    return (f"{written.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {pool.unit}; "
             f"{m.group(1)}{m.group(2).upper()}iB ({binary:,} B) would give {n_alt:,}")
 
 
@@ -449,6 +468,7 @@ def size_cmd(
     memory fits --resident, for every vLLM family, with the resident bytes and /dev/shm it implies."""
     from ..inputs.values import Reader
     from ..inputs.yaml_layout import load_layout
+    from ..backends.base import SizeTarget
     from ..tools.sizing import size
     from ..vocab.units import SizeError, parse_size
 
@@ -464,48 +484,25 @@ def size_cmd(
         except SizeError as e:
             raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
     loaded = load_layout(layout, overrides=layout_overrides(flags))
-    if loaded.offload.backend == "lmcache":
-        return _size_lmcache(loaded, tokens, cpu_blocks, limit, fmt)
-    loaded = _with_a_budget(loaded)  # sizing needs no budget
-    rows = size(loaded, tokens=tokens, blocks=cpu_blocks, resident=limit)
-    # The selected release's answer (it stands for its own family) at the top level; every family under `families`.
-    own = next(r for r in rows if r.vllm_version == loaded.vllm_version)
-    if own.startup_error and "more than a budget kvcalc accepts" in own.startup_error:
-        raise KvcalcError(f"{loaded.source}: vLLM {own.vllm_version}: {own.startup_error}")
+    target = SizeTarget(tokens=tokens, units=cpu_blocks, resident=limit)
+    answer = size(loaded, target)
+    if answer.refusal:
+        raise KvcalcError(f"{loaded.source}: {answer.refusal}")
     if fmt == "json":
-        from ..vocab.records import to_json
-
-        answer = {k: v for k, v in to_json(own).items() if k != "family"}
-        _print_json({"schema_version": 1, "source": loaded.source, "target_tokens": tokens,
-                     "target_blocks": cpu_blocks, "target_resident_bytes": limit, "family": own.family,
-                     **answer, "families": rows})
+        _print_json(answer.document(loaded.source, target))
         return
+    from ..report.table import Style, render_size
 
-    from ..report.table import Style, render_sizing
-
-    console(140).print(render_sizing(rows, tokens, cpu_blocks, limit, Style(plain=plain())))
+    console(140).print(render_size(answer, target, Style(plain=plain())))
 
 
 def _with_a_budget(loaded):
-    """A native layout without a CPU budget, planned with a budget of 0 (for commands whose answer needs none)."""
-    if loaded.offload.backend != "native" or loaded.offload.cpu_bytes_to_use is not None:
+    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
+    if loaded.offload.budget_given:
         return loaded
     from ..vocab.records import replace
 
     return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
-
-
-def _size_lmcache(loaded, tokens, chunks, limit, fmt) -> None:
-    from ..tools.sizing import size_lmcache
-
-    row = size_lmcache(loaded, tokens=tokens, blocks=chunks, resident=limit)
-    if fmt == "json":
-        _print_json({"schema_version": 1, "source": loaded.source, "backend": "lmcache", "target_tokens": tokens,
-                     "target_chunks": chunks, "target_resident_bytes": limit, "lmcache": row})
-        return
-    from ..report.table import Style, render_lmcache_sizing
-
-    console(140).print(render_lmcache_sizing(row, tokens, chunks, limit, Style(plain=plain())))
 
 
 @app.command()

@@ -404,6 +404,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     has_bytes, has_gib = o.get("cpu_bytes_to_use") is not None, o.get("kv_offloading_size") is not None
     if has_bytes and has_gib:
         raise r.fail("offload.kv_offloading_size", "either cpu_bytes_to_use or kv_offloading_size, not both")
+    written = None  # cpu_bytes_to_use as written (64GB), for the note on its binary reading
     if has_gib:
         gib = o["kv_offloading_size"]
         if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < 0 \
@@ -418,6 +419,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         # What the user wrote (echoed next to the exact count), and where: a flag or the layout's key.
         flag = r.flags.get("offload.cpu_bytes_to_use")
         cpu, src = r.size(raw, "offload.cpu_bytes_to_use"), str(raw)
+        written = src
         if flag:
             src = f"{raw} ({flag})"
     else:
@@ -427,4 +429,5 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
-    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, block_size=block, blocks_per_chunk=bpc)
+    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written, block_size=block,
+                         blocks_per_chunk=bpc)

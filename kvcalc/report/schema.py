@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..vocab.records import json_schema
-from .report import RefusedReport, Report
+from .sections import RefusedReport, Report
 
 
 def output_schema() -> dict:

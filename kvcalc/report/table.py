@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..vocab.records import record
-from .report import FamilyEntry, Report, collapse_layers
-from ..vocab.units import format_bytes
+from .report import collapse_layers
+from .sections import FamilyEntry, Report
+from ..vocab.units import exact_bytes, format_bytes
 from ..vocab.releases.vllm import FAMILIES
 
 
@@ -33,13 +34,7 @@ class Style:
         return "." if self.plain else " "
 
 
-def _b(n: int | None) -> str:
-    """Exact bytes with a binary-unit reading: '68,719,476,736 B (64 GiB)'."""
-    if n is None:
-        return "—"
-    if n < 1024:
-        return f"{n:,} B"
-    return f"{n:,} B ({format_bytes(n)})"
+_b = exact_bytes  # '68,719,476,736 B (64 GiB)'; '—' for None
 
 
 def _n(n: int | None) -> str:
@@ -173,7 +168,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
                                      for _, e, _ in cols))
         out.append(t)
-    text = verdict(report)
+    text = report.verdict
     unsafe = "UNSAFE" in text or "would not start" in text
     out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
     return out
@@ -337,56 +332,6 @@ def _ratio(a: int, b: int) -> str:
     return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
 
 
-def verdict(report: Report) -> str:
-    """The comparison in words, for the selected release."""
-    off = report.offload
-    v = report.vllm_version
-    if off.lmcache is not None:
-        lc = off.lmcache
-        if not lc.modelled:
-            return (f"Verdict: vLLM {v} hands LMCache offloading to the multi-process connector; its pool is the "
-                    "LMCache server's (not modelled).")
-        if lc.save_only_first_rank and lc.storing_ranks == 1:
-            size = lc.first_rank_max_local_cpu_size if lc.first_rank else lc.max_local_cpu_size
-            where = f"rank 0 alone ({size:g} GiB; MLA is stored once)"
-        else:
-            where = f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each)"
-        return (f"Verdict: LMCache {lc.lmcache_version} pins {_b(lc.pool_bytes_per_engine)} per engine on {where} "
-                f"and holds {lc.tokens_per_engine:,} tokens.")
-    if off.startup_error:
-        return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
-    if off.cpu_bytes_to_use is None:
-        return (f"Verdict: the GPU side on vLLM {v} is above; give a CPU budget (--cpu-bytes) for the CPU counts, or "
-                "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
-    sel = off.selected
-    old, fixed = off.old, off.fixed
-    unit = "CPU chunks" if sel.unit == "chunks" else "CPU blocks"
-    lines = []
-    if sel.num_blocks_scheduler == 0:
-        lines.append(f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing.")
-    elif sel.out_of_bounds:
-        ids = sel.out_of_bounds_ids
-        lines.append(
-            f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.num_blocks_scheduler:,} {unit} but PP stage "
-            f"{ids.pp_rank}'s workers allocated {sel.num_blocks_workers[ids.pp_rank]:,}: once more than that "
-            "many are offloaded, stores land out of bounds (crashes or corrupted KV)."
-        )
-    else:
-        lines.append(f"Verdict: safe on vLLM {v}: {sel.num_blocks_scheduler:,} {unit} "
-                     f"({sel.cpu_tokens_scheduler:,} tokens), {_b(sel.unused_bytes)} of the budget unused.")
-    if old and fixed and (old.num_blocks_workers != fixed.num_blocks_workers
-                          or old.num_blocks_scheduler != fixed.num_blocks_scheduler):
-        if report.family == "old":
-            lines.append(f"Upgrading to vLLM ≥ 0.20.0 gives {fixed.num_blocks_scheduler:,} CPU blocks on every rank.")
-        else:
-            lines.append(f"On 0.14.0–0.19.1 the same layout would get {old.num_blocks_scheduler:,} scheduler / "
-                         f"{min(old.num_blocks_workers):,} worker CPU blocks"
-                         + (" (out of bounds)." if old.out_of_bounds else "."))
-    elif old and fixed:
-        lines.append("Old and fixed formulas agree for this layout.")
-    return " ".join(lines)
-
-
 def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     """--compare-versions: one column per release."""
     rels = report.releases
@@ -425,6 +370,13 @@ def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, re
     if count is not None:
         return f"Smallest {key} holding {count:,} {unit}"
     return f"Largest {key} keeping one node's resident host memory under {_b(resident)}"
+
+
+def render_size(answer, target, style: Style = Style()) -> RenderableType:
+    """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one)."""
+    if answer.backend == "lmcache":
+        return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
+    return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
 
 
 def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,

@@ -70,35 +70,25 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
             row["error"] = e.one_line()
             yield row
             continue
-        row["family"] = p.behaviour.family.id
-        row["cpu_bytes_to_use"] = p.layout.offload.cpu_bytes_to_use
-        row["gpu_num_blocks"] = p.gpu.num_blocks
-        # The same FormulaResult properties the report's entry reads (report.family_entry), without building the
-        # whole entry: a sweep row needs ten of its fields.
-        r = p.offload.selected_result  # (not .results: that evaluates every family column)
-        lc = p.lmcache
-        if lc is not None:
-            # LMCache's pool in the same columns: its chunks per storing rank, its pool and tokens (family lmcache).
-            row["family"] = "lmcache"
-            if lc.modelled:
-                chunks = [st.chunks_per_rank for st in lc.stages if st.storing_ranks]
-                first = lc.first_rank.chunks if lc.first_rank else None
-                row.update(cpu_bytes_to_use=lc.pool_bytes_per_engine, cpu_blocks_scheduler=first or min(chunks),
-                           cpu_blocks_worst_worker=first or min(chunks), unit="lmcache chunks", out_of_bounds=False,
-                           cpu_tokens_safe=lc.tokens_per_engine, pinned_bytes_per_engine=lc.pool_bytes_per_engine,
-                           unused_bytes=0, resident_bytes_per_node=lc.resident_bytes_per_node, shm_bytes_per_node=0)
-            else:
-                row["error"] = f"vLLM {p.behaviour.version}: {lc.connector}'s pool is the LMCache server's (not modelled)"
-        elif p.layout.offload.cpu_bytes_to_use is None:
-            row["cpu_bytes_to_use"] = None  # no budget: the GPU columns only
-        elif p.offload.startup_error or r is None:
-            row["error"] = f"vLLM {p.behaviour.version} refuses: {p.offload.startup_error}"
-        else:
-            host = r.host
-            row.update(cpu_blocks_scheduler=r.scheduler.num_blocks,
-                       cpu_blocks_worst_worker=min(s.count.num_blocks for s in r.stages),
-                       unit="chunks" if r.chunks else "blocks", out_of_bounds=r.out_of_bounds,
-                       cpu_tokens_safe=r.tokens_safe, pinned_bytes_per_engine=r.pinned_bytes_per_engine,
-                       unused_bytes=r.unused_bytes, resident_bytes_per_node=host.resident_bytes_per_node,
-                       shm_bytes_per_node=host.shm_bytes_per_node)
+        fill(row, p)
         yield row
+
+
+def fill(row: dict, p) -> None:
+    """A row's result columns from the plan's pool (backends/base.Pool): the same columns whatever the backend."""
+    pool = p.pool
+    row["family"] = pool.family
+    row["cpu_bytes_to_use"] = pool.budget_bytes
+    row["gpu_num_blocks"] = p.gpu.num_blocks
+    if pool.not_modelled is not None:
+        nm = pool.not_modelled
+        row["error"] = f"vLLM {p.behaviour.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"
+    elif pool.budget_bytes is None:
+        return  # no budget: the GPU columns only
+    elif pool.startup_error:
+        row["error"] = f"vLLM {p.behaviour.version} refuses: {pool.startup_error}"
+    else:
+        row.update(cpu_blocks_scheduler=pool.units_scheduler, cpu_blocks_worst_worker=pool.units_worst,
+                   unit=pool.unit, out_of_bounds=pool.out_of_bounds is not None, cpu_tokens_safe=pool.tokens,
+                   pinned_bytes_per_engine=pool.pool_bytes_per_engine, unused_bytes=pool.unused_bytes,
+                   resident_bytes_per_node=pool.resident_bytes_per_node, shm_bytes_per_node=pool.shm_bytes_per_node)

@@ -228,10 +228,16 @@ class LMCacheLayout:
 class OffloadLayout:
     cpu_bytes_to_use: int | None  # None: no budget given (the GPU side is planned, CPU counts are not)
     cpu_bytes_source: str = ""  # what the user wrote, echoed next to the exact byte count
+    cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
     backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
+
+    @property
+    def budget_given(self) -> bool:
+        """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config."""
+        return self.cpu_bytes_to_use is not None or self.lmcache is not None
 
 
 @record

@@ -21,25 +21,45 @@ MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 class Field:
     """One field of a record (a plain slotted class: a NamedTuple costs ~0.7 M instructions to define)."""
 
-    __slots__ = ("name", "default", "factory", "doc", "omit_if_none", "json_name")
+    __slots__ = ("name", "default", "factory", "doc", "omit_if_none", "json_name", "in_json")
 
-    def __init__(self, name: str, default: Any, factory: Any, doc: str, omit_if_none: bool):
+    def __init__(self, name: str, default: Any, factory: Any, doc: str, omit_if_none: bool, in_json: bool = True):
         self.name = name
         self.default = default  # MISSING: required
         self.factory = factory  # a callable making the default, or None
         self.doc = doc
         self.omit_if_none = omit_if_none  # JSON: leave the key out when None (sections shown only on request)
+        self.in_json = in_json  # False: a working value, not part of the JSON form (nor of its schema)
         # The JSON key: the field name without a trailing underscore (`from_` -> `from`).
         self.json_name = name[:-1] if name.endswith("_") else name
 
 
-def field(doc: str = "", *, default: Any = MISSING, factory: Any = None, omit_if_none: bool = False) -> Any:
+def field(doc: str = "", *, default: Any = MISSING, factory: Any = None, omit_if_none: bool = False,
+          json: bool = True) -> Any:
     """A field with a description (and, optionally, a default or default factory). A field left out of the JSON
     when None defaults to None. The Field is named by @record (one object per field: defining ~90 record classes
     is part of the start-up time)."""
     if omit_if_none and default is MISSING and factory is None:
         default = None
-    return Field("", default, factory, doc, omit_if_none)
+    return Field("", default, factory, doc, omit_if_none, json)
+
+
+class Output(property):
+    """A property that is part of its record's JSON form (see `output`)."""
+
+    json_doc = ""
+
+
+def output(doc: str):
+    """A derived value that is part of the record's JSON form (after the fields, in definition order), with its
+    description: `@output("why resident differs")` over a method, read as a property."""
+
+    def wrap(fn) -> Output:
+        prop = Output(fn)
+        prop.json_doc = doc
+        return prop
+
+    return wrap
 
 
 class cached:
@@ -195,6 +215,11 @@ def record(cls=None, *, cache_hash: bool = False):
                 delattr(cls, name)
         order = list(fields.values())
         cls.__record_fields__ = tuple(order)
+        # The JSON form: the fields that are part of it, then the derived outputs (inherited ones first).
+        outputs = dict(getattr(cls, "__record_outputs__", {}))
+        outputs.update((k, v) for k, v in d.items() if isinstance(v, Output))
+        cls.__record_outputs__ = outputs
+        cls.__record_json__ = tuple(f for f in order if f.in_json)
         names = [f.name for f in order]
         cls.__record_names__ = tuple(names)
         if len(names) == 1:
@@ -238,7 +263,7 @@ def to_json(value: Any) -> Any:
         return value
     if isinstance(value, Enum):
         return value.value
-    fields_ = getattr(type(value), "__record_fields__", None)
+    fields_ = getattr(type(value), "__record_json__", None)
     if fields_ is not None:
         out = {}
         for f in fields_:
@@ -246,6 +271,8 @@ def to_json(value: Any) -> Any:
             if v is None and f.omit_if_none:
                 continue
             out[f.json_name] = to_json(v)
+        for name in type(value).__record_outputs__:
+            out[name] = to_json(getattr(value, name))
         return out
     if isinstance(value, dict):
         return {(k.value if isinstance(k, Enum) else k): to_json(v) for k, v in value.items()}
@@ -303,13 +330,17 @@ def json_schema(cls, *, defs: dict | None = None) -> dict:
         raise TypeError(f"no schema for {tp!r}")  # pragma: no cover - a kvcalc bug
 
     props, required = {}, []
-    for f in cls.__record_fields__:
+    for f in cls.__record_json__:
         s = schema_of(hints[f.name])
         if f.doc:
             s = {"description": f.doc, **s}
         props[f.json_name] = s
         if not f.omit_if_none:
             required.append(f.json_name)
+    for name, prop in cls.__record_outputs__.items():
+        ret = typing.get_type_hints(prop.fget, vars(__import__(cls.__module__, fromlist=["_"])))["return"]
+        props[name] = {"description": prop.json_doc, **schema_of(ret)}
+        required.append(name)
     out = {"type": "object", "additionalProperties": False, "properties": props, "required": required}
     if cls.__doc__:
         out = {"description": " ".join(cls.__doc__.split()), **out}

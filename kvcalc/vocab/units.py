@@ -187,3 +187,25 @@ def format_bytes(n: int) -> str:
             hundredths = (n * 100 + size // 2) // size
             return f"{hundredths // 100}.{hundredths % 100:02d} {unit}"
     return f"{n} B"  # pragma: no cover - unreachable
+
+
+def exact_bytes(n: int | None) -> str:
+    """Exact bytes with a binary-unit reading: '68,719,476,736 B (64 GiB)'; '—' for None."""
+    if n is None:
+        return "—"
+    if n < 1024:
+        return f"{n:,} B"
+    return f"{n:,} B ({format_bytes(n)})"
+
+
+def gi_quantity(n: int) -> str:
+    """Bytes as a Kubernetes quantity in whole Gi, rounded up (68,719,476,737 B -> 65Gi)."""
+    return f"{-(-n // (1 << 30))}Gi"
+
+
+def smallest_gib(cpu_bytes: int) -> float:
+    """The smallest --kv-offloading-size with at most 3 decimals whose int(X * 2**30) reaches cpu_bytes."""
+    thousandths = cdiv(cpu_bytes * 1000, 1 << 30)
+    while int(thousandths / 1000 * (1 << 30)) < cpu_bytes:  # float rounding may land one byte short
+        thousandths += 1
+    return thousandths / 1000

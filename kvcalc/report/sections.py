@@ -1,0 +1,337 @@
+"""The typed report: frozen records for every section, read by every renderer. They embed the computation's own
+records where those are what the output shows (HostMemory, Capacity, Allocation, OutOfBounds, LMCache's stages),
+so a new output field is the record field with its doc, and the renderer's row.
+
+The JSON output is `records.to_json(report)` (same keys as the record fields and outputs) and `kvcalc schema output`
+is generated from these classes and their field descriptions.
+"""
+
+from __future__ import annotations
+
+from ..backends.base import Capacity, HostMemory, OutOfBounds
+from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+from ..vocab.records import field, record
+
+SCHEMA_VERSION = 1
+
+
+@record
+class ModelField:
+    """One model field a number rests on, and where its value came from."""
+
+    field_: str = field("the layout key (under model., or cache. for Mamba state dtypes)")
+    value: int | str | list[int] = field("its value; a list when layers differ")
+    from_: str = field("the config key, flag or 'layout file' it came from")
+
+
+@record
+class DraftSummary:
+    """The speculative-decoding drafter whose layers sit on the last PP stage."""
+
+    method: str = field("eagle, eagle3 or mtp")
+    num_layers: int = field("drafter (or MTP) layers added after the target's")
+
+
+@record
+class ModelSection:
+    """The model as kvcalc read it."""
+
+    name: str = field("free text from the layout or config")
+    num_layers: int = field("decoder layers of the target model")
+    dtype: str = field("torch dtype the model is served in")
+    layer_kinds: dict[str, int] = field("decoder layers per layer kind")
+    layer_kinds_from: str = field("where the layer kinds came from")
+    fields: list[ModelField] = field("every model field the numbers rest on, with its source")
+    draft: DraftSummary | None = field("the drafter, or null")
+
+
+@record
+class ParallelSection:
+    """One engine's parallelism."""
+
+    tensor_parallel_size: int = field("TP")
+    pipeline_parallel_size: int = field("PP")
+    data_parallel_size: int = field("DP: engines, each with its own CPU pool")
+    world_size: int = field("vLLM's world_size: PP x TP, times DP under external_launcher")
+
+
+@record
+class CacheSection:
+    """Cache settings as the selected release settles them."""
+
+    kv_cache_dtype: str = field("vLLM's --kv-cache-dtype string")
+    kv_cache_memory: list[int] | None = field("KV memory per GPU in bytes (one value, or one per worker)")
+    num_gpu_blocks_override: int | None = field("--num-gpu-blocks-override")
+    max_model_len: int = field("tokens of the longest request")
+    max_num_batched_tokens: int = field("tokens per scheduler step")
+    enable_prefix_caching: bool = field("prefix caching on, after vLLM's default")
+    mamba_cache_mode: str | None = field("Mamba cache mode (none | align | all); null without Mamba layers")
+    mamba_block_size: int | None = field("Mamba group block size in tokens")
+    hybrid_kv_cache_manager: bool = field("the hybrid KV cache manager is on")
+    hybrid_kv_cache_manager_reason: str = field("why it is on or off")
+
+
+@record
+class SpecSummary:
+    """A KV cache spec: its kind, block size and page, and the fields of that kind."""
+
+    kind: str = field("full_attention | sliding_attention | chunked_attention | mla | mla_indexer | mamba | "
+                      "uniform_type | cross_attention")
+    block_size: int = field("tokens per GPU block of this spec")
+    page_size_bytes: int = field("bytes one layer of this spec needs per GPU block")
+    member_kinds: list[str] | None = field("uniform_type: the member specs' kinds", omit_if_none=True)
+    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True)
+    state_shapes: list[list[int]] | None = field("mamba: per-sequence state shapes", omit_if_none=True)
+    state_dtypes: list[str] | None = field("mamba: their dtypes", omit_if_none=True)
+    real_page_size_bytes: int | None = field("mamba: the page before padding", omit_if_none=True)
+    num_kv_heads: int | None = field("attention: KV heads per rank", omit_if_none=True)
+    head_size: int | None = field("attention: key head size", omit_if_none=True)
+    dtype: str | None = field("attention: element dtype", omit_if_none=True)
+    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True)
+    attention_chunk_size: int | None = field("chunked local attention chunk", omit_if_none=True)
+    cache_dtype_str: str | None = field("MLA: the cache-dtype string", omit_if_none=True)
+
+
+@record
+class GroupSummary(SpecSummary):
+    """A KV cache group: its spec and its layers."""
+
+    layers: list[str] = field("vLLM's layer names, in registration order")
+
+
+@record
+class TensorEntry:
+    """One KV cache tensor of a worker."""
+
+    size: int | None = field("bytes; null when the GPU block count is unknown")
+    page_bytes: int = field("bytes per GPU block")
+    shared_by: list[str] = field("the layers that view it")
+
+
+@record
+class BackingAllocation:
+    """0.30+: the one GPU allocation the tensors are views of."""
+
+    bytes_per_block: int = field("bytes per GPU block")
+    size: int | None = field("bytes")
+
+
+@record
+class WorkerSection:
+    """One PP stage's workers (its TP ranks are identical)."""
+
+    pp_rank: int = field("pipeline stage")
+    decoder_layers: list[int] = field("[first, end) decoder layer indices")
+    num_blocks: int | None = field("GPU blocks after the min over workers")
+    num_blocks_before_min: int | None = field("this stage's own GPU block count")
+    bytes_per_block: int = field("b_w: the stage's bytes per GPU block")
+    total_bytes: int | None = field("KV cache bytes on one GPU")
+    tensors: list[TensorEntry] = field("vLLM's KVCacheTensor list")
+    backing_allocation: BackingAllocation | None = field("0.30+: the single backing allocation; else null")
+
+
+@record
+class GpuSection:
+    """The GPU KV cache vLLM builds, and what it logs."""
+
+    block_size: int = field("the engine's block size: the smallest group block size")
+    attention_block_size: int = field("attention block size after defaults and the hybrid bump")
+    num_blocks: int | None = field("GPU blocks (null without KV memory)")
+    kv_cache_size_tokens: int | None = field("the logged 'GPU KV cache size' in tokens")
+    max_concurrency: float | None = field("the logged maximum concurrency")
+    log_family: str = field("L1 | L2 | L3: which log formulas the release uses")
+    log_lines: list[str] = field("the lines vLLM logs")
+    grouping: str = field("empty | uniform | uniform_type | hybrid")
+    groups: list[GroupSummary] = field("KV cache groups")
+    scheduler_groups: list[SpecSummary] = field("rank 0's groups as the scheduler sees them (UniformType flattened)")
+    workers: list[WorkerSection] = field("one per PP stage")
+
+
+@record
+class FamilyEntry:
+    """One release family's CPU count on this layout (scheduler and every stage)."""
+
+    family: str = field("family id")
+    versions: str = field("its releases")
+    kv_bytes_per_block: int = field("scheduler: bytes per GPU block x copies")
+    kv_bytes_per_offloaded_block: int = field("scheduler: bytes per CPU block/chunk before alignment")
+    num_blocks_scheduler: int = field("CPU blocks/chunks the scheduler hands out")
+    num_blocks_workers: list[int] = field("CPU blocks/chunks each PP stage's workers allocate")
+    kv_bytes_per_block_workers: list[int] = field("per stage: bytes per GPU block x copies")
+    cpu_tokens_scheduler: int = field("tokens the scheduler believes it holds")
+    cpu_tokens_safe: int = field("tokens every worker has room for")
+    out_of_bounds: bool = field("the scheduler can hand out ids a worker lacks")
+    out_of_bounds_ids: OutOfBounds | None = field("the bad id range, or null")
+    pinned_bytes_per_worker: list[int] = field("host bytes pinned per worker, per stage")
+    pinned_bytes_per_engine: int = field("host bytes pinned by one engine")
+    pinned_bytes_all_replicas: int = field("x DP")
+    unused_bytes: int = field("budget minus pinned")
+    wasted_bytes_per_worker: list[int] = field("rows a worker pinned that the scheduler never uses, per stage")
+    note: str | None = field("how this family's own releases would lay the model out, when that differs")
+    unit: str = field("blocks | chunks")
+    block_size_factor: int = field("offloaded block / GPU block (blocks_per_chunk from 0.26)")
+    copies: int = field("copies of each block: world size, or 1 for replicated MLA")
+    replicated: bool = field("MLA stored once (0.28+)")
+    alignment: int = field("bytes each CPU chunk is rounded up to")
+    aligned_bytes: int = field("scheduler: bytes per CPU block/chunk after alignment")
+    padding_bytes: int = field("aligned minus unaligned")
+    shared_region: bool = field("one shared /dev/shm host region per engine (0.27+ on the release's platforms)")
+    capacity: Capacity = field("what the tier holds, group-aware")
+    host: HostMemory = field("host memory resident")
+    vllm_version: str | None = field("with --compare-versions: the release standing for the family",
+                                     omit_if_none=True)
+
+
+@record
+class LMCacheSection:
+    """LMCache's CPU pool (offload.backend lmcache): per rank, as LMCache sizes it."""
+
+    lmcache_version: str = field("the LMCache release whose rules apply")
+    connector: str = field("LMCacheConnectorV1 | LMCacheMPConnector")
+    modelled: bool = field("false: the multi-process connector's pool lives in the LMCache server (not modelled)")
+    chunk_size: int = field("tokens per chunk")
+    use_mla: bool = field("the model uses MLA (one latent per token, replicated on every TP rank)")
+    save_only_first_rank: bool = field("only rank 0 (and lookup/worker ids) store, as LMCache settles it")
+    local_cpu: bool = field("the CPU tier serves hits (false: the pool is only a staging buffer)")
+    use_layerwise: bool = field("chunks stored per layer")
+    max_local_cpu_size: float = field("GiB per rank (LMCache: int(x x 1024^3) bytes)")
+    first_rank_max_local_cpu_size: float | None = field("rank 0's own GiB with save_only_first_rank")
+    alignment: int = field("bytes each chunk object is aligned to")
+    stages: tuple[LMCacheStage, ...] = field("one per PP stage")
+    storing_ranks: int | None = field("ranks of one engine that allocate a pool")
+    storing_rank_ids: list[int] = field("their ranks (PP x TP order)")
+    pool_bytes_per_storing_rank: int | None = field("int(max_local_cpu_size x 1024^3)")
+    first_rank: FirstRank | None = field("rank 0's pool when first_rank_max_local_cpu_size sets it")
+    pool_bytes_per_engine: int | None = field("all storing ranks of one engine")
+    pool_bytes_all_replicas: int | None = field("x DP")
+    resident_bytes_per_engine: int | None = field("pinned by cudaHostAlloc: whole host pages (2 MiB hugepages)")
+    resident_bytes_per_node: int | None = field("the engines on one node, or the node with the most")
+    tokens_per_engine: int | None = field("tokens every stage holds (rank 0's with save_only_first_rank)")
+    disk_bytes_per_rank: int | None = field("int(max_local_disk_size x 1024^3) with local_disk")
+    disk_chunks_per_rank: int | None = field("disk bytes // aligned chunk bytes")
+    vllm_flag: VllmFlag | None = field("set through --kv-offloading-backend lmcache: what vLLM passes")
+    config_from: dict[str, str] = field("LMCache key -> where its value came from")
+
+
+@record
+class BackendEntry:
+    """One backend's CPU tier for --compare-backends."""
+
+    backend: str = field("native | lmcache")
+    pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
+    resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
+    resident_bytes_per_node: int | None = field("the node's")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
+    unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
+    tokens_per_unit: int | None = field("tokens per CPU block/chunk")
+    startup_error: str | None = field("why it would not start, or null")
+
+
+@record
+class OffloadSection:
+    """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
+
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)")
+    cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
+    cpu_bytes_source: str = field("what the budget was given as")
+    block_size: int = field("offloaded block size in tokens (selected family)")
+    block_size_factor: int = field("offloaded block / GPU block")
+    startup_error: str | None = field("why the selected release's connector fails at start-up, or null")
+    selected: FamilyEntry | None = field("the selected release's family entry (null when it would not start)")
+    errors: dict[str, str] = field("family id -> why that family's connector fails at init")
+    old: FamilyEntry | None = field("the 0.14.0-0.19.1 formula on this layout")
+    fixed: FamilyEntry | None = field("the 0.20.0+ formula on this layout")
+    out_of_bounds: bool | None = field("the selected release goes out of bounds (null when it would not start)")
+    pinned_bytes_per_engine: int | None = field("selected: host bytes pinned by one engine")
+    unused_bytes: int | None = field("selected: budget minus pinned")
+    data_parallel_size: int = field("engines")
+    cpu_bytes_all_replicas: int | None = field("budget x DP")
+    host: HostMemory | None = field("selected: host memory resident")
+    families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
+                                                    omit_if_none=True)
+    lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
+    backends: list[BackendEntry] | None = field("with --compare-backends: native and LMCache side by side",
+                                                omit_if_none=True)
+
+
+@record
+class Check:
+    """One --check gate."""
+
+    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | "
+                      "min_cpu_tokens")
+    passed: bool = field("the gate passed")
+    reason: str = field("why, with the numbers")
+
+
+@record
+class PlannedRelease:
+    """One column of --compare-versions: what that release builds and how many CPU blocks it gets."""
+
+    vllm_version: str = field("release")
+    family: str = field("its family")
+    warning: str | None = field("a note on how the release was modelled")
+    hybrid_kv_cache_manager: bool = field("HMA on")
+    grouping: str = field("grouping rule")
+    num_groups: int = field("KV cache groups")
+    gpu_num_blocks: int | None = field("GPU blocks")
+    kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
+    max_concurrency: float | None = field("logged maximum concurrency")
+    startup_error: str | None = field("why its offloading connector fails at start-up, or null")
+    offload: FamilyEntry | None = field("its family entry")
+
+
+@record
+class RefusedRelease:
+    """A --compare-versions release that refuses the layout before any number exists."""
+
+    vllm_version: str = field("release")
+    family: None = field("null: refused")
+    startup_error: str = field("the refusal")
+    offload: None = field("null")
+
+
+@record
+class VerifySection:
+    """--verify: the tensors rebuilt on torch's meta device."""
+
+    ok: bool = field("every view tiles its tensor")
+    torch_version: str = field("torch used")
+    tensors_checked: int = field("tensors rebuilt")
+    views_checked: int = field("layer views checked")
+    summary: str = field("one line")
+
+
+@record
+class Report:
+    """kvcalc plan --format json, schema version 1."""
+
+    schema_version: int = field("1")
+    kvcalc_version: str = field("kvcalc release")
+    source: str = field("the input file")
+    vllm_version: str = field("the selected vLLM release")
+    family: str = field("old | fixed | packed | config | replicated | single-alloc")
+    model: ModelSection = field("the model")
+    parallel: ParallelSection = field("parallelism")
+    cache: CacheSection = field("cache settings")
+    gpu: GpuSection = field("the GPU KV cache")
+    offload: OffloadSection = field("the CPU offload pool")
+    notes: list[str] = field("informational notes (also on stderr)")
+    warnings: list[str] = field("things to act on (also on stderr)")
+    checks: list[Check] | None = field("with --check: the gates", omit_if_none=True)
+    releases: list[PlannedRelease | RefusedRelease] | None = field("with --compare-versions: one entry per release",
+                                                                    omit_if_none=True)
+    verify: VerifySection | None = field("with --verify", omit_if_none=True)
+    error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
+                              omit_if_none=True)
+    verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)
+
+
+@record
+class RefusedReport:
+    """kvcalc plan --check --format json when the selected release refuses the layout at start-up."""
+
+    schema_version: int = field("1")
+    vllm_version: str = field("the selected vLLM release")
+    source: str = field("the input file")
+    checks: list[Check] = field("the failed startup gate")
