@@ -219,3 +219,44 @@ def test_dense_families_agree_when_4096_aligned(layers, heads_log, head, block, 
         assert len(set(counts.values())) == 1, counts
     else:
         assert counts["0.19.1"] == counts["0.26.0"] >= counts["0.28.0"] == counts["0.33.0"]
+
+
+def test_each_family_is_represented_by_one_of_its_own_releases():
+    from kvcalc.vocab.releases.vllm import FAMILIES
+
+    for fam in FAMILIES.values():
+        if fam.rule is None:
+            assert fam.representative is None, fam.id
+        else:
+            assert fam.representative in fam.releases, fam.id
+
+
+def test_adding_a_release_changes_no_other_release_size_answer(monkeypatch):
+    # `size` answers the asked release for its own family and each other family's pinned representative (issue 18:
+    # it used to answer each family by its newest release, so a new release changed every other release's rows).
+    # A hypothetical 0.34.0 joins the newest family: 0.22.1's answers stay as they were.
+    import kvcalc.vocab.releases.vllm as v
+    from kvcalc.backends.base import SizeTarget
+    from kvcalc.tools.sizing import size
+    from kvcalc.vocab.records import to_json
+    from conftest import COMMON, deep_merge
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+
+    layout = layout_from_dict(deep_merge(COMMON, {**LLAMA8B, "vllm": {"version": "0.22.1"}}), source="test.yaml")
+    target = SizeTarget(tokens=2 << 20)
+    before = to_json(list(size(layout, target).rows))
+    caches = (v._family_releases, v._family_versions, v.behaviour_for)
+    monkeypatch.setattr(v, "RELEASES", v.RELEASES + ("0.34.0",))
+    monkeypatch.setattr(v, "_RELEASE_TUPLES", v._RELEASE_TUPLES + ((0, 34, 0),))
+    monkeypatch.setattr(v, "NEWEST", (0, 34, 0))
+    try:
+        for c in caches:
+            c.cache_clear()
+        assert v.FAMILIES["single-alloc"].releases[-1] == "0.34.0"  # the release really joined the family
+        after = to_json(list(size(layout, target).rows))
+    finally:
+        monkeypatch.undo()
+        for c in caches:
+            c.cache_clear()
+    assert [r["vllm_version"] for r in after] == [r["vllm_version"] for r in before]
+    assert after == before

@@ -157,6 +157,7 @@ class Pool:
     unused_bytes: int | None  # budget minus what the pool takes
     kept: str  # how its resident bytes are kept, for the host_memory gate
     shm_none: str  # why there is no /dev/shm region, when there is none
+    capacity: Capacity | None  # what vLLM publishes of it (0.33+ vllm:kv_offload_config_info), when it does
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
     verdict: str  # the headline, one or two sentences
@@ -167,6 +168,7 @@ class OffloadBackend(Protocol):
 
     name: str
     title: str  # how a sentence names it: "native", "LMCache"
+    no_offload_info: str | None  # why vLLM's vllm:kv_offload_config_info does not describe its pool
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
         """Whether vLLM runs the hybrid KV cache manager with this connector, and why."""

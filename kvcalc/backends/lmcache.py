@@ -35,6 +35,7 @@ class LMCachePool(Pool):
     shm_bytes_per_engine = 0
     shm_bytes_per_node = 0
     shm_none = "LMCache pins its pool with cudaHostAlloc"
+    capacity = None  # vLLM's CPUOffloadingInfo is the native connector's
     nothing = "LMCache's CPU tier holds 0 tokens"
 
     @property
@@ -282,6 +283,7 @@ class LMCacheBackend:
 
     name = "lmcache"
     title = "LMCache"
+    no_offload_info = "LMCache publishes its own metrics"  # not vLLM's vllm:kv_offload_config_info
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
         check_hma(layout.cache.hybrid_kv_cache_manager, behaviour.version)

@@ -20,6 +20,7 @@ class NativeBackend:
 
     name = "native"
     title = "native"
+    no_offload_info = None  # it publishes vllm:kv_offload_config_info (0.33+)
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
         return decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=hma_model_veto(layout.model))

@@ -14,7 +14,7 @@ from ..vocab.keys import FLAGS
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour
 from ..vocab.units import exact_bytes, format_bytes
-from .base import OutOfBounds, Pool, pod_resources
+from .base import Capacity, OutOfBounds, Pool, pod_resources
 from .formulas import FormulaResult, OffloadSettings, evaluate, family_behaviour, startup_check
 
 
@@ -164,6 +164,11 @@ class NativePool(Pool):
     def result(self) -> FormulaResult | None:
         """The selected release's counts (None without a budget, or when the connector fails at init)."""
         return None if self.budget_bytes is None else self.offload.selected_result
+
+    @property
+    def capacity(self) -> Capacity | None:
+        """What vLLM 0.33+ publishes as vllm:kv_offload_config_info (CPUOffloadingInfo)."""
+        return None if self.result is None or self.startup_error else self.result.capacity
 
     @property
     def unit(self) -> str:

@@ -593,11 +593,7 @@ def check_cmd(
         raise KvcalcError("check: give --log LOG or --metrics FILE")
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
-    vllm_version = flags["vllm_version"]
     loaded = load_layout(layout, overrides=layout_overrides(flags))
-    if loaded.offload.backend == "lmcache" and metrics is not None:
-        raise UnsupportedError(f"{loaded.source}: check --metrics compares the native connector's "
-                               "vllm:kv_offload_config_info; LMCache publishes its own metrics")
     if log is not None:
         loaded = _with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
@@ -631,10 +627,8 @@ def check_cmd(
         return
     from ..tools.logcheck import check
 
-    if vllm_version is not None:
-        text = "\n".join(line for line in text.splitlines() if "version" not in line)
     with _naming(loaded.source):
-        result = check(loaded, text, source=log)
+        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None)
     if fmt == "json":
         _print_json(result)
     else:

@@ -64,9 +64,11 @@ def _blocks_for(layout: Layout, memory: int) -> int | None:
     return p.gpu.num_blocks
 
 
-def check(layout: Layout, text: str, *, source: str) -> dict:
+def check(layout: Layout, text: str, *, source: str, version_given: bool = False) -> dict:
+    """The prediction against the log's numbers. The release is the flag's (`version_given`: --vllm-version set
+    it), else the one the log names, else the layout's."""
     logged = parse(text, source)
-    if logged["vllm_version"] and layout.vllm_version != logged["vllm_version"]:
+    if logged["vllm_version"] and not version_given and layout.vllm_version != logged["vllm_version"]:
         layout = replace(layout, vllm_version=logged["vllm_version"])
     if logged["max_model_len"] is not None and logged["max_model_len"] != layout.cache.max_model_len:
         layout = replace(layout, cache=replace(layout.cache, max_model_len=logged["max_model_len"]))

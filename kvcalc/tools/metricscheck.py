@@ -10,7 +10,8 @@ block_size). Both are gauges set to 1, one series per engine (label `engine`).
 from __future__ import annotations
 
 
-from ..vocab.errors import LayoutError
+from ..backends.base import backend
+from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.layout import Layout
 from ..pipeline import Plan, plan
 from ..vocab.records import replace
@@ -95,9 +96,8 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
         "num_gpu_blocks": None if p.gpu.num_blocks is None else str(p.gpu.num_blocks),
         "block_size": str(p.layers.block_size),
     }}
-    r = p.offload.results.get(p.selected)
-    if r is not None and not p.offload.startup_error and p.layout.offload.cpu_bytes_to_use is not None:
-        c = r.capacity
+    c = p.pool.capacity
+    if c is not None:
         out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks), "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
                              "cpu_kv_cache_size_bytes": str(c.cpu_kv_cache_size_bytes),
                              "cpu_kv_cache_size_tokens": "None" if c.cpu_kv_cache_size_tokens is None
@@ -107,6 +107,10 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
 
 def check(layout: Layout, text: str, *, source: str) -> dict:
     """Rows of (series, label, expected, found, match) for every label of every engine's series."""
+    unpublished = backend(layout.offload.backend).no_offload_info
+    if unpublished:
+        raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
+                               f"{unpublished}")
     found = parse(text, source=source)
     notes = []
     if layout.cache.kv_cache_memory is None and layout.cache.num_gpu_blocks_override is None:

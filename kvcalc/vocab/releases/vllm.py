@@ -64,6 +64,9 @@ class Family:
     action: str  # what a user should do about it
     readme_action: str  # the README table's "what to do" cell (markdown)
     evidence: str = ""  # the file of its first release that shows the formula
+    # The release that stands for the family when another is selected (size, the old/fixed notes): pinned here, so
+    # adding a release to the family changes no other release's answer until this row is edited.
+    representative: str | None = None
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -74,12 +77,6 @@ class Family:
     def versions(self) -> str:
         """Display range: '0.20.0 - 0.23.0' (JSON `versions`, `kvcalc versions`, the README)."""
         return _family_versions(self.id)
-
-    @property
-    def representative(self) -> str | None:
-        """The release that stands for the family when another is selected (size, the old/fixed notes): its last."""
-        rs = self.releases if self.rule is not None else ()
-        return rs[-1] if rs else None
 
 
 _OLD = OffloadRule(unit="page_x_tensors", chunks=False, host_aligned=False, replication=False,
@@ -109,19 +106,22 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_action="**upgrade to ≥ 0.20.0 if your layout is UniformType** (MLA + EAGLE, DeepSeek-V3.2, "
                          "per-layer KV heads, fp8 skip layers): workers get ~1/L of the blocks the scheduler hands "
                          "out → out-of-bounds stores",
-           evidence='0.14.0 v1/kv_offload/cpu.py: page_size_bytes * len(kv_cache_config.kv_cache_tensors) * world_size'),
+           evidence='0.14.0 v1/kv_offload/cpu.py: page_size_bytes * len(kv_cache_config.kv_cache_tensors) * world_size',
+           representative="0.19.1"),
     Family(id="fixed", first=(0, 20, 0), heading="fixed 0.20.0–0.23.0", rule=_FIXED,
            summary="C // ((sum(tensor sizes) // num_blocks) x world_size x f): the worker's true bytes",
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
            action="safe for UniformType; uneven PP stages still go out of bounds",
            readme_action="safe for UniformType; HMA stays off with the connector until 0.22",
-           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks (0.19.1: page x len)'),
+           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks (0.19.1: page x len)',
+           representative="0.23.0"),
     Family(id="packed", first=(0, 24, 0), heading="packed", rule=_FIXED,
            summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
            action="same counts as fixed for every classic layout",
            readme_action="same numbers for classic layouts",
-           evidence='0.24.0 v1/kv_offload/cpu/spec.py: is_packed = any(t.block_stride ...) -> size[0] (0.23.0: sum)'),
+           evidence='0.24.0 v1/kv_offload/cpu/spec.py: is_packed = any(t.block_stride ...) -> size[0] (0.23.0: sum)',
+           representative="0.25.1"),
     Family(id="config", first=(0, 26, 0), heading="config",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=False, replication=False,
                             single_allocation=False),
@@ -129,7 +129,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="chunks of `blocks_per_chunk` blocks",
            action="counts are chunks; blocks_per_chunk and block_size are exclusive",
            readme_action="hybrids need `--enable-prefix-caching`; `block_size` xor `blocks_per_chunk`",
-           evidence='0.26.0 offloading/config.py build_offloading_config: blocks_per_chunk (0.25.1: block_size_factor)'),
+           evidence='0.26.0 offloading/config.py build_offloading_config: blocks_per_chunk (0.25.1: block_size_factor)',
+           representative="0.26.0"),
     Family(id="replicated", first=(0, 27, 0), heading="replicated",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
                             single_allocation=False),
@@ -138,7 +139,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "TP-only `mp` stored once",
            action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
            readme_action="pure-MLA TP runs get TP× more CPU blocks",
-           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)'),
+           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)',
+           representative="0.28.0"),
     Family(id="single-alloc", first=(0, 29, 0), heading="single-alloc",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
                             single_allocation=True),
@@ -147,7 +149,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "test",
            action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
            readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)",
-           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)'),
+           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)',
+           representative="0.33.0"),
 )}
 
 
