@@ -11,6 +11,7 @@ from .engines.vllm.tensors import GpuPlan, LogNumbers, log_numbers
 from .vocab.errors import KvcalcError
 from .vocab.layout import OFFLOAD_BACKENDS, Layout
 from .vocab.records import cached, record, replace
+from .vocab.units import parse_size
 from .vocab.releases.vllm import REPRESENTATIVE, Behaviour, behaviour_for
 
 
@@ -148,3 +149,22 @@ def compare_backends(layout: Layout) -> list[tuple[str, Plan | KvcalcError]]:
         except KvcalcError as e:
             out.append((name, e))
     return out
+
+
+def decimal_budget_note(p: Plan) -> str | None:
+    """units.md: a budget in a decimal unit (64GB = 64 x 10^9) gets a note with the binary reading's CPU count
+    when it differs (64GB -> 30,517 blocks; 64GiB would give 32,768), the one vLLM's GiB flag would give."""
+    import re
+
+    loaded, pool = p.layout, p.pool
+    written = loaded.offload.cpu_bytes_written or ""
+    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", written)
+    if not m or pool.units_scheduler is None or pool.startup_error:
+        return None
+    binary = parse_size(f"{m.group(1)}{m.group(2).upper()}iB")
+    alt = plan(replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=binary)))
+    n, n_alt = pool.units_scheduler, alt.pool.units_scheduler
+    if n == n_alt:
+        return None
+    return (f"{written.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {pool.unit}; "
+            f"{m.group(1)}{m.group(2).upper()}iB ({binary:,} B) would give {n_alt:,}")

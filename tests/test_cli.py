@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
-from kvcalc.cli.app import RENDERERS
+from kvcalc.cli.console import RENDERERS
 from kvcalc.cli.options import OUTPUT_FORMATS
 
 GIB = 1 << 30

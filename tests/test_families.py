@@ -247,7 +247,7 @@ def test_adding_a_release_changes_no_other_release_size_answer(monkeypatch):
     before = to_json(list(size(layout, target).rows))
     caches = (v._family_releases, v._family_versions, v.behaviour_for)
     monkeypatch.setattr(v, "RELEASES", v.RELEASES + ("0.34.0",))
-    monkeypatch.setattr(v, "_RELEASE_TUPLES", v._RELEASE_TUPLES + ((0, 34, 0),))
+    monkeypatch.setattr(v, "RELEASE_TUPLES", v.RELEASE_TUPLES + ((0, 34, 0),))
     monkeypatch.setattr(v, "NEWEST", (0, 34, 0))
     try:
         for c in caches:

@@ -48,7 +48,7 @@ def test_readme_command_runs(args, capsys, monkeypatch):
 
 def test_readme_families_table_is_the_family_records():
     # The README's table is generated from versions.FAMILIES (`kvcalc versions --format markdown`).
-    from kvcalc.vocab.releases.vllm import families_markdown
+    from kvcalc.report.commands import families_markdown
 
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         text = fh.read()

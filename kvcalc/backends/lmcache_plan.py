@@ -183,35 +183,28 @@ def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> Vll
     return VllmFlag(kv_offloading_size=size, connector=CONNECTOR, max_local_cpu_size=size / (tp * pp))
 
 
-def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
-    lm = layout.offload.lmcache
-    par = layout.parallel
-    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
-    notes: list[str] = list(lm.notes)
-    warnings: list[str] = []
-    flag = _vllm_flag(lm, behaviour, tp, pp)
-    local_cpu, max_size = lm.local_cpu, lm.max_local_cpu_size
-    if flag is not None and flag.connector == MP_CONNECTOR:
-        warnings.append(
-            f"vLLM {behaviour.version} maps --kv-offloading-backend lmcache to {MP_CONNECTOR} and passes no size "
-            f"(config/vllm.py, from 0.23.0): --kv-offloading-size {flag.kv_offloading_size:g} has no effect; the "
-            "standalone LMCache server's own configuration sizes the pool, which kvcalc does not model")
-        return _unmodelled(lm, layout, flag, notes, warnings)
+def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, notes: list[str]) -> tuple[bool, float]:
+    """(local_cpu, max_local_cpu_size) as the connector receives them: vLLM's flag overrides the LMCache config."""
+    lm, par = layout.offload.lmcache, layout.parallel
     if flag is not None:
-        local_cpu, max_size = True, flag.max_local_cpu_size
+        size = flag.max_local_cpu_size
         notes.append(f"vLLM {behaviour.version}: --kv-offloading-backend lmcache --kv-offloading-size "
-                     f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {max_size:g} GiB per rank "
-                     f"(the size / (TP {tp} x PP {pp}), config/vllm.py), overriding the LMCache config")
-    elif "max_local_cpu_size" not in dict(lm.provenance):
-        notes.append(f"LMCache max_local_cpu_size not set: its default {max_size:g} GiB per rank "
+                     f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {size:g} GiB per rank "
+                     f"(the size / (TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size}), config/vllm.py), "
+                     "overriding the LMCache config")
+        return True, size
+    if "max_local_cpu_size" not in dict(lm.provenance):
+        notes.append(f"LMCache max_local_cpu_size not set: its default {lm.max_local_cpu_size:g} GiB per rank "
                      "(v1/config.py)")
-    if lm.lazy_allocator:
-        raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
-                              "lazily and grows it at run time; kvcalc does not model that")
-    kv_size, heads, head_size, dtype_bytes = _model_shape(layout)
-    use_mla = layout.model.is_mla
+    return lm.local_cpu, lm.max_local_cpu_size
+
+
+def _save_only_first_rank(layout: Layout) -> bool:
+    """LMCache's save_only_first_rank as it settles it (extra_config, default: the model uses MLA; v1/cache_engine.py
+    `... and metadata.use_mla`), refusing the topologies where its first rank is not what kvcalc can name."""
+    lm, par, use_mla = layout.offload.lmcache, layout.parallel, layout.model.is_mla
     sofr = (use_mla if lm.save_only_first_rank is None else lm.save_only_first_rank) and use_mla
-    if sofr and pp > 1:
+    if sofr and par.pipeline_parallel_size > 1:
         raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores (v1/metadata.py "
                               "first_rank = 0), so the other stages' layers are never stored; set "
                               "extra_config.save_only_first_rank false")
@@ -219,51 +212,94 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         raise _refuse(layout, "save_only_first_rank under external_launcher with DP > 1: every DP rank shares one "
                               "world, so which rank is LMCache's first rank (parallel_config.rank 0) depends on the "
                               "launcher; kvcalc does not model it")
-    world = tp * pp
-    if sofr and not lm.use_layerwise:
-        ids = {0} | set(lm.lookup_server_worker_ids or ())
-        if lm.enable_controller:
-            ids |= set(lm.lmcache_worker_ids or ())
-        bad = sorted(i for i in ids if i >= world)
-        if bad:
-            raise _refuse(layout, f"worker id {bad[0]} in lookup_server_worker_ids / lmcache_worker_ids: one engine "
-                                  f"has ranks 0 - {world - 1} (LMCache asserts)")
-        storing = tuple(sorted(ids))
-    else:
-        storing = tuple(range(world))
-    has_pool = max_size > 0
-    align = lm.pinned_align_bytes or ALIGN_BYTES
-    per_rank_pool = int(max_size * GIB) if has_pool else 0
-    first_size = lm.first_rank_max_local_cpu_size if sofr and lm.first_rank_max_local_cpu_size is not None else None
-    first_pool = (int(first_size * GIB) if first_size is not None else per_rank_pool) if has_pool else 0
+    return sofr
 
-    parts = pp_split(layout.model.num_layers, pp, par.pp_layer_partition)
-    drafts = _draft_layers(layout)
-    stages = []
+
+def _storing_ranks(layout: Layout, sofr: bool) -> tuple[int, ...]:
+    """The ranks of one engine that allocate a pool (v1/cache_engine.py post_init): every rank, unless
+    save_only_first_rank: rank 0, the lookup servers' and (with enable_controller) the LMCache workers' ranks."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    world = par.tensor_parallel_size * par.pipeline_parallel_size
+    if not sofr or lm.use_layerwise:
+        return tuple(range(world))
+    ids = {0} | set(lm.lookup_server_worker_ids or ())
+    if lm.enable_controller:
+        ids |= set(lm.lmcache_worker_ids or ())
+    bad = sorted(i for i in ids if i >= world)
+    if bad:
+        raise _refuse(layout, f"worker id {bad[0]} in lookup_server_worker_ids / lmcache_worker_ids: one engine "
+                              f"has ranks 0 - {world - 1} (LMCache asserts)")
+    return tuple(sorted(ids))
+
+
+def _stages(layout: Layout, shape: tuple[int, int, int, int], storing: tuple[int, ...], pool: int,
+            local_cpu: bool, drafts: list[int]) -> list[LMCacheStage]:
+    """One entry per PP stage: its chunk (the target's and the drafter's layers alike), and what a pool holds."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    kv_size, heads, head_size, dtype_bytes = shape
+    align = lm.pinned_align_bytes or ALIGN_BYTES
     per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes  # one layer's slice of a chunk
+    stages = []
+    parts = pp_split(layout.model.num_layers, par.pipeline_parallel_size, par.pp_layer_partition)
     for rank, (n, d) in enumerate(zip(parts, drafts)):
         layers = n + d
         chunk = layers * per_layer
         aligned = layers * round_up(per_layer, align) if lm.use_layerwise else round_up(chunk, align)
-        in_stage = sum(1 for i in storing if i // tp == rank)
-        chunks = per_rank_pool // aligned if aligned and in_stage else 0
+        in_stage = sum(1 for i in storing if i // par.tensor_parallel_size == rank)
+        chunks = pool // aligned if aligned and in_stage else 0
         stages.append(LMCacheStage(
             pp_rank=rank, num_layers=n, draft_layers=d, kv_size=kv_size, num_kv_heads=heads, head_size=head_size,
             dtype_bytes=dtype_bytes, chunk_bytes=chunk, chunk_bytes_aligned=aligned, chunks_per_rank=chunks,
             tokens_per_rank=chunks * lm.chunk_size if local_cpu else 0, storing_ranks=in_stage))
-    d = layout.model.draft
-    if d is not None:
-        own = (d.num_kv_heads, d.head_size) if d.method in ("eagle", "eagle3") else None
-        if use_mla or (own is not None and own != (None, None) and (
-                d.head_size not in (None, head_size)
-                or (d.num_kv_heads is not None and d.num_kv_heads != layout.model.num_kv_heads[-1]))):
-            notes.append(f"LMCache sizes the {d.method} drafter's {d.num_layers} layer(s) like the target's "
-                         f"({kv_size} x {heads} head(s) x {head_size}), not as vLLM allocates them "
-                         "(calculate_draft_layers only adds to num_layer)")
-        if pp > 1 and drafts[-1] < d.num_layers:
-            warnings.append(f"LMCache counts the drafter's layers on PP stage(s) "
-                            f"{', '.join(str(i) for i, n in enumerate(drafts) if n)} (get_pp_indices of the drafter's "
-                            f"{d.num_layers} layer(s)), while vLLM places them on the last stage {pp - 1}")
+    return stages
+
+
+def _draft_notes(layout: Layout, shape: tuple[int, int, int, int], drafts: list[int], notes: list[str],
+                 warnings: list[str]) -> None:
+    """How LMCache sizes a drafter's layers, where that is not how vLLM allocates them."""
+    d, pp = layout.model.draft, layout.parallel.pipeline_parallel_size
+    if d is None:
+        return
+    kv_size, heads, head_size, _ = shape
+    own = (d.num_kv_heads, d.head_size) if d.method in ("eagle", "eagle3") else None
+    if layout.model.is_mla or (own is not None and own != (None, None) and (
+            d.head_size not in (None, head_size)
+            or (d.num_kv_heads is not None and d.num_kv_heads != layout.model.num_kv_heads[-1]))):
+        notes.append(f"LMCache sizes the {d.method} drafter's {d.num_layers} layer(s) like the target's "
+                     f"({kv_size} x {heads} head(s) x {head_size}), not as vLLM allocates them "
+                     "(calculate_draft_layers only adds to num_layer)")
+    if pp > 1 and drafts[-1] < d.num_layers:
+        warnings.append(f"LMCache counts the drafter's layers on PP stage(s) "
+                        f"{', '.join(str(i) for i, n in enumerate(drafts) if n)} (get_pp_indices of the drafter's "
+                        f"{d.num_layers} layer(s)), while vLLM places them on the last stage {pp - 1}")
+
+
+def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
+    lm, par = layout.offload.lmcache, layout.parallel
+    notes: list[str] = list(lm.notes)
+    warnings: list[str] = []
+    flag = _vllm_flag(lm, behaviour, par.tensor_parallel_size, par.pipeline_parallel_size)
+    if flag is not None and flag.connector == MP_CONNECTOR:
+        warnings.append(
+            f"vLLM {behaviour.version} maps --kv-offloading-backend lmcache to {MP_CONNECTOR} and passes no size "
+            f"(config/vllm.py, from 0.23.0): --kv-offloading-size {flag.kv_offloading_size:g} has no effect; the "
+            "standalone LMCache server's own configuration sizes the pool, which kvcalc does not model")
+        return _unmodelled(lm, layout, flag, notes, warnings)
+    local_cpu, max_size = _pool_size(layout, behaviour, flag, notes)
+    if lm.lazy_allocator:
+        raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
+                              "lazily and grows it at run time; kvcalc does not model that")
+    shape = _model_shape(layout)
+    sofr = _save_only_first_rank(layout)
+    storing = _storing_ranks(layout, sofr)
+    world = par.tensor_parallel_size * par.pipeline_parallel_size
+    has_pool = max_size > 0
+    per_rank_pool = int(max_size * GIB) if has_pool else 0
+    first_size = lm.first_rank_max_local_cpu_size if sofr and lm.first_rank_max_local_cpu_size is not None else None
+    first_pool = (int(first_size * GIB) if first_size is not None else per_rank_pool) if has_pool else 0
+    drafts = _draft_layers(layout)
+    stages = _stages(layout, shape, storing, per_rank_pool, local_cpu, drafts)
+    _draft_notes(layout, shape, drafts, notes, warnings)
     first = None
     if first_size is not None:
         c = first_pool // stages[0].chunk_bytes_aligned if stages[0].chunk_bytes_aligned else 0
@@ -277,6 +313,25 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         tokens = min(s.tokens_per_rank for s in stages)
     disk = int(lm.max_local_disk_size * GIB) if lm.local_disk else 0
     worst = max(s.chunk_bytes_aligned for s in stages)
+    _pool_notes(layout, flag, sofr, storing, local_cpu, max_size, per_rank_pool, stages, worst, notes, warnings)
+    return LMCachePlan(
+        version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
+        save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
+        first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
+        storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
+        first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident.values()),
+        resident_bytes_per_node=node_peak([resident.get(i, 0) for i in range(world)], par.nnodes,
+                                          par.engines_per_node), tokens_per_engine=tokens,
+        disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
+        notes=tuple(notes), warnings=tuple(warnings))
+
+
+def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tuple[int, ...], local_cpu: bool,
+                max_size: float, per_rank_pool: int, stages: list[LMCacheStage], worst: int, notes: list[str],
+                warnings: list[str]) -> None:
+    """What the pool's settings mean, in the order a reader meets them."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    world = par.tensor_parallel_size * par.pipeline_parallel_size
     if sofr:
         notes.append(f"LMCache save_only_first_rank (MLA): only rank(s) {', '.join(map(str, storing))} of "
                      f"{world} allocate a pool; the others receive rank 0's KV by broadcast")
@@ -291,6 +346,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         notes.append("LMCache caps rank 0's pool at the host's available memory minus reserve_local_cpu_size at "
                      "start-up (local_cpu_backend.py _calculate_effective_cpu_size); kvcalc shows the configured "
                      "size")
+    has_pool = max_size > 0
     if has_pool and per_rank_pool and min(s.chunks_per_rank for s in stages if s.storing_ranks) == 0:
         warnings.append(f"LMCache max_local_cpu_size {max_size:g} GiB ({per_rank_pool:,} B) holds no chunk of "
                         f"{worst:,} B: the CPU tier stores nothing")
@@ -298,16 +354,6 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         notes.append("LMCache max_local_cpu_size <= 0: no CPU pool is allocated")
     if lm.ignored:
         notes.append("LMCache keys that do not change the CPU pool: " + ", ".join(lm.ignored))
-    return LMCachePlan(
-        version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=use_mla,
-        save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
-        first_rank_max_local_cpu_size=first_size, alignment=align, stages=tuple(stages), storing_ranks=len(storing),
-        storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool, first_rank=first,
-        pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident.values()),
-        resident_bytes_per_node=node_peak([resident.get(i, 0) for i in range(world)], par.nnodes,
-                                          par.engines_per_node), tokens_per_engine=tokens,
-        disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
-        notes=tuple(notes), warnings=tuple(warnings))
 
 
 def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnings) -> LMCachePlan:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from typing import Literal, Optional
 
 import typer
 
-from ..vocab.errors import KvcalcError, LayoutError, StartupRefusal, UnsupportedError
+from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import console, err, plain
-from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, layout_flags,
-                      layout_overrides, split_overrides)
+from .console import RENDERERS, console, err, naming, plain, print_json, report_checks
+from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, from_manifest,
+                      layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
+from .steps import backends_of, plan_or_refusal, releases_of, verified
 
 
 APP_SETTINGS = dict(
@@ -77,6 +77,7 @@ def plan(
     flags: dict = None,
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
+    from ..pipeline import decimal_budget_note
     from ..report.report import build_report
 
     base, overrides = split_overrides(flags)
@@ -84,16 +85,21 @@ def plan(
     if k8s is not None:
         if layout is not None or serve is not None:
             raise KvcalcError("--k8s reads the serve line from the manifest: give no layout or --serve with it")
-        serve, base = _from_manifest(k8s, container, overrides, base, thresholds)
+        serve, base = from_manifest(k8s, container, overrides, base, thresholds)
     elif container is not None:
         raise KvcalcError("--container picks a container of --k8s FILE")
-    loaded = _load_input(layout, serve, overrides, base)
+    loaded = load_input(layout, serve, overrides, base)
     if memory_log is not None:
-        loaded = _gpu_blocks_from_log(loaded, memory_log)
+        from ..inputs.files import read_bytes
+        from ..tools.logcheck import gpu_blocks_from_log
+
+        text = read_bytes(memory_log, "a readable file").decode("utf-8", "replace")
+        loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
+        err(f"note: {note}")
     if check and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
-    p = _plan_or_refusal(loaded, check, fmt)
+    p = plan_or_refusal(loaded, check, fmt)
     checks = None
     if check:
         from ..tools.gates import evaluate
@@ -102,206 +108,24 @@ def plan(
                           engines_per_node=loaded.parallel.engines_per_node,
                           shm_checked=p.behaviour.shm_free_space_check,
                           shm_message_named=p.behaviour.shm_message_named, **thresholds)
-    report = build_report(p, releases=_releases(loaded, compare_versions), checks=checks,
-                          verify=_verified(p) if verify else None,
-                          backends=_backends(loaded) if compare_backends else None)
+    report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
+                          verify=verified(p) if verify else None,
+                          backends=backends_of(loaded) if compare_backends else None)
     for line in p.notes:
         err(f"note: {line}")
-    other = other_unit_reading(p)
+    other = decimal_budget_note(p)
     if other:
         err(f"note: {other}")
     for line in p.warnings:
         err(f"warning: {line}")
     RENDERERS[fmt](report)
     if check:
-        _report_checks(report.checks)
+        report_checks(report.checks)
         if not all(c.passed for c in report.checks):
             raise typer.Exit(1)
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
         raise StartupRefusal(f"{loaded.source}: {report.error}")
-
-
-def _from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, thresholds: dict) -> tuple[str, dict]:
-    """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
-    the pod's grants become the gates' limits unless given on the command line (`thresholds`, `overrides` set)."""
-    import shlex
-
-    from ..inputs.k8s import read as read_manifest
-
-    grant = read_manifest(k8s, container=container)
-    if grant.pinned_round_threshold_mb is not None:
-        overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
-                                                                "PYTORCH_ALLOC_CONF in the manifest"))
-    if grant.memory_limit is not None:
-        thresholds.setdefault("host_memory", grant.memory_limit)
-    thresholds.setdefault("shm_size", grant.shm_size_limit)
-    for n in grant.notes:
-        err(f"note: {n}")
-    if grant.lmcache_env:
-        # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
-        from ..inputs.lmcache_sources import overrides as lmcache_sources
-
-        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
-        base = {**pod_env, **base}
-        for n in pod_notes:
-            err(f"note: {n}")
-    return shlex.join(grant.argv), base
-
-
-def _plan_or_refusal(loaded, check: bool, fmt: str):
-    """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
-    gate (stdout: the refused report as JSON) and exit 1."""
-    from ..pipeline import plan as make_plan
-
-    try:
-        return make_plan(loaded)
-    except StartupRefusal as e:
-        if not check:
-            _name_source(e, loaded.source)
-            raise
-        from ..report.sections import RefusedReport
-        from ..tools.gates import refused
-
-        checks = refused(loaded.vllm_version, e.one_line())
-        if fmt == "json":
-            _print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
-                                      checks=checks))
-        _report_checks(checks)
-        raise typer.Exit(1) from None
-    except KvcalcError as e:
-        _name_source(e, loaded.source)
-        raise
-
-
-def _releases(loaded, compare_versions: str | None):
-    """--compare-versions: the same layout on each release (a Plan or that release's refusal)."""
-    if compare_versions is None:
-        return None
-    from ..pipeline import compare
-
-    versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
-    if not versions:
-        raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
-    try:
-        return compare(loaded, versions)
-    except UnsupportedError as e:
-        raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
-
-
-def _verified(p):
-    from ..tools.verify import verify_plan
-
-    return verify_plan(p)
-
-
-def _backends(loaded):
-    """--compare-backends: every backend's pool for this layout's budget."""
-    from ..pipeline import compare_backends as every_backend
-    from ..report.report import backend_entries
-
-    if not loaded.offload.budget_given:
-        raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
-                          "--kv-offloading-size (or an LMCache config)")
-    return backend_entries(every_backend(loaded))
-
-
-def _load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
-    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line.
-    `base`: LMCache's file and environment (a serve line's kv_connector_extra_config overrides them)."""
-    from ..inputs.yaml_layout import load_layout
-
-    if (layout is None) == (serve is None):
-        raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
-                          "one of them")
-    if layout is not None:
-        return load_layout(layout, overrides={**(base or {}), **overrides})
-    from ..inputs.serve import load_serve, split
-
-    loaded, notes = load_serve(split(serve), overrides=overrides, base=base)
-    for n in notes:
-        err(f"note: {n}")
-    return loaded
-
-
-def _pod_block(pod: dict) -> str:
-    """The container's resources and the /dev/shm volume a pod needs for one engine's CPU tier (YAML to paste);
-    the memory limit still needs the process's own memory on top (weights staging, CUDA context, Python)."""
-    lines = ["# the CPU tier's share; add the process's own memory (a few GiB) to the limit",
-             "resources:", "  limits:", f"    memory: {pod['memory_limit']}"]
-    if pod["shm_size_limit"]:
-        lines += ["volumeMounts:", "  - {name: dshm, mountPath: /dev/shm}",
-                  "volumes:", f"  - {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {pod['shm_size_limit']}}}}}"]
-    return "\n".join(lines) + "\n"
-
-
-def _gpu_blocks_from_log(loaded, log: str):
-    """The GPU side of a real start: the block count the log's lines allow (check --log's candidates, the one
-    that reproduces every logged number), as num_gpu_blocks_override; the plan itself keeps the layout's release
-    and max_model_len."""
-    from ..inputs.files import read_bytes
-    from ..tools.logcheck import check as check_log
-    from ..vocab.records import replace
-
-    text = read_bytes(log, "a readable file").decode("utf-8", "replace")
-    if "Available KV cache memory" not in text:
-        raise KvcalcError(f"{log}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
-    probe = replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
-    # The block count is the logged run's: its release and max_model_len (when the log names them) decide which
-    # candidate reproduces the logged lines.
-    result = check_log(probe, text, source=log)
-    lo, hi = result["num_gpu_blocks_range"]
-    n = result["num_gpu_blocks"]
-    pinned = "matched by its KV cache size line" if result["match"] else (
-        f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
-    err(f"note: {n:,} GPU blocks from {log} ({result['memory']}; {pinned})")
-    return replace(loaded, cache=replace(loaded.cache, kv_cache_memory=None, num_gpu_blocks_override=n))
-
-
-def other_unit_reading(p) -> str | None:
-    """units.md: a budget in a decimal unit (64GB = 64 x 10^9) gets a note with the binary reading's CPU count
-    when it differs (64GB -> 30,517 blocks; 64GiB would give 32,768), the one vLLM's GiB flag would give."""
-    import re
-
-    from ..pipeline import plan as make_plan
-    from ..vocab.records import replace
-    from ..vocab.units import parse_size
-
-    loaded, pool = p.layout, p.pool
-    written = loaded.offload.cpu_bytes_written or ""
-    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", written)
-    if not m or pool.units_scheduler is None or pool.startup_error:
-        return None
-    binary = parse_size(f"{m.group(1)}{m.group(2).upper()}iB")
-    alt = make_plan(replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=binary)))
-    n, n_alt = pool.units_scheduler, alt.pool.units_scheduler
-    if n == n_alt:
-        return None
-    return (f"{written.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {pool.unit}; "
-            f"{m.group(1)}{m.group(2).upper()}iB ({binary:,} B) would give {n_alt:,}")
-
-
-def _name_source(e: KvcalcError, source: str) -> None:
-    """Name the file for refusals raised deep in the core (startup rules, unsupported settings). A LayoutError
-    names its own file already (the layout, or the log / scrape it was reading)."""
-    if not isinstance(e, LayoutError) and not str(e).startswith(source):
-        e.args = (f"{source}: {e}",)
-
-
-@contextmanager
-def _naming(source: str):
-    """Refusals raised inside the block name the layout file."""
-    try:
-        yield
-    except KvcalcError as e:
-        _name_source(e, source)
-        raise
-
-
-def _report_checks(checks) -> None:
-    for c in checks:
-        if not c.passed:
-            err(f"check failed: {c.name}: {c.reason}")
 
 
 @app.command()
@@ -351,7 +175,8 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
                                                   "first and last release it holds for, and the file that shows it")
              ) -> None:
     """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
-    from ..vocab.releases.vllm import DEFAULT_VERSION, boundaries, families_markdown, releases_table
+    from ..report.commands import boundaries, families_markdown, releases_table
+    from ..vocab.releases.vllm import DEFAULT_VERSION
 
     if show_boundaries:
         rows = boundaries()
@@ -360,16 +185,9 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
 
             sys.stdout.write(json.dumps({"boundaries": rows}, indent=2) + "\n")
             return
-        from rich import box
-        from rich.table import Table
+        from ..report.commands import render_boundaries
 
-        t = Table(title="Behaviour boundaries (each verified in the releases' wheels)", title_justify="left",
-                  box=None if plain() else box.HEAVY_HEAD)
-        for col in ("flag", "value", "first", "last", "evidence"):
-            t.add_column(col, overflow="fold")
-        for r in rows:
-            t.add_row(r["flag"], str(r["value"]), r["first"] or "", r["last"] or "", r["evidence"])
-        console(160).print(t)
+        console(160).print(render_boundaries(rows, plain()))
         return
     if fmt == "markdown":
         sys.stdout.write(families_markdown())
@@ -384,16 +202,9 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
                                      "lmcache": {"default_version": DEFAULT_LMCACHE_VERSION,
                                                  "releases_read": list(LMCACHE_RELEASES)}}, indent=2) + "\n")
         return
-    from rich import box
-    from rich.table import Table
+    from ..report.commands import render_families
 
-    t = Table(title=f"vLLM families (default --vllm-version {DEFAULT_VERSION})", title_justify="left",
-              box=None if plain() else box.HEAVY_HEAD)
-    for col in ("family", "releases", "CPU count", "what to do", "read"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
-    console(120).print(t)
+    console(120).print(render_families(rows, DEFAULT_VERSION, plain()))
     from ..vocab.releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 
     sys.stdout.write(f"LMCache releases read (--lmcache-version, default {DEFAULT_LMCACHE_VERSION}): "
@@ -412,34 +223,18 @@ def vllm_args(
     flags: dict = None,
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
-    import shlex
-
     from ..inputs.yaml_layout import load_layout
     from ..tools.vllm_args import build, startable_plan
 
     loaded = load_layout(layout, overrides=layout_overrides(flags))
-    with _naming(loaded.source):
+    with naming(loaded.source):
         doc = build(*startable_plan(loaded))
     if fmt == "json":
-        _print_json(doc)
+        print_json(doc)
     else:
-        # A model directory's config.json names the model to serve (its directory); any other file does not
-        # (examples/configs/jamba-1.5-mini.json sits among unrelated configs): a placeholder then.
-        if os.path.basename(loaded.source) == "config.json":
-            model = shlex.quote(os.path.dirname(loaded.source) or ".")
-        else:
-            model = "<model>"
-            if loaded.source.endswith(".json"):
-                doc["notes"].append(f"replace <model> with the model to serve ({loaded.source} is not a model "
-                                    "directory's config.json)")
-        for key in ("args_kv_offloading_size", "args_kv_transfer_config"):
-            if doc[key]:
-                sys.stdout.write(f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n")
-        if doc["lmcache_yaml"]:
-            sys.stdout.write("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
-            sys.stdout.write("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")
-        if k8s and doc["pod"]:
-            sys.stdout.write(_pod_block(doc["pod"]))
+        from ..report.commands import vllm_args_text
+
+        sys.stdout.write(vllm_args_text(doc, loaded.source, k8s))
     for n in doc["notes"]:
         err(f"note: {n}")
     unsafe = ("vLLM would not start with this layout" if not doc["starts"] else
@@ -489,20 +284,11 @@ def size_cmd(
     if answer.refusal:
         raise KvcalcError(f"{loaded.source}: {answer.refusal}")
     if fmt == "json":
-        _print_json(answer.document(loaded.source, target))
+        print_json(answer.document(loaded.source, target))
         return
     from ..report.table import Style, render_size
 
     console(140).print(render_size(answer, target, Style(plain=plain())))
-
-
-def _with_a_budget(loaded):
-    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
-    if loaded.offload.budget_given:
-        return loaded
-    from ..vocab.records import replace
-
-    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
 
 
 @app.command()
@@ -517,7 +303,7 @@ def sweep(
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
     from ..inputs.yaml_layout import read_input
-    from ..tools.sweep import COLUMNS, grid, run
+    from ..tools.sweep import COLUMNS, SHOWN, grid, run
 
     from ..vocab.keys import FLAGS, SWEEP_AXES
 
@@ -546,6 +332,11 @@ def sweep(
         from rich.progress import track
 
         rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
+    _write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
+
+
+def _write_sweep(rows, fmt: str, source: str, total: int, shown: list[str]) -> None:
+    """A sweep's rows as they come (the grid is never held): JSON lines, CSV, or a table of the `shown` columns."""
     if fmt == "jsonl":
         import json
 
@@ -554,23 +345,16 @@ def sweep(
     elif fmt == "csv":
         import csv
 
+        from ..tools.sweep import COLUMNS
+
         writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: "" if v is None else v for k, v in row.items()})
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from ..report.commands import render_sweep
 
-        shown = [c for c in COLUMNS if c in ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker",
-                                               "out_of_bounds", "unused_bytes", "error") or axes.get(c)]
-        t = Table(box=None, title=f"sweep of {source}: {total} point(s)", title_justify="left")
-        for c in shown:
-            t.add_column(c, overflow="fold")
-        for row in rows:
-            t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
-                                                    isinstance(row[c], bool) else str(row[c])) for c in shown))
-        console(140).print(t)
+        console(140).print(render_sweep(rows, shown, source, total))
 
 
 @app.command("check")
@@ -595,29 +379,22 @@ def check_cmd(
         raise KvcalcError("check: give --log or --metrics, one at a time")
     loaded = load_layout(layout, overrides=layout_overrides(flags))
     if log is not None:
-        loaded = _with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
+        loaded = with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
     text = read_bytes(source, "a readable file").decode("utf-8", "replace")
     if metrics is not None:
         from ..tools.metricscheck import check as check_metrics
 
-        with _naming(loaded.source):
+        with naming(loaded.source):
             result = check_metrics(loaded, text, source=metrics)
         for n in result["notes"]:
             err(f"note: {n}")
         if fmt == "json":
-            _print_json(result)
+            print_json(result)
         else:
-            from rich.table import Table
+            from ..report.commands import render_metrics_check
 
-            t = Table(box=None, title=f"{metrics} against {loaded.source} (vLLM {result['vllm_version']})",
-                      title_justify="left")
-            for c in ("series", "engine", "label", "predicted", "scraped", "match"):
-                t.add_column(c, overflow="fold")
-            for r in result["rows"]:
-                t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]),
-                          "yes" if r["match"] else "NO")
-            console(120).print(t)
+            console(120).print(render_metrics_check(result, metrics, loaded.source))
         for r in result["rows"]:
             if not r["match"]:
                 err(f"check failed: {metrics} line {r['line']}: {r['series']} label {r['label']}: expected "
@@ -627,20 +404,14 @@ def check_cmd(
         return
     from ..tools.logcheck import check
 
-    with _naming(loaded.source):
+    with naming(loaded.source):
         result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None)
     if fmt == "json":
-        _print_json(result)
+        print_json(result)
     else:
-        from rich.table import Table
+        from ..report.commands import render_log_check
 
-        t = Table(box=None, title=f"{log} against {loaded.source} (vLLM {result['vllm_version']}; memory: "
-                                  f"{result['memory']})", title_justify="left")
-        for c in ("quantity", "predicted", "logged", "match"):
-            t.add_column(c)
-        for r in result["rows"]:
-            t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
-        console(120).print(t)
+        console(120).print(render_log_check(result, log, loaded.source))
     if not result["rows"]:
         raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
     if not result["match"]:
@@ -659,26 +430,3 @@ def schema(kind: Literal["layout", "output"] = typer.Argument(
 
     doc = layout_schema() if kind == "layout" else output_schema()
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-
-
-def _print_table(report) -> None:
-    from ..report.table import Style, render, render_comparison
-
-    style = Style(plain=plain())
-    out = console(100)
-    for item in render(report, style):
-        out.print(item)
-    if report.releases is not None:
-        out.print(render_comparison(report, style))
-    if report.verify is not None:
-        out.print(report.verify.summary)
-
-
-def _print_json(report) -> None:
-    from ..report.json import render
-
-    sys.stdout.write(render(report))
-
-
-# Every --format value maps to exactly one renderer (a test walks the enum).
-RENDERERS = {"table": _print_table, "json": _print_json}

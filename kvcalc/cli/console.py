@@ -1,10 +1,13 @@
-"""The streams: stdout for data, stderr for diagnostics, ASCII spellings for a stream that cannot encode kvcalc's
+"""The streams and the renderers' entry points: stdout for data, stderr for diagnostics, ASCII spellings for a stream that cannot encode kvcalc's
 characters, and the console renderers print on (a fixed width when piped, no colour unless a terminal)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+
+from ..vocab.errors import KvcalcError, LayoutError
 
 
 def plain() -> bool:
@@ -73,3 +76,49 @@ def encodable_streams() -> None:
             except (AttributeError, ValueError):
                 pass
             setattr(sys, name, AsciiStream(stream))
+
+
+def name_source(e: KvcalcError, source: str) -> None:
+    """Name the file for refusals raised deep in the core (startup rules, unsupported settings). A LayoutError
+    names its own file already (the layout, or the log / scrape it was reading)."""
+    if not isinstance(e, LayoutError) and not str(e).startswith(source):
+        e.args = (f"{source}: {e}",)
+
+
+@contextmanager
+def naming(source: str):
+    """Refusals raised inside the block name the layout file."""
+    try:
+        yield
+    except KvcalcError as e:
+        name_source(e, source)
+        raise
+
+
+def report_checks(checks) -> None:
+    for c in checks:
+        if not c.passed:
+            err(f"check failed: {c.name}: {c.reason}")
+
+
+def print_table(report) -> None:
+    from ..report.table import Style, render, render_comparison
+
+    style = Style(plain=plain())
+    out = console(100)
+    for item in render(report, style):
+        out.print(item)
+    if report.releases is not None:
+        out.print(render_comparison(report, style))
+    if report.verify is not None:
+        out.print(report.verify.summary)
+
+
+def print_json(report) -> None:
+    from ..report.json import render
+
+    sys.stdout.write(render(report))
+
+
+# Every --format value maps to exactly one renderer (a test walks the enum).
+RENDERERS = {"table": print_table, "json": print_json}

@@ -163,3 +163,57 @@ def grouped_command_class():
                     formatter.write_dl(groups[panel])
 
     return GroupedCommand
+
+
+def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, thresholds: dict) -> tuple[str, dict]:
+    """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
+    the pod's grants become the gates' limits unless given on the command line (`thresholds`, `overrides` set)."""
+    import shlex
+
+    from ..inputs.k8s import read as read_manifest
+
+    grant = read_manifest(k8s, container=container)
+    if grant.pinned_round_threshold_mb is not None:
+        overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
+                                                                "PYTORCH_ALLOC_CONF in the manifest"))
+    if grant.memory_limit is not None:
+        thresholds.setdefault("host_memory", grant.memory_limit)
+    thresholds.setdefault("shm_size", grant.shm_size_limit)
+    for n in grant.notes:
+        err(f"note: {n}")
+    if grant.lmcache_env:
+        # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
+        from ..inputs.lmcache_sources import overrides as lmcache_sources
+
+        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
+        base = {**pod_env, **base}
+        for n in pod_notes:
+            err(f"note: {n}")
+    return shlex.join(grant.argv), base
+
+
+def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
+    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line.
+    `base`: LMCache's file and environment (a serve line's kv_connector_extra_config overrides them)."""
+    from ..inputs.yaml_layout import load_layout
+
+    if (layout is None) == (serve is None):
+        raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
+                          "one of them")
+    if layout is not None:
+        return load_layout(layout, overrides={**(base or {}), **overrides})
+    from ..inputs.serve import load_serve, split
+
+    loaded, notes = load_serve(split(serve), overrides=overrides, base=base)
+    for n in notes:
+        err(f"note: {n}")
+    return loaded
+
+
+def with_a_budget(loaded):
+    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
+    if loaded.offload.budget_given:
+        return loaded
+    from ..vocab.records import replace
+
+    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))

@@ -68,20 +68,38 @@ def _runs(tensors) -> list[tuple[int, int | None, list[str]]]:
 
 
 def render(report: Report, style: Style = Style()) -> list[RenderableType]:
-    out: list[RenderableType] = []
-    m, par, cache, gpu = report.model, report.parallel, report.cache, report.gpu
-    kinds = ", ".join(f"{n} {k}" for k, n in m.layer_kinds.items())
-    draft = f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft else ""
+    """The plan for people: the heading, the first screen (summary, verdict), then the detail."""
+    m, par = report.model, report.parallel
     head = Text()
     head.append(f"{m.name}", style="bold")
     head.append(f" — vLLM {report.vllm_version} (family {report.family}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
                 f"(world {par.world_size}), DP {par.data_parallel_size}")
-    out.append(head)
-    out.extend(summary(report, style))
+    out: list[RenderableType] = [head, *summary(report, style), _layout_table(report, style),
+                                 _fields_table(report, style), _groups_table(report, style)]
+    out += [_tensor_table(report, w, style) for w in report.gpu.workers]
+    g = _table(style, f"GPU (what vLLM logs, {report.gpu.log_family})", "", "", header=False)
+    g.add_row("num_gpu_blocks", _n(report.gpu.num_blocks))
+    for line in report.gpu.log_lines:
+        g.add_row("log", line)
+    out += [g, _offload_table(report, style)]
+    if report.offload.backends:
+        out.append(_backends_table(report, style))
+    bars = memory_bars(report, style)
+    if bars is not None:
+        out.append(bars)
+    return out
 
+
+def _kinds(report: Report) -> str:
+    return ", ".join(f"{n} {k}" for k, n in report.model.layer_kinds.items())
+
+
+def _layout_table(report: Report, style: Style) -> Table:
+    m, cache, gpu = report.model, report.cache, report.gpu
+    draft = f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft else ""
     lay = _table(style, "Layout", "", "", header=False)
-    lay.add_row("layers", f"{m.num_layers}: {kinds}{draft}")
+    lay.add_row("layers", f"{m.num_layers}: {_kinds(report)}{draft}")
     lay.add_row("dtype / KV dtype", f"{m.dtype} / {cache.kv_cache_dtype}")
     lay.add_row("block size", f"{gpu.attention_block_size} tokens" + (
         f" (Mamba {cache.mamba_block_size}, mode {cache.mamba_cache_mode})" if cache.mamba_cache_mode else ""))
@@ -95,57 +113,48 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     lay.add_row("max_model_len", f"{cache.max_model_len:,} tokens")
     lay.add_row("prefix caching", "on" if cache.enable_prefix_caching else "off")
     lay.add_row("hybrid KV cache manager", cache.hybrid_kv_cache_manager_reason)
-    out.append(lay)
+    return lay
 
+
+def _fields_table(report: Report, style: Style) -> Table:
     fields = _table(style, "Model fields (what each number rests on)", "field", "value", "from")
-    fields.add_row("layer kinds", kinds, m.layer_kinds_from)
-    for f in m.fields:
+    fields.add_row("layer kinds", _kinds(report), report.model.layer_kinds_from)
+    for f in report.model.fields:
         value = f.value
         text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         if f.field_ == "num_kv_heads":
-            text += f" (model total; TP {par.tensor_parallel_size})"
+            text += f" (model total; TP {report.parallel.tensor_parallel_size})"
         fields.add_row(f.field_, text, f.from_)
-    out.append(fields)
+    return fields
 
-    groups = _table(style, f"KV cache groups ({gpu.grouping})", "#", "kind", "block", "page", "layers")
-    for i, g in enumerate(gpu.groups):
+
+def _groups_table(report: Report, style: Style) -> Table:
+    groups = _table(style, f"KV cache groups ({report.gpu.grouping})", "#", "kind", "block", "page", "layers")
+    for i, g in enumerate(report.gpu.groups):
         kind = g.kind
         if g.member_kinds:
             kind += " [" + " + ".join(g.member_kinds) + "]"
         groups.add_row(str(i), kind, str(g.block_size), _b(g.page_size_bytes),
                        f"{len(g.layers)}: {collapse_layers(g.layers)}")
-    out.append(groups)
+    return groups
 
-    for w in gpu.workers:
-        title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
-                f"{w.decoder_layers[1] - 1}; each of its {par.tensor_parallel_size} TP rank(s))"
-        tt = _table(style, title, "tensors", "size each", "shared by")
-        runs = _runs(w.tensors)
-        for count, size, names in runs[:TENSOR_ROWS]:
-            tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
-        if len(runs) > TENSOR_ROWS:
-            rest = runs[TENSOR_ROWS:]
-            tt.add_row(f"{sum(c for c, _, _ in rest)} ×", "…", f"{len(rest)} more row(s) of other sizes (the JSON "
-                                                              "lists every tensor)")
-        tt.add_row("total", _b(w.total_bytes),
-                   f"{_n(w.num_blocks)} blocks × {w.bytes_per_block:,} B per block"
-                   + (f" (this stage alone: {w.num_blocks_before_min:,})"
-                      if w.num_blocks_before_min != w.num_blocks else ""))
-        out.append(tt)
 
-    g = _table(style, f"GPU (what vLLM logs, {gpu.log_family})", "", "", header=False)
-    g.add_row("num_gpu_blocks", _n(gpu.num_blocks))
-    for line in gpu.log_lines:
-        g.add_row("log", line)
-    out.append(g)
-
-    out.append(_offload_table(report, style))
-    if report.offload.backends:
-        out.append(_backends_table(report, style))
-    bars = memory_bars(report, style)
-    if bars is not None:
-        out.append(bars)
-    return out
+def _tensor_table(report: Report, w, style: Style) -> Table:
+    title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
+            f"{w.decoder_layers[1] - 1}; each of its {report.parallel.tensor_parallel_size} TP rank(s))"
+    tt = _table(style, title, "tensors", "size each", "shared by")
+    runs = _runs(w.tensors)
+    for count, size, names in runs[:TENSOR_ROWS]:
+        tt.add_row(f"{count} ×", _b(size), collapse_layers(names))
+    if len(runs) > TENSOR_ROWS:
+        rest = runs[TENSOR_ROWS:]
+        tt.add_row(f"{sum(c for c, _, _ in rest)} ×", "…", f"{len(rest)} more row(s) of other sizes (the JSON "
+                                                          "lists every tensor)")
+    tt.add_row("total", _b(w.total_bytes),
+               f"{_n(w.num_blocks)} blocks × {w.bytes_per_block:,} B per block"
+               + (f" (this stage alone: {w.num_blocks_before_min:,})"
+                  if w.num_blocks_before_min != w.num_blocks else ""))
+    return tt
 
 
 def summary(report: Report, style: Style) -> list[RenderableType]:
@@ -314,16 +323,19 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
         return f"YES ids {ids.first:,}–{ids.last:,}" if ids else "no"
 
     t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
-    parts: list[RenderableType] = [t]
-    memo = "; ".join(f"{fam}: pins {format_bytes(e.pinned_bytes_per_engine)}, "
-                     f"{format_bytes(e.unused_bytes)} unused" for _, e, fam in cols if e)
-    parts.append(Text(memo))
+    return Group(t, *_family_notes(cols))
+
+
+def _family_notes(cols) -> list[Text]:
+    """Under the table: what each column pins, how its own releases would lay the model out, its host memory."""
+    parts = [Text("; ".join(f"{fam}: pins {format_bytes(e.pinned_bytes_per_engine)}, "
+                            f"{format_bytes(e.unused_bytes)} unused" for _, e, fam in cols if e))]
     for _, e, fam in cols:
         if e and e.note:
             parts.append(Text(f"{fam}: {e.note}"))
         if e and e.host.note:
             parts.append(Text(f"{fam} host memory: {e.host.note}"))
-    return Group(*parts)
+    return parts
 
 
 def _ratio(a: int, b: int) -> str:

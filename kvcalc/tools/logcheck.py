@@ -132,3 +132,21 @@ def _compare(logs, max_model_len: int, logged: dict, n: int) -> list[dict]:
                      "predicted": predicted + "x", "logged": logged["max_concurrency"] + "x",
                      "match": predicted == logged["max_concurrency"]})
     return rows
+
+
+def gpu_blocks_from_log(layout: Layout, text: str, source: str) -> tuple[Layout, str]:
+    """The GPU side of a real start: the block count the log's lines allow (check's candidates, the one that
+    reproduces every logged number), as num_gpu_blocks_override, and a note saying how it was pinned; the plan
+    itself keeps the layout's release and max_model_len."""
+    if "Available KV cache memory" not in text:
+        raise KvcalcError(f"{source}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
+    probe = replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
+    # The block count is the logged run's: its release and max_model_len (when the log names them) decide which
+    # candidate reproduces the logged lines.
+    result = check(probe, text, source=source)
+    lo, hi = result["num_gpu_blocks_range"]
+    n = result["num_gpu_blocks"]
+    pinned = "matched by its KV cache size line" if result["match"] else (
+        f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
+    note = f"{n:,} GPU blocks from {source} ({result['memory']}; {pinned})"
+    return replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=n)), note

@@ -17,6 +17,8 @@ RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler
            "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",
            "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
+# The result columns the table shows beside the axes that vary (CSV and JSON lines have every column).
+SHOWN = ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "out_of_bounds", "unused_bytes", "error")
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 

@@ -28,9 +28,9 @@ Release = tuple[int, int, int]
 RELEASES = ("0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
             "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
             "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
-_RELEASE_TUPLES = tuple(tuple(int(x) for x in r.split(".")) for r in RELEASES)
-SUPPORTED_MIN: Release = _RELEASE_TUPLES[0]
-NEWEST: Release = _RELEASE_TUPLES[-1]
+RELEASE_TUPLES = tuple(tuple(int(x) for x in r.split(".")) for r in RELEASES)
+SUPPORTED_MIN: Release = RELEASE_TUPLES[0]
+NEWEST: Release = RELEASE_TUPLES[-1]
 DEFAULT_VERSION = "0.33.0"
 HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64; --host-page-size sets another (64 KiB on some arm64 kernels)
 
@@ -398,7 +398,7 @@ def parse_release(text: str) -> tuple[Release, str]:
 @cache
 def _family_releases(family_id: str) -> tuple[str, ...]:
     fam = FAMILIES[family_id]
-    return tuple(r for r, t in zip(RELEASES, _RELEASE_TUPLES) if family_of(t) is fam)
+    return tuple(r for r, t in zip(RELEASES, RELEASE_TUPLES) if family_of(t) is fam)
 
 
 @cache
@@ -438,7 +438,7 @@ def behaviour_for(version: str) -> Behaviour:
     if release > NEWEST:
         raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to {RELEASES[-1]}); "
                                "its behaviour is not modelled")
-    if release not in _RELEASE_TUPLES:
+    if release not in RELEASE_TUPLES:
         series = [r for r in RELEASES if r.startswith(f"{release[0]}.{release[1]}.")]
         raise UnsupportedError(f"vLLM {version} is not a release (kvcalc read every release from {RELEASES[0]} to "
                                f"{RELEASES[-1]}" + (f"; {release[0]}.{release[1]}.x: {', '.join(series)}"
@@ -473,42 +473,6 @@ def decide_hma(behaviour: Behaviour, preference: str, *, wants_off_reason: str |
     if behaviour.hma_default_with_connector:
         return True, "on: the OffloadingConnector supports the hybrid manager (0.22.0+)"
     return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
-
-
-def boundaries() -> list[dict]:
-    """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
-    rows = []
-    for fam in FAMILIES.values():
-        rs = fam.releases if fam.rule is not None else ()
-        rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
-                     "last": rs[-1] if rs else "0.13.0", "evidence": fam.evidence})
-    for name, steps in STEPS.items():
-        for i, step in enumerate(steps):
-            first = next((r for r, t in zip(RELEASES, _RELEASE_TUPLES) if t >= step.first), None)
-            nxt = steps[i + 1].first if i + 1 < len(steps) else None
-            last = [r for r, t in zip(RELEASES, _RELEASE_TUPLES) if t >= step.first and (nxt is None or t < nxt)]
-            rows.append({"flag": name, "value": step.value if not isinstance(step.value, tuple) else list(step.value),
-                         "first": first, "last": last[-1] if last else None, "evidence": step.evidence})
-    return rows
-
-
-def families_markdown() -> str:
-    """The README's families table, from the records (a test checks the README against it)."""
-    rows = ["| family | releases | CPU count | what to do |", "|---|---|---|---|"]
-    for f in FAMILIES.values():
-        versions = f.versions.replace(" - ", " – ").replace("<= ", "≤ ")
-        rows.append(f"| `{f.id}` | {versions} | {f.readme_formula} | {f.readme_action} |")
-    return "\n".join(rows) + "\n"
-
-
-def releases_table() -> list[dict]:
-    """For `kvcalc versions`: each family, its releases, what changed, and which releases were read."""
-    rows = []
-    for fam in FAMILIES.values():
-        read = list(fam.releases) if fam.rule is not None else ["0.12.0", "0.13.0"]
-        rows.append({"family": fam.id, "versions": fam.versions, "formula": fam.summary, "action": fam.action,
-                     "releases_read": read})
-    return rows
 
 
 REPRESENTATIVE = {f.id: f.representative for f in FAMILIES.values() if f.representative}

@@ -1,0 +1,137 @@
+"""Rich renderables for the commands other than `plan`: versions, boundaries, a sweep's table, the check tables,
+the text of vllm-args. They never print; the CLI owns the console."""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from rich import box
+from rich.table import Table
+
+from ..vocab.releases.vllm import RELEASE_TUPLES, FAMILIES, RELEASES, STEPS
+
+
+def _table(title: str, columns: tuple[str, ...], plain: bool | None = None, fold: bool = True) -> Table:
+    """A left-titled table; `plain` None: no box at all, else the heavy head unless plain."""
+    t = Table(title=title, title_justify="left",
+              box=None if plain is None or plain else box.HEAVY_HEAD)
+    for c in columns:
+        t.add_column(c, overflow="fold") if fold else t.add_column(c)
+    return t
+
+
+def render_boundaries(rows: list[dict], plain: bool) -> Table:
+    """`kvcalc versions --boundaries`: every behaviour flag's steps."""
+    t = _table("Behaviour boundaries (each verified in the releases' wheels)",
+               ("flag", "value", "first", "last", "evidence"), plain)
+    for r in rows:
+        t.add_row(r["flag"], str(r["value"]), r["first"] or "", r["last"] or "", r["evidence"])
+    return t
+
+
+def render_families(rows: list[dict], default_version: str, plain: bool) -> Table:
+    """`kvcalc versions`: the families, what changed, which releases were read."""
+    t = _table(f"vLLM families (default --vllm-version {default_version})",
+               ("family", "releases", "CPU count", "what to do", "read"), plain)
+    for r in rows:
+        t.add_row(r["family"], r["versions"], r["formula"], r["action"], ", ".join(r["releases_read"]))
+    return t
+
+
+def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
+    """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads."""
+    t = _table(f"sweep of {source}: {total} point(s)", tuple(columns))
+    for row in rows:
+        t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
+                                                isinstance(row[c], bool) else str(row[c])) for c in columns))
+    return t
+
+
+def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Table:
+    """`kvcalc check --metrics`: each scraped label against the prediction."""
+    t = _table(f"{metrics} against {layout_source} (vLLM {result['vllm_version']})",
+               ("series", "engine", "label", "predicted", "scraped", "match"))
+    for r in result["rows"]:
+        t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), "yes" if r["match"] else "NO")
+    return t
+
+
+def render_log_check(result: dict, log: str, layout_source: str) -> Table:
+    """`kvcalc check --log`: each logged quantity against the prediction."""
+    t = _table(f"{log} against {layout_source} (vLLM {result['vllm_version']}; memory: {result['memory']})",
+               ("quantity", "predicted", "logged", "match"), fold=False)
+    for r in result["rows"]:
+        t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
+    return t
+
+
+def pod_block(pod: dict) -> str:
+    """The container's resources and the /dev/shm volume a pod needs for one engine's CPU tier (YAML to paste);
+    the memory limit still needs the process's own memory on top (weights staging, CUDA context, Python)."""
+    lines = ["# the CPU tier's share; add the process's own memory (a few GiB) to the limit",
+             "resources:", "  limits:", f"    memory: {pod['memory_limit']}"]
+    if pod["shm_size_limit"]:
+        lines += ["volumeMounts:", "  - {name: dshm, mountPath: /dev/shm}",
+                  "volumes:", f"  - {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {pod['shm_size_limit']}}}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
+    """`kvcalc vllm-args`: the serve lines to paste, then any connector config and pod block. A model directory's
+    config.json names the model to serve (its directory); any other file does not (examples/configs/
+    jamba-1.5-mini.json sits among unrelated configs): a placeholder then, and a note in doc["notes"]."""
+    if os.path.basename(source) == "config.json":
+        model = shlex.quote(os.path.dirname(source) or ".")
+    else:
+        model = "<model>"
+        if source.endswith(".json"):
+            doc["notes"].append(f"replace <model> with the model to serve ({source} is not a model directory's "
+                                "config.json)")
+    out = [f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
+           for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
+    if doc["lmcache_yaml"]:
+        out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
+        out.append("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")
+    if k8s and doc["pod"]:
+        out.append(pod_block(doc["pod"]))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The release table, as `kvcalc versions` and the README show it.
+
+def boundaries() -> list[dict]:
+    """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
+    rows = []
+    for fam in FAMILIES.values():
+        rs = fam.releases if fam.rule is not None else ()
+        rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
+                     "last": rs[-1] if rs else "0.13.0", "evidence": fam.evidence})
+    for name, steps in STEPS.items():
+        for i, step in enumerate(steps):
+            first = next((r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first), None)
+            nxt = steps[i + 1].first if i + 1 < len(steps) else None
+            last = [r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first and (nxt is None or t < nxt)]
+            rows.append({"flag": name, "value": step.value if not isinstance(step.value, tuple) else list(step.value),
+                         "first": first, "last": last[-1] if last else None, "evidence": step.evidence})
+    return rows
+
+
+def families_markdown() -> str:
+    """The README's families table, from the records (a test checks the README against it)."""
+    rows = ["| family | releases | CPU count | what to do |", "|---|---|---|---|"]
+    for f in FAMILIES.values():
+        versions = f.versions.replace(" - ", " – ").replace("<= ", "≤ ")
+        rows.append(f"| `{f.id}` | {versions} | {f.readme_formula} | {f.readme_action} |")
+    return "\n".join(rows) + "\n"
+
+
+def releases_table() -> list[dict]:
+    """For `kvcalc versions`: each family, its releases, what changed, and which releases were read."""
+    rows = []
+    for fam in FAMILIES.values():
+        read = list(fam.releases) if fam.rule is not None else ["0.12.0", "0.13.0"]
+        rows.append({"family": fam.id, "versions": fam.versions, "formula": fam.summary, "action": fam.action,
+                     "releases_read": read})
+    return rows
