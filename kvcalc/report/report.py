@@ -213,7 +213,16 @@ def lmcache_offload_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            errors={}, lmcache=lmcache_section(plan))
 
 
-# The offload section of each backend's pool (a detail renderer: the pools differ in what they show).
+def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
+                 backends: list[BackendEntry] | None) -> OffloadSection:
+    """A backend without a section of its own: the figures every pool has are in the checks, the sweep and
+    --compare-backends; the section says which backend it is and whether it starts."""
+    return _without_counts(plan, backends, block_size=plan.gpu.hash_block_size, factor=1,
+                           startup_error=plan.pool.startup_error, errors={}, lmcache=None)
+
+
+# The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
+# without an entry gets pool_section.
 OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section}
 
 
@@ -276,7 +285,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
             if isinstance(e, PlannedRelease) and e.offload is not None:
                 families[e.family] = _with_version(e.offload, e.vllm_version)
     gpu = gpu_section(plan)
-    offload = OFFLOAD_SECTIONS[plan.pool.backend](plan, families, backends)
+    offload = OFFLOAD_SECTIONS.get(plan.pool.backend, pool_section)(plan, families, backends)
     parallel = ParallelSection(tensor_parallel_size=par.tensor_parallel_size,
                                pipeline_parallel_size=par.pipeline_parallel_size,
                                data_parallel_size=par.data_parallel_size, world_size=par.world_size)

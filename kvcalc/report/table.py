@@ -385,10 +385,16 @@ def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, re
 
 
 def render_size(answer, target, style: Style = Style()) -> RenderableType:
-    """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one)."""
+    """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one; a
+    backend without a table of its own: its JSON answer as rows)."""
     if answer.backend == "lmcache":
         return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
-    return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
+    if answer.backend == "native":
+        return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
+    t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)
+    for key, value in answer.document("", target).items():
+        t.add_row(key, "—" if value is None else str(value))
+    return t
 
 
 def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
