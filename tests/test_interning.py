@@ -1,16 +1,21 @@
-"""Interned specs: a key cannot drift from the spec it names.
+"""Interned specs and every memo: a key cannot drift from the spec it names, and nothing grows without bound.
 
 Issue 18: a hand-built intern key once dropped a field (two specs differing only there became one object, and 128
-vector, golden and property tests stayed green).
+vector, golden and property tests stayed green), and an unbounded per-spec memo sat inside the bounded intern table.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+import sys
+from enum import Enum
 
 import pytest
+import yaml
 
-from kvcalc import load_layout
+from kvcalc import load_layout, plan
 from kvcalc.engines.vllm import specs
 from kvcalc.engines.vllm.layers import build_layers
 from kvcalc.engines.vllm.specs import (
@@ -20,12 +25,15 @@ from kvcalc.engines.vllm.specs import (
     MambaSpec,
     MLAAttentionSpec,
     SlidingWindowSpec,
+    UniformTypeKVCacheSpecs,
     interned,
     named_specs,
 )
+from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.vocab import units
 from kvcalc.vocab.kinds import KVQuant
 from kvcalc.vocab.records import fields
-from kvcalc.vocab.releases.vllm import behaviour_for
+from kvcalc.vocab.releases.vllm import FAMILIES, RELEASES, behaviour_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -131,3 +139,100 @@ def test_interning_never_changes_a_plan():
     specs._INTERNED.clear()
     assert [_specs_of(p, o) for p, o in variants] == cold
     assert [_specs_of(p, o) for p, o in reversed(variants)] == cold[::-1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Every memo bounded.
+
+def _kvcalc_containers() -> dict[str, object]:
+    """Every module-level (and class-level) container and functools cache of the kvcalc package."""
+    out: dict[str, object] = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if not (mod_name == "kvcalc" or mod_name.startswith("kvcalc.")) or mod is None:
+            continue
+        scopes = [(mod_name, vars(mod))]
+        scopes += [(f"{mod_name}.{k}", vars(v)) for k, v in vars(mod).items()
+                   if isinstance(v, type) and v.__module__ == mod_name and not issubclass(v, Enum)]
+        for where, scope in scopes:
+            for k, v in list(scope.items()):
+                if isinstance(v, (dict, list, set)) or hasattr(v, "cache_info"):
+                    out[f"{where}.{k}"] = v
+    return out
+
+
+def _size(v) -> int:
+    return v.cache_info().currsize if hasattr(v, "cache_info") else len(v)
+
+
+# The memos, each with its bound: a number, or the finite domain it is keyed by.
+BOUNDS = {
+    "kvcalc.engines.vllm.specs._INTERNED": specs.INTERN_LIMIT,
+    "kvcalc.vocab.units._PARSED": units.PARSED_LIMIT,
+    "kvcalc.vocab.units._size_re": 1,  # no argument
+    "kvcalc.vocab.releases.vllm.behaviour_for": len(RELEASES),  # keyed by the version string: see the note below
+    "kvcalc.vocab.releases.vllm._family_releases": len(FAMILIES),  # keyed by a family id
+    "kvcalc.vocab.releases.vllm._family_versions": len(FAMILIES),
+    "kvcalc.inputs.files.strict_loader": 2,  # keyed by a bool
+}
+# behaviour_for is keyed by the version string as written: every release is one entry, but a suffixed spelling
+# (0.19.1+cu128, 0.19.1.post1, ...) is another, so its bound here holds for this test's plain release strings only.
+
+
+def test_bounds_name_memos_that_exist():
+    found = _kvcalc_containers()
+    for name in BOUNDS:
+        if name.startswith(("kvcalc.engines.", "kvcalc.vocab.units")):
+            assert name in found, name
+
+
+def test_many_api_plans_with_distinct_max_model_len_leave_every_memo_under_its_bound():
+    n = max(specs.INTERN_LIMIT, units.PARSED_LIMIT, specs.USAGE_MEMO_LIMIT) + 500  # more plans than any bound
+    with open(os.path.join(EXAMPLES, "qwen3-next-80b-tp4.yaml")) as fh:
+        hybrid = yaml.safe_load(fh)
+    hybrid["cache"]["enable_prefix_caching"] = False  # Mamba mode none: the Mamba block is max_model_len
+    with open(os.path.join(EXAMPLES, "kimi-k2.5-eagle3-tp4.yaml")) as fh:
+        uniform_type = yaml.safe_load(fh)  # one UniformType group: its summed usage is remembered too
+    plan(layout_from_dict(hybrid))
+    before = {k: _size(v) for k, v in _kvcalc_containers().items()}
+    for i in range(n):
+        for data, every in ((hybrid, 1), (uniform_type, 4)):
+            if i % every:
+                continue
+            data = copy.deepcopy(data)
+            data["cache"]["max_model_len"] = 4096 + i
+            data["offload"]["cpu_bytes_to_use"] = f"{i + 1}MiB"  # a size string not read before
+            p = plan(layout_from_dict(data))
+            assert p.layers.usage.max_model_len == 4096 + i
+    after = _kvcalc_containers()
+    grown = {k: _size(v) for k, v in after.items() if _size(v) > before.get(k, 0)}
+    assert set(grown) <= set(BOUNDS), f"a container grew that is not a known, bounded memo: {set(grown) - set(BOUNDS)}"
+    for k, size in grown.items():
+        assert size <= BOUNDS[k], (k, size)
+    # The memos kept on the interned specs themselves (usage per context, and any other dict they hold).
+    for spec in list(specs._INTERNED.values()):
+        for name, value in vars(spec).items():
+            if isinstance(value, dict):
+                assert len(value) <= specs.USAGE_MEMO_LIMIT, (spec, name, len(value))
+    assert len(specs._INTERNED) <= specs.INTERN_LIMIT
+
+
+def test_the_usage_memo_forgets_rather_than_grows():
+    spec = interned(FullAttentionSpec, block_size=16, num_kv_heads=8, head_size=128, head_size_v=128,
+                    dtype="bfloat16")
+    for mml in range(1000, 1000 + 10 * specs.USAGE_MEMO_LIMIT):
+        ctx = specs.UsageContext(max_model_len=mml, max_num_batched_tokens=8192)
+        assert spec.max_usage(ctx) == spec.max_memory_usage_bytes(ctx)
+        assert len(vars(spec)["_usage"]) <= specs.USAGE_MEMO_LIMIT
+    uniform = UniformTypeKVCacheSpecs(block_size=16, members=((spec, 2),), first=spec)
+    for mml in range(1000, 1000 + 10 * specs.USAGE_MEMO_LIMIT):
+        ctx = specs.UsageContext(max_model_len=mml, max_num_batched_tokens=8192)
+        assert uniform.summed_usage(ctx) == 2 * spec.max_memory_usage_bytes(ctx)
+        assert len(vars(uniform)["_summed"]) <= specs.USAGE_MEMO_LIMIT
+
+
+def test_functools_is_not_used_as_an_unbounded_cache_in_the_engine():
+    # The engine's memos are the intern table and the bounded per-spec usage memo; a functools cache there would
+    # be keyed by whatever a plan passes.
+    for name, value in _kvcalc_containers().items():
+        if name.startswith("kvcalc.engines."):
+            assert not isinstance(value, functools._lru_cache_wrapper) or value.cache_info().maxsize, name
