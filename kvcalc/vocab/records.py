@@ -62,8 +62,10 @@ else:
     class cached:
         """A property computed on first read and kept in the instance's __dict__ (later reads find it there: this is a
         non-data descriptor). functools.cached_property without its lock: Python 3.11's takes an RLock on every first
-        read (~1 us; 3.12 dropped it), and a plan reads a few of them every time; kvcalc shares no record across threads
-        while it is being computed, and a value computed twice would be the same value."""
+        read (3.12 dropped it), and a plan reads a few of them every time; kvcalc shares no record across threads
+        while it is being computed, and a value computed twice would be the same value. Measured on Python 3.11
+        (callgrind): functools.cached_property costs 1.1 % more instructions a plan (MLA example) and 3.3 % more
+        on the 10,000-point sweep."""
 
         def __init__(self, fn):
             self.fn = fn
@@ -120,6 +122,8 @@ def _repr(self):
 # A class built this many times gets a compiled __init__ (below): one plan builds most record classes a few times,
 # so the CLI's single plan never pays the compile (~60 us a class); a loop of plans (sweep, API) gets the faster
 # one (~0.65 us a call instead of ~1.45 us: Python's own keyword binding instead of set checks and a dict update).
+# Measured (callgrind): without it a plan of the MLA example costs 30 % more instructions and the 10,000-point sweep
+# 25 % more; a cold start 0.03 % less.
 _COMPILE_AFTER = 64
 _FACTORY = type("Factory", (), {"__repr__": lambda self: "<factory>"})()
 
