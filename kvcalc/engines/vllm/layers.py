@@ -198,7 +198,8 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
 
 def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
     """(indices not skipped, indices skipped) of one run."""
-    keep, skipped = [], []
+    keep: list[int] = []
+    skipped: list[int] = []
     for i in indices:
         (skipped if i in skip else keep).append(i)
     return keep, skipped
