@@ -9,8 +9,9 @@ record compiles nothing: its `__init__` is a closure over the field table, and t
 tuples and dicts into plain JSON values; `json_schema` derives the schema from the annotations.
 
 Type checkers see `record` through `typing.dataclass_transform` (PEP 681): a record class is a frozen,
-keyword-only dataclass whose `field(...)` calls give defaults (`default=`, `factory=`). Python 3.10 has no
-`dataclass_transform` (and `typing_extensions` is not a dependency): there the marker is a no-op.
+keyword-only dataclass whose `field(...)` calls give defaults (`default=`, `factory=`). At run time the marker is
+`typing.dataclass_transform` from Python 3.11 and a no-op on 3.10 (`typing_extensions` is not a dependency: only
+type checkers read it, from their own stubs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from enum import Enum
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
-if sys.version_info >= (3, 11):
+if TYPE_CHECKING:
+    # Type checkers ship typing_extensions' stubs, so the marker is seen whatever Python version they check for
+    # (3.10 included); it is never imported at run time.
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # pragma: no cover - Python 3.10: the marker only informs type checkers
     def dataclass_transform(**_kwargs: Any) -> Callable[[Any], Any]:
