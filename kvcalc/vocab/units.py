@@ -20,33 +20,12 @@ _SIZE_PATTERN = r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)\s*([A-Za-z]*)\
 def _size_re() -> re.Pattern:
     return re.compile(_SIZE_PATTERN)  # compiled on first use: kvcalc's start-up time is a target
 
-_DIGITS = frozenset("0123456789")
-_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
 
 def split_size(value: str) -> tuple[str, str] | None:
-    """(number, unit) as _SIZE_PATTERN reads `value`, or None: the same grammar scanned by hand, because compiling
-    the pattern costs more start-up time than a plan (tests/test_units.py checks both agree)."""
-    s = value.strip()
-    n, i = len(s), 0
-
-    def run(i: int) -> int:
-        while i < n and (s[i] in _DIGITS or s[i] == "_"):
-            i += 1
-        return i
-
-    if i < n and s[i] in _DIGITS:
-        i = run(i + 1)
-        if i < n and s[i] == ".":
-            i = run(i + 1)
-    elif i + 1 < n and s[i] == "." and s[i + 1] in _DIGITS:
-        i = run(i + 2)
-    else:
-        return None
-    unit = s[i:].lstrip()
-    if not all(c in _LETTERS for c in unit):
-        return None
-    return s[:i], unit
+    """(number, unit) as _SIZE_PATTERN reads `value`, or None. (A hand-written scanner of the same grammar saved
+    0.19 % of a cold start and 0.05 % of the 10,000-point sweep: not worth a second grammar.)"""
+    m = _size_re().match(value)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 SIZE_HELP = (
@@ -84,13 +63,16 @@ def parse_size(value: object) -> int:
     if known is not None:
         return known  # a sweep reads each of its budgets once per combination of the other axes
     n = _parse_size_text(value)
-    if len(_PARSED) >= 1024:
-        _PARSED.clear()  # bounded
+    if len(_PARSED) >= PARSED_LIMIT:
+        _PARSED.clear()
     _PARSED[value] = n
     return n
 
 
-_PARSED: dict[str, int] = {}  # size strings already read (the parse is a pure function of the text)
+# Size strings already read (the parse is a pure function of the text): 7.7 % of the 10,000-point sweep's
+# instructions, which reads each budget once per combination of the other axes. Cleared when full.
+_PARSED: dict[str, int] = {}
+PARSED_LIMIT = 1024
 
 
 def _parse_size_text(value: str) -> int:

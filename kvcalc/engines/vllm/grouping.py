@@ -36,7 +36,7 @@ class KVCacheGroup:
         return layer_count(self.runs)
 
     @property
-    def layer_names(self) -> list[str]:
+    def layer_names(self) -> tuple[str, ...]:
         """vLLM's layer names, in registration order (expanded on request: reports, --verify)."""
         return layer_names(self.runs)
 

@@ -26,7 +26,6 @@ from .specs import (
     UsageContext,
     clip,
     interned,
-    interned_or_none,
     named_specs,
     progressions,
 )
@@ -199,7 +198,8 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
 
 def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
     """(indices not skipped, indices skipped) of one run."""
-    keep, skipped = [], []
+    keep: list[int] = []
+    skipped: list[int] = []
     for i in indices:
         (skipped if i in skip else keep).append(i)
     return keep, skipped
@@ -230,34 +230,25 @@ class _Builder:
         if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
         bs = self.block_size
-        window = self.model.sliding_window if kind is LayerKind.SLIDING else None
-        chunk = self.model.attention_chunk_size if kind is LayerKind.CHUNKED else None
-        key = (kind, bs, heads, d, dv, kv.storage, kv.quant, window, chunk)
-        spec = interned_or_none(key)  # the common case: a shape met before (the closure below is made on a miss only)
-        if spec is not None:
-            return spec
-
-        def make() -> KVCacheSpec:
-            common = dict(block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
-                          kv_quant=kv.quant)
-            if kind is LayerKind.SLIDING:
-                return SlidingWindowSpec(sliding_window=window, **common)
-            if kind is LayerKind.CHUNKED:
-                return ChunkedLocalAttentionSpec(attention_chunk_size=chunk, **common)
-            return FullAttentionSpec(**common)
-
-        return interned(key, make)
+        if kind is LayerKind.SLIDING:
+            return interned(SlidingWindowSpec, block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv,
+                            dtype=kv.storage, kv_quant=kv.quant, sliding_window=self.model.sliding_window)
+        if kind is LayerKind.CHUNKED:
+            return interned(ChunkedLocalAttentionSpec, block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv,
+                            dtype=kv.storage, kv_quant=kv.quant, attention_chunk_size=self.model.attention_chunk_size)
+        return interned(FullAttentionSpec, block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv,
+                        dtype=kv.storage, kv_quant=kv.quant)
 
     def mla(self) -> MLAAttentionSpec:
         d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv
-        return interned(("mla", bs, d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
-            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage, cache_dtype_str=kv.mla_str))
+        return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage,
+                        cache_dtype_str=kv.mla_str)
 
     def indexer(self) -> MLAAttentionSpec:
         # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
         d, bs = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4, self.block_size
-        return interned(("indexer", bs, d), lambda: MLAAttentionSpec(
-            block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8", cache_dtype_str=None))
+        return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8",
+                        cache_dtype_str=None)
 
     def attention_runs(self, kind: LayerKind, total: int, d: int, dv: int, indices: range, module: str, order: int,
                        key: str) -> list[Run]:
@@ -319,13 +310,11 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
     kv = b.kv
     if kind is LayerKind.MLA:
         d = layout.model.kv_lora_rank + layout.model.qk_rope_head_dim
-        return interned(("token_page", "mla", d, kv.storage, kv.mla_str), lambda: MLAAttentionSpec(
-            block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
-            cache_dtype_str=kv.mla_str)).page_size_bytes
+        return interned(MLAAttentionSpec, block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
+                        cache_dtype_str=kv.mla_str).page_size_bytes
     heads = b.heads(h, "model.num_kv_heads")
-    return interned(("token_page", heads, d, dv, kv.storage, kv.quant), lambda: FullAttentionSpec(
-        block_size=1, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
-        kv_quant=kv.quant)).page_size_bytes
+    return interned(FullAttentionSpec, block_size=1, num_kv_heads=heads, head_size=d, head_size_v=dv, dtype=kv.storage,
+                    kv_quant=kv.quant).page_size_bytes
 
 
 def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str) -> int:
@@ -394,8 +383,7 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
 
         shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
         dtypes = _mamba_dtypes(layout, len(shapes))
-        mp = interned(("mamba_page", shapes, dtypes),
-                      lambda: MambaSpec(block_size=1, shapes=shapes, dtypes=dtypes)).real_page_size_bytes
+        mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
         probe = _Builder(layout, behaviour, block_size, kv, kv_auto, None)
         a1 = _attention_token_page(probe, layout)
         pad = None
@@ -421,11 +409,9 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
         # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
         checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
-        mamba_spec = interned(
-            (MambaSpec, mamba_block, shapes, dtypes, pad, row.name, ns, checkpoint_blocks),
-            lambda: MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
+        mamba_spec = interned(MambaSpec, block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
                               mamba_type=row.name, num_speculative_blocks=ns,
-                              num_prefill_checkpoint_blocks=checkpoint_blocks))
+                              num_prefill_checkpoint_blocks=checkpoint_blocks)
 
     b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
     parts = pp_split(model.num_layers, pp, par.pp_layer_partition)

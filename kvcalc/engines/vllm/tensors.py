@@ -125,9 +125,10 @@ def _tensor_layout(groups: tuple[KVCacheGroup, ...]) -> tuple[int, int]:
 def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext, group_size: int) -> int:
     """Bytes one max-length request needs on this worker (vLLM's startup memory check); `group_size`: the
     largest group's layer count (_tensor_layout's tensor count)."""
-    if _uniform_type(groups):
-        return groups[0].spec.summed_usage(usage)
-    page = groups[0].spec.page_size_bytes
+    spec = groups[0].spec
+    if len(groups) == 1 and isinstance(spec, UniformTypeKVCacheSpecs):
+        return spec.summed_usage(usage)
+    page = spec.page_size_bytes
     return group_size * page * sum(cdiv(g.spec.max_usage(usage), page) for g in groups)
 
 
@@ -184,9 +185,10 @@ def build_gpu_plan(
         for rank, proj, nt, cost, nb in per_stage
     ])
     sched = workers[0].groups
-    if _uniform_type(sched):
+    only = sched[0].spec if len(sched) == 1 else None
+    if isinstance(only, UniformTypeKVCacheSpecs):
         # The scheduler sees one layer's spec for the whole group: the first in registration order.
-        sched = (KVCacheGroup(runs=sched[0].runs, spec=sched[0].spec.first),)
+        sched = (KVCacheGroup(runs=sched[0].runs, spec=only.first),)
     hash_block = min(g.spec.block_size for g in groups) if groups else layer_plan.block_size
     return GpuPlan(workers=workers, scheduler_groups=sched, num_blocks=n_min, hash_block_size=hash_block,
                    warnings=tuple(warnings))
