@@ -79,17 +79,17 @@ class SpecSummary:
                       "uniform_type | cross_attention")
     block_size: int = field("tokens per GPU block of this spec")
     page_size_bytes: int = field("bytes one layer of this spec needs per GPU block")
-    member_kinds: list[str] | None = field("uniform_type: the member specs' kinds", omit_if_none=True)
-    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True)
-    state_shapes: list[list[int]] | None = field("mamba: per-sequence state shapes", omit_if_none=True)
-    state_dtypes: list[str] | None = field("mamba: their dtypes", omit_if_none=True)
-    real_page_size_bytes: int | None = field("mamba: the page before padding", omit_if_none=True)
-    num_kv_heads: int | None = field("attention: KV heads per rank", omit_if_none=True)
-    head_size: int | None = field("attention: key head size", omit_if_none=True)
-    dtype: str | None = field("attention: element dtype", omit_if_none=True)
-    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True)
-    attention_chunk_size: int | None = field("chunked local attention chunk", omit_if_none=True)
-    cache_dtype_str: str | None = field("MLA: the cache-dtype string", omit_if_none=True)
+    member_kinds: list[str] | None = field("uniform_type: the member specs' kinds", omit_if_none=True, default=None)
+    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True, default=None)
+    state_shapes: list[list[int]] | None = field("mamba: per-sequence state shapes", omit_if_none=True, default=None)
+    state_dtypes: list[str] | None = field("mamba: their dtypes", omit_if_none=True, default=None)
+    real_page_size_bytes: int | None = field("mamba: the page before padding", omit_if_none=True, default=None)
+    num_kv_heads: int | None = field("attention: KV heads per rank", omit_if_none=True, default=None)
+    head_size: int | None = field("attention: key head size", omit_if_none=True, default=None)
+    dtype: str | None = field("attention: element dtype", omit_if_none=True, default=None)
+    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True, default=None)
+    attention_chunk_size: int | None = field("chunked local attention chunk", omit_if_none=True, default=None)
+    cache_dtype_str: str | None = field("MLA: the cache-dtype string", omit_if_none=True, default=None)
 
 
 @record
@@ -179,7 +179,7 @@ class FamilyEntry:
     capacity: Capacity = field("what the tier holds, group-aware")
     host: HostMemory = field("host memory resident")
     vllm_version: str | None = field("with --compare-versions: the release standing for the family",
-                                     omit_if_none=True)
+                                     omit_if_none=True, default=None)
 
 
 @record
@@ -248,10 +248,10 @@ class OffloadSection:
     cpu_bytes_all_replicas: int | None = field("budget x DP")
     host: HostMemory | None = field("selected: host memory resident")
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
-                                                    omit_if_none=True)
+                                                    omit_if_none=True, default=None)
     lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
     backends: list[BackendEntry] | None = field("with --compare-backends: native and LMCache side by side",
-                                                omit_if_none=True)
+                                                omit_if_none=True, default=None)
 
 
 @record
@@ -318,12 +318,12 @@ class Report:
     offload: OffloadSection = field("the CPU offload pool")
     notes: list[str] = field("informational notes (also on stderr)")
     warnings: list[str] = field("things to act on (also on stderr)")
-    checks: list[Check] | None = field("with --check: the gates", omit_if_none=True)
+    checks: list[Check] | None = field("with --check: the gates", omit_if_none=True, default=None)
     releases: list[PlannedRelease | RefusedRelease] | None = field("with --compare-versions: one entry per release",
-                                                                    omit_if_none=True)
-    verify: VerifySection | None = field("with --verify", omit_if_none=True)
+                                                                    omit_if_none=True, default=None)
+    verify: VerifySection | None = field("with --verify", omit_if_none=True, default=None)
     error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
-                              omit_if_none=True)
+                              omit_if_none=True, default=None)
     verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)
 
 

@@ -57,6 +57,9 @@ class KVQuant(str, Enum):
     PER_TOKEN_HEAD = "per_token_head"  # + one fp32 scale per token, head and K/V (0.20.0+)
     NVFP4 = "nvfp4"  # each head dim x packs into x//2 data + x//16 scale bytes (0.20.0+)
 
+    # str's own hash (Enum's is a Python call, and intern keys holding a spec's kv_quant hash it every plan).
+    __hash__ = str.__hash__
+
 
 @record
 class KVDtype:

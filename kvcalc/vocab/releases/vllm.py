@@ -16,7 +16,7 @@ lasts to 0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gain
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from ..errors import StartupRefusal, UnsupportedError
@@ -422,7 +422,7 @@ def supported_range() -> str:
     return f"{RELEASES[0]} to {RELEASES[-1]}"
 
 
-@cache
+@lru_cache(maxsize=64)  # by the text as written: 0.19.1+local1, +local2, ... would each take an entry
 def behaviour_for(version: str) -> Behaviour:
     """The behaviour of one release (cached: a sweep asks for the same few releases thousands of times)."""
     release, suffix = parse_release(version)
