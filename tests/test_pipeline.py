@@ -395,3 +395,16 @@ def test_layout_schema_describes_every_key():
             assert sub.get("description"), f"{full} has no description"
             walk(sub, full)
     walk(layout_schema())
+
+
+def test_layout_schema_descriptions_belong_to_their_key():
+    # The schema's fragments are shared by many keys: a description attached to one key once showed up on every key
+    # (and every nested alternative) built from the same fragment (cache.block_size read "GPU blocks per CPU chunk").
+    schema = layout_schema()
+    cache = schema["properties"]["cache"]["properties"]
+    assert cache["block_size"]["description"].startswith("GPU block size in tokens")
+    assert cache["mamba_block_size"]["description"] == "Mamba block size in tokens"
+    assert cache["max_model_len"]["description"].startswith("the longest request")
+    assert "description" not in cache["block_size"]["anyOf"][0]
+    assert cache["kv_cache_memory"]["anyOf"][0]["description"].startswith("bytes:")
+    assert layout_schema() == schema

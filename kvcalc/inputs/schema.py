@@ -125,6 +125,16 @@ DESCRIPTIONS = {
 }
 
 
+def _tree(node):
+    """A copy of a schema fragment in which no dict or list is shared: the fragments above are used in many places,
+    and a description attached to one property must not show up on every other use of the same fragment."""
+    if isinstance(node, dict):
+        return {k: _tree(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_tree(v) for v in node]
+    return node
+
+
 def _describe(schema: dict, path: str = "") -> dict:
     """Attach DESCRIPTIONS to every property (a Mamba kind's fields: their Hugging Face name and kinds)."""
     for key, sub in schema.get("properties", {}).items():
@@ -198,10 +208,10 @@ def layout_schema() -> dict:
                  "gpu_arch": {"enum": list(GPU_ARCHS)}})
     host = _obj({"page_size": {"type": "integer", "minimum": 4096, "maximum": 1 << 30},
                  "pinned_round_threshold_mb": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}})
-    return _describe({
+    return _describe(_tree({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "kvcalc-layout-v1",
         "title": "kvcalc layout, schema version 1",
         **_obj({"schema_version": {"const": 1}, "model": model, "parallel": parallel, "cache": cache,
                 "offload": offload, "host": host, "vllm": vllm}, ("model",)),
-    })
+    }))
