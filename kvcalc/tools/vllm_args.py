@@ -44,8 +44,8 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
 
 
 def _v(name: str) -> str:
-    """vLLM's own spelling of a flag (the flag table's `vllm` column)."""
-    return FLAGS[name].vllm
+    """vLLM's own spelling of a flag (the key table's `vllm` column)."""
+    return FLAGS[name].vllm_flag
 
 
 def gib_spelling(cpu_bytes: int) -> float | None:
