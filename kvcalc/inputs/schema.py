@@ -7,7 +7,7 @@ tests validate every example against it.
 from __future__ import annotations
 
 from ..vocab.kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS
-from .validate import MAX_DRAFT_LAYERS, MAX_LAYERS, MAX_PP
+from ..vocab.keys import MAX_DRAFT_LAYERS, MAX_LAYERS, MAX_PP
 from ..vocab.layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_BACKENDS, PLATFORMS
 from ..vocab.releases.lmcache import LMCACHE_RELEASES
 from ..vocab.units import MODEL_DTYPES

@@ -258,7 +258,7 @@ KEYS: tuple[Key, ...] = (
        help="cpu_bytes_to_use: the CPU budget of ONE engine (all TP x PP workers of one DP replica). SIZE: "
             f"{SIZE_HELP}", panel="offload", sweep=4),
     _k("offload.kv_offloading_size", "gib", "the budget as vLLM's --kv-offloading-size: GiB through a float",
-       flag=("--kv-offloading-size",), name="kv_offloading_size",
+       minimum=0, cap=1 << 30, flag=("--kv-offloading-size",), name="kv_offloading_size",
        help="as vLLM's flag: GiB, converted as int(X * 2**30)", panel="offload", vllm=("--kv-offloading-size",),
        vllm_parse="float", vllm_args="plan"),
     _k("offload.block_size", "int", "offloaded block size in tokens, a multiple of the GPU block size", minimum=1,
