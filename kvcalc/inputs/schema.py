@@ -26,7 +26,7 @@ _NULL = {"type": "null"}
 _GIB = {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": r"^\s*[0-9.]+\s*$"}]}
 _FLAG = {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "1", "0", "True", "False"]}]}
 _IDS = {"anyOf": [{"type": "array", "items": _INT}, _INT, {"type": "string"}, {"type": "null"}]}
-LMCACHE = {
+LMCACHE: dict[str, tuple[dict, str]] = {
     "chunk_size": (_POS, "tokens per chunk (LMCache's default 256)"),
     "local_cpu": (_FLAG, "the CPU tier serves hits (false: the pool is only a staging buffer)"),
     "max_local_cpu_size": (_GIB, "GiB of pinned host memory PER RANK (LMCache: int(x * 1024**3) bytes); default 5"),
@@ -39,7 +39,7 @@ LMCACHE = {
     "enable_controller": (_FLAG, "start LMCache workers (on lmcache_worker_ids)"),
     "lmcache_worker_ids": (_IDS, "ranks with an LMCache worker"),
 }
-LMCACHE_EXTRA = {
+LMCACHE_EXTRA: dict[str, tuple[dict, str]] = {
     "save_only_first_rank": ({"type": "boolean"}, "MLA: only rank 0 stores (LMCache's default for MLA models)"),
     "first_rank_max_local_cpu_size": ({"type": "number", "minimum": 0}, "MLA with save_only_first_rank: rank 0's "
                                                                         "pool, GiB"),

@@ -340,7 +340,7 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
     block = c.get("block_size")
     if block is not None:
         block = r.int_(block, "cache.block_size", minimum=key.minimum)
-        if block > key.cap:
+        if key.cap is not None and block > key.cap:
             raise r.fail("cache.block_size", f"at most {key.cap} tokens", block)
     kv_dtype, skip = _kv_dtype(r, c, model)
     memory = _kv_cache_memory(r, c, par)
@@ -428,7 +428,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         gib = o["kv_offloading_size"]
         key = KEY["offload.kv_offloading_size"]
         if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < key.minimum \
-                or gib > key.cap:
+                or (key.cap is not None and gib > key.cap):
             raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
                          gib)
         flag = r.flags.get("offload.kv_offloading_size")

@@ -47,7 +47,7 @@ class Key:
     default: Any = None  # the value when the key is absent (None: none)
     nullable: bool = False  # null is accepted (as absent)
     required: bool = False  # a layout YAML must hold it
-    minimum: int | None = None  # the least value (the fewest items for a list)
+    minimum: int = 0  # the least value (the fewest items for a list)
     maximum: int | None = None  # the greatest value, stated in the schema too
     cap: int | None = None  # a greatest value kvcalc enforces that the schema does not state
     choices: tuple = ()
