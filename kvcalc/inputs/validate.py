@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
-from ..vocab.keys import CHILDREN, KEY, UNMODELLED
+from ..vocab.keys import CHILDREN, KEY, UNMODELLED, Key
 from ..vocab.kinds import ATTENTION_BACKENDS, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
 from ..vocab.layout import (
     CacheLayout,
@@ -37,33 +37,57 @@ SCHEMA_VERSION = KEY["schema_version"].default
 
 def _get(d: dict, path: str) -> Any:
     """A section's value for one key as written, else the key's default (vocab/keys.KEYS)."""
-    return d.get(path.rpartition(".")[2], KEY[path].default)
+    key = KEY[path]
+    return d.get(key.leaf, key.default)
+
+
+# path -> (leaf, nullable, default, read(reader, value, path)) of a key of a simple kind, made on its first read
+# (validate runs once per sweep point and API call: a read is two lookups and a call).
+_READERS: dict[str, tuple] = {}
 
 
 def _read(r: Reader, d: dict, path: str) -> Any:
     """One key of a simple kind (int, choice, str, bool, human), read by its row: absent, or null where the row
     allows it, gives the row's default; any other value is checked against the row's kind and bounds."""
-    key = KEY[path]
-    value = d.get(key.leaf)
-    if value is None and (key.nullable or key.leaf not in d):
-        return key.default
-    kind = key.kind
-    if kind == "int":
-        top = key.cap or key.maximum
-        if top is None:
-            return r.int_(value, path, minimum=key.minimum)
-        return r.int_(value, path, minimum=key.minimum, maximum=top)
-    if kind == "choice":
-        return r.choice(value, path, key.choices)
-    if kind == "human":
-        return r.human_int(value, path, minimum=key.minimum)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise r.fail(path, "true, false or null" if key.nullable else "true or false", value)
-        return value
-    if kind == "str":
-        return r.str_(value, path)
-    raise TypeError(f"{path}: kind {kind} is not read by its row alone")  # pragma: no cover - a kvcalc bug
+    try:
+        leaf, nullable, default, read = _READERS[path]
+    except KeyError:
+        leaf, nullable, default, read = _READERS[path] = _reader(KEY[path])
+    value = d.get(leaf)
+    if value is None and (nullable or leaf not in d):
+        return default
+    return read(r, value, path)
+
+
+def _reader(key: Key) -> tuple:
+    kind, least, top = key.kind, key.minimum, key.cap or key.maximum
+    if kind == "int" and top is None:
+        read: Any = lambda r, v, path: r.int_(v, path, minimum=least)  # noqa: E731
+    elif kind == "int":
+        read = lambda r, v, path: r.int_(v, path, minimum=least, maximum=top)  # noqa: E731
+    elif kind == "choice":
+        read = lambda r, v, path: r.choice(v, path, key.choices)  # noqa: E731
+    elif kind == "human":
+        read = lambda r, v, path: r.human_int(v, path, minimum=least)  # noqa: E731
+    elif kind == "bool":
+        read = _bool_or_null if key.nullable else _bool
+    elif kind == "str":
+        read = Reader.str_
+    else:  # pragma: no cover - a kvcalc bug
+        raise TypeError(f"{key.path}: kind {kind} is not read by its row alone")
+    return key.leaf, key.nullable, key.default, read
+
+
+def _bool(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true or false", value)
+    return value
+
+
+def _bool_or_null(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true, false or null", value)
+    return value
 
 
 def _section(r: Reader, data: Any, path: str) -> dict:
@@ -153,7 +177,7 @@ def _model(r: Reader, data: Any) -> ModelLayout:
     kv_lora = _read(r, m, "model.kv_lora_rank")
     kinds = _layer_kinds(r, m, n, LayerKind.MLA if kv_lora else LayerKind.FULL)
     present = set(kinds)
-    heads, head_size, head_size_v = _attention_shape(r, m, n, kinds)
+    heads, head_size, head_size_v = _attention_shape(r, m, n, kinds, any(k.attention for k in present))
 
     def needed(key: str, why: str) -> int:
         if m.get(key) is None:
@@ -207,9 +231,10 @@ def _layer_kinds(r: Reader, m: dict, n: int, default_kind: LayerKind) -> tuple[L
     return (default_kind,) * n
 
 
-def _attention_shape(r: Reader, m: dict, n: int, kinds: tuple[LayerKind, ...]) -> tuple[tuple[int, ...], ...]:
-    """(KV heads, head size, value head size) per layer; every attention layer needs positive ones."""
-    attention = any(k.attention for k in kinds)
+def _attention_shape(r: Reader, m: dict, n: int, kinds: tuple[LayerKind, ...],
+                     attention: bool) -> tuple[tuple[int, ...], ...]:
+    """(KV heads, head size, value head size) per layer; every attention layer (some has: `attention`) needs
+    positive ones."""
     if attention:
         if m.get("num_kv_heads") is None:
             raise r.fail("model.num_kv_heads", "an integer or a per-layer list (the model has attention layers)")
