@@ -29,7 +29,6 @@ GROUPS = ("input", "parallelism", "cache", "offload", "release", "output", "chec
 # indices (layer indices or one of choices), choice_or_bool (YAML 1.1 reads on/off as booleans), version (a vLLM
 # release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), lmcache (LMCache's own
 # config names, vocab/releases/lmcache.py).
-SIMPLE_KINDS = ("int", "choice", "str", "bool", "human")
 
 # Bounds on what one plan may cost: the worst layout inside them (per-layer heads, 2,048 layers, 64 PP stages)
 # plans and renders in ~1.5 s and ~35 MB on a 2-core box (benchmarks/README.md); past them the per-layer report
@@ -65,7 +64,7 @@ class Key:
     vllm_parse: str = ""  # how vLLM reads the value: int | human (human_readable_int) | str | float | switch
     vllm_switch: tuple = (True, False)  # the values --flag and --no-flag set (vllm_parse switch)
     # When vllm-args spells the key: always | changed (the value differs from the default) | plan (its code works the
-    # value out from the plan) | "" (never: a vLLM default kvcalc does not pin, or a flag vLLM takes from elsewhere)
+    # value out from the plan) | "" (not spelled: vLLM reads it from the model's config or from how it is launched)
     vllm_args: str = ""
 
     @property
