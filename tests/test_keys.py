@@ -75,12 +75,13 @@ def test_rows_are_consistent():
 def test_sweep_columns_keep_their_order():
     # README: sweep takes comma lists for --tp, --pp, --block-size, --cpu-bytes, --kv-cache-dtype, --vllm-version,
     # --offload-block-size; the CSV's first columns are those axes, in that order, then the results.
+    # A sweepable key added later takes the next column: these never move.
     axes = ("tp", "pp", "block_size", "cpu_bytes", "kv_cache_dtype", "vllm_version", "offload_block_size")
     numbered = sorted((k for k in KEYS if k.sweep), key=lambda k: k.sweep)
     assert [k.sweep for k in numbered] == list(range(1, len(numbered) + 1))
-    assert tuple(k.name for k in numbered) == axes
-    assert COLUMNS[:len(axes)] == axes
-    assert "family" in COLUMNS[len(axes):]
+    assert tuple(k.name for k in numbered)[:len(axes)] == axes
+    assert COLUMNS[:len(numbered)] == tuple(k.name for k in numbered)
+    assert COLUMNS[len(numbered)] == "family"
 
 
 def test_sweep_csv_header(capsys):
@@ -306,10 +307,11 @@ def test_init_writes_what_each_flag_set_in_table_order(capsys):
 
 # ---------------------------------------------------------------------------------------- a new key = 1 row
 
-NEW_ROW = '''    _k("cache.max_num_seqs", "int", "requests scheduled at once", minimum=1, nullable=True, modelled=False,
-       flag=("--max-num-seqs",), name="max_num_seqs", help="requests per scheduler step", panel="cache", sweep=8,
-       vllm=("--max-num-seqs",), vllm_parse="int", vllm_args="changed"),
-'''
+# A key no release has: vLLM's spelling is made up too (serve refuses an unknown flag without the row).
+NEW_ROW = '''    _k("cache.probe_slots", "int", "a test key", minimum=1, nullable=True, modelled=False,
+       flag=("--probe-slots",), name="probe_slots", help="a test flag", panel="cache", sweep=%d,
+       vllm=("--probe-slots",), vllm_parse="int", vllm_args="changed"),
+''' % (1 + max(k.sweep for k in KEYS))
 PROBE = r'''
 import importlib.abc, importlib.machinery, json, sys
 ROW, ANCHOR = sys.argv[1], "\n)\n\n# Flags that set no single key"
@@ -359,29 +361,27 @@ def test_a_new_key_with_a_flag_is_one_row():
     commands = {
         "schema": ["schema", "layout"],
         "help": ["plan", "--help"],
-        "args": ["vllm-args", llama, "--max-num-seqs", "64", "--format", "json"],
+        "args": ["vllm-args", llama, "--probe-slots", "64", "--format", "json"],
         "default": ["vllm-args", llama, "--format", "json"],
-        "sweep": ["sweep", llama, "--max-num-seqs", "32,64", "--format", "csv"],
-        "serve": ["init", "--serve", f"vllm serve {KIMI} --max-num-seqs 48"],
-        "refused": ["plan", llama, "--max-num-seqs", "0"],
+        "sweep": ["sweep", llama, "--probe-slots", "32,64", "--format", "csv"],
+        "serve": ["init", "--serve", f"vllm serve {KIMI} --probe-slots 48"],
+        "refused": ["plan", llama, "--probe-slots", "0"],
     }
     r = subprocess.run([sys.executable, "-c", PROBE, NEW_ROW, json.dumps(list(commands.values()))], cwd=ROOT,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1"})
     assert r.returncode == 0, r.stderr
     got = {name: json.loads(r.stdout)[" ".join(argv)] for name, argv in commands.items()}
-    schema = json.loads(got["schema"][1])["properties"]["cache"]["properties"]["max_num_seqs"]
-    assert schema == {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
-                      "description": "requests scheduled at once"}
-    assert "--max-num-seqs" in got["help"][1]
+    schema = json.loads(got["schema"][1])["properties"]["cache"]["properties"]["probe_slots"]
+    assert schema == {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "description": "a test key"}
+    assert "--probe-slots" in got["help"][1]
     assert got["args"][0] == 0
     args = json.loads(got["args"][1])["args_kv_transfer_config"]
-    assert args[args.index("--max-num-seqs") + 1] == "64"
-    assert "--max-num-seqs" not in json.loads(got["default"][1])["args_kv_transfer_config"]
+    assert args[args.index("--probe-slots") + 1] == "64"
+    assert "--probe-slots" not in json.loads(got["default"][1])["args_kv_transfer_config"]
     rows = list(csv.reader(io.StringIO(got["sweep"][1])))
-    assert rows[0][:8] == ["tp", "pp", "block_size", "cpu_bytes", "kv_cache_dtype", "vllm_version",
-                           "offload_block_size", "max_num_seqs"]
-    assert [row[7] for row in rows[1:]] == ["32", "64"]
-    assert "max_num_seqs: 48  # --max-num-seqs" in got["serve"][1]
+    axes = [k.name for k in sorted((k for k in KEYS if k.sweep), key=lambda k: k.sweep)]
+    assert rows[0][:len(axes) + 1] == axes + ["probe_slots"]
+    assert [row[len(axes)] for row in rows[1:]] == ["32", "64"]
+    assert "probe_slots: 48  # --probe-slots" in got["serve"][1]
     assert got["refused"][0] == 2
-    assert "cache.max_num_seqs (from --max-num-seqs): expected an integer between 1" in got["refused"][2] or \
-        "cache.max_num_seqs (from --max-num-seqs): expected an integer >= 1" in got["refused"][2]
+    assert "cache.probe_slots (from --probe-slots): expected an integer between 1 and" in got["refused"][2]
