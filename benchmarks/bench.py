@@ -235,13 +235,13 @@ def peak_rss() -> dict:
 
 def worst_layout() -> dict:
     """The costliest layout the validator accepts (issue 11: every accepted layout plans in < 2 s and < 200 MB):
-    the most layers (load.MAX_LAYERS), the most PP stages (load.MAX_PP), a different KV head count on every
+    the most layers (keys.MAX_LAYERS), the most PP stages (keys.MAX_PP), a different KV head count on every
     layer (one spec per layer shape, UniformType on every stage), through the CLI as JSON and as a table; and the
     time to refuse a 10^8-point sweep."""
     import tempfile
 
     sys.path.insert(0, ROOT)
-    from kvcalc.inputs.validate import MAX_LAYERS, MAX_PP
+    from kvcalc.vocab.keys import MAX_LAYERS, MAX_PP
 
     layout = {"model": {"num_layers": MAX_LAYERS, "num_kv_heads": [1 + i % 7 for i in range(MAX_LAYERS)],
                         "head_size": 128},

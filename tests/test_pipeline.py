@@ -307,17 +307,29 @@ def test_layout_schema_rejects_what_kvcalc_rejects():
 
 
 def test_layout_schema_names_exactly_the_keys_the_loader_reads():
-    # The loader's key tables (kvcalc.inputs.load *_KEYS) are what it accepts; an editor validating with the schema must
-    # see the same set, so a key added to one and not the other fails here.
-    from kvcalc.inputs import validate as load
+    # What the loader accepts in each mapping (the keys its unknown-key refusal lists) is what an editor validating
+    # with the schema must see, so a key added to one and not the other fails here.
+    import re
 
-    schema = layout_schema()
-    props = schema["properties"]
-    assert set(props) == set(load.TOP_KEYS)
-    for section, keys in (("model", load.MODEL_KEYS), ("parallel", load.PARALLEL_KEYS), ("cache", load.CACHE_KEYS),
-                          ("offload", load.OFFLOAD_KEYS), ("host", load.HOST_KEYS), ("vllm", load.VLLM_KEYS)):
-        assert set(props[section]["properties"]) == set(keys), section
-    assert set(props["model"]["properties"]["draft"]["properties"]) == set(load.DRAFT_KEYS)
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.vocab.errors import LayoutError
+
+    def accepted(section: str) -> set:
+        data = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}
+        node = data
+        for part in filter(None, section.split(".")):
+            node = node.setdefault(part, {"method": "eagle"} if part == "draft" else {})
+        node["no_such_key"] = 1
+        with pytest.raises(LayoutError) as e:
+            layout_from_dict(data)
+        assert "unknown key" in str(e.value)
+        return set(re.search(r"one of: ([^)]*)\)", str(e.value)).group(1).split(", "))
+
+    props = layout_schema()["properties"]
+    assert set(props) == accepted("")
+    for section in ("model", "parallel", "cache", "offload", "host", "vllm"):
+        assert set(props[section]["properties"]) == accepted(section), section
+    assert set(props["model"]["properties"]["draft"]["properties"]) == accepted("model.draft")
 
 
 # ------------------------------------------------------------------ plain output
@@ -395,3 +407,16 @@ def test_layout_schema_describes_every_key():
             assert sub.get("description"), f"{full} has no description"
             walk(sub, full)
     walk(layout_schema())
+
+
+def test_layout_schema_descriptions_belong_to_their_key():
+    # The schema's fragments are shared by many keys: a description attached to one key once showed up on every key
+    # (and every nested alternative) built from the same fragment (cache.block_size read "GPU blocks per CPU chunk").
+    schema = layout_schema()
+    cache = schema["properties"]["cache"]["properties"]
+    assert cache["block_size"]["description"].startswith("GPU block size in tokens")
+    assert cache["mamba_block_size"]["description"] == "Mamba block size in tokens"
+    assert cache["max_model_len"]["description"].startswith("the longest request")
+    assert "description" not in cache["block_size"]["anyOf"][0]
+    assert cache["kv_cache_memory"]["anyOf"][0]["description"].startswith("bytes:")
+    assert layout_schema() == schema

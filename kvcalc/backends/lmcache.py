@@ -9,7 +9,7 @@ from typing import Callable
 
 from ..engines.vllm.stage import GpuStage
 from ..vocab.errors import KvcalcError
-from ..vocab.keys import FLAGS
+from ..vocab.keys import KEY
 from ..vocab.layout import Layout, LMCacheLayout, OffloadLayout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
@@ -143,7 +143,7 @@ class LMCachePool(Pool):
             # on.
             size = lc.max_local_cpu_size * ranks
             if lc.local_cpu and int(size / ranks * 1024 ** 3) == int(lc.max_local_cpu_size * 1024 ** 3):
-                with_flag = common + ["--kv-offloading-backend", "lmcache", FLAGS["kv_offloading_size"].vllm,
+                with_flag = common + ["--kv-offloading-backend", "lmcache", KEY["offload.kv_offloading_size"].vllm_flag,
                                       f"{size:g}"]
                 notes.append(f"--kv-offloading-size {size:g} is GiB for the engine: vLLM {b.version} gives LMCache "
                              f"{size:g} / {ranks} = {lc.max_local_cpu_size:g} GiB per rank (the config's other keys "

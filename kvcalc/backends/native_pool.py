@@ -10,7 +10,7 @@ from ..engines.vllm.specs import ChunkedLocalAttentionSpec
 from ..engines.vllm.tensors import GpuPlan
 from ..vocab.layout import Layout
 from ..vocab.errors import KvcalcError
-from ..vocab.keys import FLAGS
+from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour
 from ..vocab.units import exact_bytes, format_bytes
@@ -342,7 +342,7 @@ def native_args(pool: NativePool, layout: Layout, common: list[str], notes: list
         notes.append("--kv-offloading-size cannot carry block_size / blocks_per_chunk: use the --kv-transfer-config "
                      "spelling")
     else:
-        with_gib = common + [FLAGS["kv_offloading_size"].vllm, repr(gib)]
+        with_gib = common + [KEY["offload.kv_offloading_size"].vllm_flag, repr(gib)]
         notes.append(f"--kv-offloading-size {gib!r} is GiB: vLLM computes int({gib!r} * 2**30) = {cpu:,} B "
                      f"({format_bytes(cpu)}), the total for one engine")
     if pool.startup_error:

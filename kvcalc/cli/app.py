@@ -311,7 +311,7 @@ def sweep(
         if text is None:
             return None
         parts = [p.strip() for p in text.split(",") if p.strip()]
-        if FLAGS[name].type is int:
+        if FLAGS[name].cli_type is int:
             if not parts or not all(p.isascii() and p.isdigit() for p in parts):  # not '²', which isdigit()
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of integers, got {text!r}")
             return [int(p) for p in parts]

@@ -30,8 +30,8 @@ def format_option(help: str = "", **kw):
 
 
 class FlagCommand:
-    """A command with every layout flag of the flag table added as Typer options, built when Typer first reads
-    its signature (only the command being run is built: start-up time is a target)."""
+    """A command with every layout flag of the key table (vocab/keys.FLAGS) added as Typer options, built when Typer
+    first reads its signature (only the command being run is built: start-up time is a target)."""
 
     def __init__(self, fn, exclude: tuple[str, ...], lists: bool):
         self.fn, self.exclude, self.lists = fn, exclude, lists
@@ -42,9 +42,9 @@ class FlagCommand:
     def _built(self):
         import inspect
 
-        from ..vocab.keys import LAYOUT_FLAGS
+        from ..vocab.keys import FLAGS
 
-        chosen = [f for f in LAYOUT_FLAGS if f.name not in self.exclude]
+        chosen = [f for f in FLAGS.values() if f.name not in self.exclude]
         # The annotations are strings (postponed evaluation): evaluate each distinct one once (typing.get_type_hints
         # compiles a ForwardRef per parameter, ~30 us each, and start-up time is a target).
         seen: dict[str, object] = {}
@@ -61,9 +61,9 @@ class FlagCommand:
         for f in chosen:
             listed = self.lists and f.sweep
             added.append(inspect.Parameter(
-                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str if listed else f.type],
-                default=typer.Option(None, *f.spellings, help=f"comma list. {f.help}" if listed else f.help,
-                                     rich_help_panel=f.group)))
+                f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str if listed else f.cli_type],
+                default=typer.Option(None, *f.flag, help=f"comma list. {f.help}" if listed else f.help,
+                                     rich_help_panel=f.panel)))
         params = own + added
         return chosen, inspect.Signature(params), {p.name: p.annotation for p in params}
 
@@ -81,8 +81,8 @@ class FlagCommand:
 
 
 def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
-    """Add every layout flag of the flag table (flags.LAYOUT_FLAGS) to a command as Typer options; the command
-    gets them as one `flags` dict. With `lists`, sweep axes take comma lists (as strings)."""
+    """Add every layout flag of the key table (vocab/keys.FLAGS) to a command as Typer options; the command gets them
+    as one `flags` dict. With `lists`, sweep axes take comma lists (as strings)."""
     return lambda fn: FlagCommand(fn, exclude, lists)
 
 
@@ -140,7 +140,7 @@ PANELS = ("input", "parallelism", "cache", "offload", "release", "output", "chec
 
 def grouped_command_class():
     """typer's plain (non-rich) help lists every option in one block; kvcalc's commands group them by the panel
-    each option names in the flag table (input, parallelism, cache, offload, release, output, checks)."""
+    each option names in the key table (input, parallelism, cache, offload, release, output, checks)."""
     from typer.core import TyperCommand
 
     class GroupedCommand(TyperCommand):

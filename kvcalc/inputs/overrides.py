@@ -14,11 +14,11 @@ def overrides(values: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     relative to the layout)."""
     out = {}
     for name, raw in values.items():
-        if raw is None or not FLAGS[name].path:
+        key = FLAGS[name]
+        if raw is None or not key.path:
             continue
-        flag = FLAGS[name]
-        value = flag.value(raw)
-        if name == "draft_config":
+        value = key.value(raw)
+        if key.kind == "path":
             value = os.path.abspath(value)
-        out[flag.path] = (value, flag.named)
+        out[key.path] = (value, key.named)
     return out

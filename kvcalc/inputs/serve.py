@@ -17,39 +17,13 @@ import shlex
 from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
+from ..vocab.keys import KEYS, Key
 
 SOURCE = "vllm serve"
 
-# vLLM flag -> (layout key path, kind). kind: int | human (human_readable_int) | str | float | bool.
-VALUE_FLAGS: dict[str, tuple[str, str]] = {
-    "--tensor-parallel-size": ("parallel.tensor_parallel_size", "int"),
-    "-tp": ("parallel.tensor_parallel_size", "int"),
-    "--pipeline-parallel-size": ("parallel.pipeline_parallel_size", "int"),
-    "-pp": ("parallel.pipeline_parallel_size", "int"),
-    "--data-parallel-size": ("parallel.data_parallel_size", "int"),
-    "-dp": ("parallel.data_parallel_size", "int"),
-    "--data-parallel-size-local": ("parallel.data_parallel_size_local", "int"),
-    "-dpl": ("parallel.data_parallel_size_local", "int"),
-    "--distributed-executor-backend": ("parallel.distributed_executor_backend", "str"),
-    "--nnodes": ("parallel.nnodes", "int"),
-    "--block-size": ("cache.block_size", "int"),
-    "--kv-cache-dtype": ("cache.kv_cache_dtype", "str"),
-    "--kv-cache-memory-bytes": ("cache.kv_cache_memory", "human"),
-    "--num-gpu-blocks-override": ("cache.num_gpu_blocks_override", "int"),
-    "--max-model-len": ("cache.max_model_len", "human"),
-    "--max-num-batched-tokens": ("cache.max_num_batched_tokens", "human"),
-    "--mamba-cache-dtype": ("cache.mamba_cache_dtype", "str"),
-    "--mamba-ssm-cache-dtype": ("cache.mamba_ssm_cache_dtype", "str"),
-    "--mamba-block-size": ("cache.mamba_block_size", "int"),
-    "--mamba-cache-mode": ("cache.mamba_cache_mode", "str"),
-    "--kv-offloading-size": ("offload.kv_offloading_size", "float"),
-    "--dtype": ("model.dtype", "str"),
-    "--attention-backend": ("vllm.attention_backend", "str"),
-}
-BOOL_FLAGS: dict[str, tuple[str, Any, Any]] = {  # flag -> (path, value when given, value of --no-flag)
-    "--enable-prefix-caching": ("cache.enable_prefix_caching", True, False),
-    "--disable-hybrid-kv-cache-manager": ("cache.hybrid_kv_cache_manager", "off", "on"),
-}
+# vLLM flag -> the key it sets: the key table's vLLM spellings (vocab/keys: a row's `vllm` and `vllm_parse`).
+VALUE_FLAGS: dict[str, Key] = {spelling: k for k in KEYS if k.vllm_parse not in ("", "switch") for spelling in k.vllm}
+BOOL_FLAGS: dict[str, Key] = {k.vllm[0]: k for k in KEYS if k.vllm_parse == "switch"}  # --flag / --no-flag
 JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--hf-overrides")
 # Flags that do not change the KV cache or the offload pool: accepted, listed in a note. Switches take no value.
 IGNORED_SWITCHES = frozenset((
@@ -230,26 +204,11 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
     offloading_backend = "native"
     for name, value in flags:
         if name in VALUE_FLAGS:
-            path, kind = VALUE_FLAGS[name]
-            if value is None:
-                raise _fail(name, "a value")
-            if kind == "int":
-                if not (value.isascii() and value.isdigit()):
-                    raise _fail(name, "an integer", value)
-                v: Any = int(value)
-            elif kind == "human":
-                v = r.human_int(value, name, minimum=0 if path == "cache.kv_cache_memory" else 1)
-            elif kind == "float":
-                if not _number(value):
-                    raise _fail(name, "a number", value)
-                v = float(value)
-            else:
-                v = value
-            overrides[path] = (v, name)
+            key = VALUE_FLAGS[name]
+            overrides[key.path] = (_value(r, name, value, key), name)
         elif name in BOOL_FLAGS or (name.startswith("--no-") and f"--{name[5:]}" in BOOL_FLAGS):
-            base = name if name in BOOL_FLAGS else f"--{name[5:]}"
-            path, on, off = BOOL_FLAGS[base]
-            overrides[path] = (on if name == base else off, name)
+            key = BOOL_FLAGS[name if name in BOOL_FLAGS else f"--{name[5:]}"]
+            overrides[key.path] = (key.vllm_switch[0] if name in BOOL_FLAGS else key.vllm_switch[1], name)
         elif name == "--kv-transfer-config":
             _transfer(_json(name, value), overrides, notes)
         elif name == "--speculative-config":
@@ -271,18 +230,41 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
             raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
                                    "remove it to plan without it")
     if offloading_backend == "lmcache":
-        # config/vllm.py _post_init_kv_transfer_config: nothing is configured without --kv-offloading-size; with
-        # it, vLLM writes the connector config itself (LMCache's, per release: lmcache.py), replacing any given.
-        if "offload.kv_offloading_size" not in overrides:
-            notes.append("--kv-offloading-backend lmcache without --kv-offloading-size: vLLM configures no offloading")
-        elif overrides.get("offload.backend", (None, ""))[1].startswith("--kv-transfer-config"):
-            raise UnsupportedError(f"{SOURCE}: --kv-offloading-backend lmcache with --kv-offloading-size replaces the "
-                                   "connector --kv-transfer-config names: give one of them")
-        else:
-            overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
+        _lmcache_backend(overrides, notes)
     if ignored:
         notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
+
+
+def _value(r, name: str, value: str | None, key: Key) -> Any:
+    """A value flag's text as vLLM parses it (the key's vllm_parse: int, human_readable_int, float or text)."""
+    if value is None:
+        raise _fail(name, "a value")
+    parse = key.vllm_parse
+    if parse == "int":
+        if not (value.isascii() and value.isdigit()):
+            raise _fail(name, "an integer", value)
+        return int(value)
+    if parse == "human":
+        return r.human_int(value, name, minimum=key.minimum)
+    if parse == "float":
+        if not _number(value):
+            raise _fail(name, "a number", value)
+        return float(value)
+    return value
+
+
+def _lmcache_backend(overrides: dict, notes: list[str]) -> None:
+    """--kv-offloading-backend lmcache: config/vllm.py _post_init_kv_transfer_config configures nothing without
+    --kv-offloading-size; with it, vLLM writes the connector config itself (LMCache's, per release: lmcache.py),
+    replacing any given."""
+    if "offload.kv_offloading_size" not in overrides:
+        notes.append("--kv-offloading-backend lmcache without --kv-offloading-size: vLLM configures no offloading")
+    elif overrides.get("offload.backend", (None, ""))[1].startswith("--kv-transfer-config"):
+        raise UnsupportedError(f"{SOURCE}: --kv-offloading-backend lmcache with --kv-offloading-size replaces the "
+                               "connector --kv-transfer-config names: give one of them")
+    else:
+        overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
 
 
 def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:

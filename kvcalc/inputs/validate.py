@@ -2,6 +2,8 @@
 
 Every key is checked here, so later stages can trust types and ranges; every refusal is a
 LayoutError naming the file, the key path (and the CLI flag when a flag set it) and what was expected.
+The key table (vocab/keys.KEYS) says which keys a section has, their defaults and bounds; a key of a simple kind is
+read by its row alone (`_read`), and the rules between keys are the code below.
 """
 
 from __future__ import annotations
@@ -10,14 +12,9 @@ import math
 from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
-from ..vocab.kinds import ATTENTION_BACKEND_NAMES, ATTENTION_BACKENDS, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
+from ..vocab.keys import CHILDREN, KEY, UNMODELLED, Key
+from ..vocab.kinds import ATTENTION_BACKENDS, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
 from ..vocab.layout import (
-    DRAFT_METHODS,
-    EXECUTOR_BACKENDS,
-    OFFLOAD_BACKENDS,
-    PLATFORMS,
-    HMA_CHOICES,
-    MAMBA_CACHE_MODES,
     CacheLayout,
     DraftLayout,
     HostLayout,
@@ -31,52 +28,82 @@ from ..vocab.layout import (
 from ..vocab.releases import lmcache as lmr
 from ..vocab.records import replace
 from ..vocab.units import MODEL_DTYPES, gib_float_to_bytes
-from ..vocab.releases.vllm import DEFAULT_VERSION, behaviour_for
+from ..vocab.releases.vllm import behaviour_for
 from .validate_lmcache import lmcache_offload
 from .values import Reader
 
-SCHEMA_VERSION = 1
-
-TOP_KEYS = ("schema_version", "model", "parallel", "cache", "offload", "host", "vllm")
-MODEL_KEYS = (
-    "name", "num_layers", "dtype", "layer_types", "layer_pattern", "num_kv_heads", "head_size", "head_size_v",
-    "sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim", "index_head_dim", "mamba",
-    "draft", "max_position_embeddings", "hf_config", "kv_head_replication",
-)
-DRAFT_KEYS = ("method", "num_layers", "num_kv_heads", "head_size", "head_size_v", "num_speculative_tokens",
-              "hf_config")
-PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
-                 "pp_layer_partition",
-                 "distributed_executor_backend", "nnodes")
-CACHE_KEYS = (
-    "block_size", "kv_cache_dtype", "kv_cache_dtype_skip_layers", "kv_cache_memory", "num_gpu_blocks_override",
-    "max_model_len", "max_num_batched_tokens", "enable_prefix_caching", "hybrid_kv_cache_manager",
-    "mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_block_size", "mamba_cache_mode",
-)
-# Bounds on what one plan may cost: the worst layout inside them (per-layer heads, 2,048 layers, 64 PP stages)
-# plans and renders in ~1.5 s and ~35 MB on a 2-core box (benchmarks/README.md); past them the per-layer report
-# alone grows without bound. Real models have at most a few hundred layers and stages.
-MAX_LAYERS = 2048
-MAX_PP = 64
-MAX_DRAFT_LAYERS = 64
-OFFLOAD_KEYS = ("backend", "cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk", "lmcache")
-VLLM_KEYS = ("version", "platform", "attention_backend", "gpu_arch")
-HOST_KEYS = ("page_size", "pinned_round_threshold_mb")
+SCHEMA_VERSION = KEY["schema_version"].default
 
 
+def _get(d: dict, path: str) -> Any:
+    """A section's value for one key as written, else the key's default (vocab/keys.KEYS)."""
+    key = KEY[path]
+    return d.get(key.leaf, key.default)
 
 
+# path -> (leaf, nullable, default, read(reader, value, path)) of a key of a simple kind, made on its first read
+# (validate runs once per sweep point and API call: a read is two lookups and a call).
+_READERS: dict[str, tuple] = {}
 
 
+def _read(r: Reader, d: dict, path: str) -> Any:
+    """One key of a simple kind (int, choice, str, bool, human), read by its row: absent, or null where the row
+    allows it, gives the row's default; any other value is checked against the row's kind and bounds."""
+    try:
+        leaf, nullable, default, read = _READERS[path]
+    except KeyError:
+        leaf, nullable, default, read = _READERS[path] = _reader(KEY[path])
+    value = d.get(leaf)
+    if value is None and (nullable or leaf not in d):
+        return default
+    return read(r, value, path)
 
 
+def _reader(key: Key) -> tuple:
+    kind, least, top = key.kind, key.minimum, key.cap or key.maximum
+    if kind == "int" and top is None:
+        read: Any = lambda r, v, path: r.int_(v, path, minimum=least)  # noqa: E731
+    elif kind == "int":
+        read = lambda r, v, path: r.int_(v, path, minimum=least, maximum=top)  # noqa: E731
+    elif kind == "choice":
+        read = lambda r, v, path: r.choice(v, path, key.choices)  # noqa: E731
+    elif kind == "human":
+        read = lambda r, v, path: r.human_int(v, path, minimum=least)  # noqa: E731
+    elif kind == "bool":
+        read = _bool_or_null if key.nullable else _bool
+    elif kind == "str":
+        read = Reader.str_
+    else:  # pragma: no cover - a kvcalc bug
+        raise TypeError(f"{key.path}: kind {kind} is not read by its row alone")
+    return key.leaf, key.nullable, key.default, read
 
 
+def _bool(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true or false", value)
+    return value
 
 
+def _bool_or_null(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true, false or null", value)
+    return value
 
 
+def _section(r: Reader, data: Any, path: str) -> dict:
+    """A mapping of rows: refuses a key the table has no row for, naming the ones it has."""
+    return r.mapping(data, path, CHILDREN[path])
 
+
+def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
+    """(path, value) of the keys no stage reads yet (Key.modelled False), read by their rows."""
+    out = []
+    for key in UNMODELLED:
+        node: Any = top
+        for part in key.parent.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out.append((key.path, _read(r, node if isinstance(node, dict) else {}, key.path)))
+    return tuple(out)
 
 
 def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | None = None,
@@ -90,12 +117,10 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         raise r.fail("model", "a model section (see the README's layout format)")
     model = model or _model(r, top.get("model"))
     parallel = _parallel(r, top.get("parallel"), model)
-    mpe = top["model"].get("max_position_embeddings") if isinstance(top.get("model"), dict) else None
-    if mpe is not None:
-        mpe = r.int_(mpe, "model.max_position_embeddings", minimum=1)
+    mpe = _read(r, top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
-    vllm = r.mapping(top.get("vllm"), "vllm", VLLM_KEYS)
-    version = vllm.get("version", DEFAULT_VERSION)
+    vllm = _section(r, top.get("vllm"), "vllm")
+    version = _get(vllm, "vllm.version")
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
     version = r.str_(version, "vllm.version")
@@ -103,32 +128,29 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         behaviour_for(version)
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
-    platform = r.choice(vllm.get("platform", "cuda"), "vllm.platform", PLATFORMS)
-    backend = vllm.get("attention_backend")
-    if backend is not None:
-        backend = r.choice(backend, "vllm.attention_backend", ATTENTION_BACKEND_NAMES)
-        if ATTENTION_BACKENDS[backend].mla != model.is_mla:
-            kind = "an MLA" if model.is_mla else "a non-MLA"
-            names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
-            raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
-                         f"{', '.join(names)})", backend)
-    gpu_arch = r.choice(vllm.get("gpu_arch", "sm90"), "vllm.gpu_arch", GPU_ARCHS)
+    platform = _read(r, vllm, "vllm.platform")
+    backend = _read(r, vllm, "vllm.attention_backend")
+    if backend is not None and ATTENTION_BACKENDS[backend].mla != model.is_mla:
+        kind = "an MLA" if model.is_mla else "a non-MLA"
+        names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
+        raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
+                     f"{', '.join(names)})", backend)
+    gpu_arch = _read(r, vllm, "vllm.gpu_arch")
     offload = _offload(r, top.get("offload"), model, cache, backend)
     host = _host(r, top.get("host"))
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-                  provenance=tuple(sorted((origin or {}).items())))
+                  provenance=tuple(sorted((origin or {}).items())),
+                  unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
 
 def _host(r: Reader, data: Any) -> HostLayout:
-    h = r.mapping(data, "host", HOST_KEYS)
-    page = r.int_(h.get("page_size", 4096), "host.page_size", minimum=4096, maximum=1 << 30)
+    h = _section(r, data, "host")
+    page = _read(r, h, "host.page_size")
     if page & (page - 1):
-        raise r.fail("host.page_size", "a power of two >= 4096 (the host's mmap.PAGESIZE)", page)
-    threshold = h.get("pinned_round_threshold_mb")
-    if threshold is not None:
-        threshold = r.int_(threshold, "host.pinned_round_threshold_mb", minimum=0, maximum=1 << 40)
-    return HostLayout(page_size=page, pinned_round_threshold_mb=threshold)
+        raise r.fail("host.page_size", f"a power of two >= {KEY['host.page_size'].minimum} (the host's mmap.PAGESIZE)",
+                     page)
+    return HostLayout(page_size=page, pinned_round_threshold_mb=_read(r, h, "host.pinned_round_threshold_mb"))
 
 
 def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:
@@ -146,69 +168,32 @@ def validate_model(top: dict, *, source: str) -> ModelLayout:
 
 
 def _model(r: Reader, data: Any) -> ModelLayout:
-    m = r.mapping(data, "model", MODEL_KEYS)
+    m = _section(r, data, "model")
     if "num_layers" not in m:
         raise r.fail("model.num_layers", "the number of decoder layers")
-    n = r.int_(m["num_layers"], "model.num_layers", minimum=1, maximum=MAX_LAYERS)
-    name = r.str_(m.get("name", "unnamed model"), "model.name")
-    dtype_name = m.get("dtype", "bfloat16")
-    if not isinstance(dtype_name, str) or dtype_name not in MODEL_DTYPES:
-        raise r.fail("model.dtype", f"one of {', '.join(MODEL_DTYPES)}", dtype_name)
-    dtype = MODEL_DTYPES[dtype_name]
-
-    kv_lora = r.opt_int(m, "kv_lora_rank", "model")
-    if m.get("layer_types") is not None and m.get("layer_pattern") is not None:
-        raise r.fail("model.layer_pattern", "either layer_types or layer_pattern, not both")
-    default_kind = LayerKind.MLA if kv_lora else LayerKind.FULL
-    if m.get("layer_types") is not None:
-        raw = m["layer_types"]
-        if not isinstance(raw, list) or len(raw) != n:
-            raise r.fail("model.layer_types", f"a list of {n} layer kinds (one per layer)",
-                          f"a list of {len(raw)}" if isinstance(raw, list) else raw)
-        kinds = tuple(LayerKind(r.choice(v, f"model.layer_types[{i}]", LAYER_KINDS)) for i, v in enumerate(raw))
-    elif m.get("layer_pattern") is not None:
-        raw = m["layer_pattern"]
-        if not isinstance(raw, list) or not raw or len(raw) > n:
-            raise r.fail("model.layer_pattern", f"a non-empty list of at most {n} layer kinds", raw)
-        pattern = [LayerKind(r.choice(v, f"model.layer_pattern[{i}]", LAYER_KINDS)) for i, v in enumerate(raw)]
-        kinds = tuple(pattern[i % len(pattern)] for i in range(n))
-    else:
-        kinds = (default_kind,) * n
+    n = _read(r, m, "model.num_layers")
+    name = _read(r, m, "model.name")
+    dtype = MODEL_DTYPES[_read(r, m, "model.dtype")]
+    kv_lora = _read(r, m, "model.kv_lora_rank")
+    kinds = _layer_kinds(r, m, n, LayerKind.MLA if kv_lora else LayerKind.FULL)
     present = set(kinds)
-    std_attn = {k for k in present if k.attention}
+    heads, head_size, head_size_v = _attention_shape(r, m, n, kinds, any(k.attention for k in present))
 
     def needed(key: str, why: str) -> int:
         if m.get(key) is None:
             raise r.fail(f"model.{key}", f"a positive integer ({why})")
-        return r.int_(m[key], f"model.{key}", minimum=1)
+        return _read(r, m, f"model.{key}")
 
-    if std_attn:
-        if m.get("num_kv_heads") is None:
-            raise r.fail("model.num_kv_heads", "an integer or a per-layer list (the model has attention layers)")
-        if m.get("head_size") is None:
-            raise r.fail("model.head_size", "an integer or a per-layer list (the model has attention layers)")
-    heads = r.per_layer(m.get("num_kv_heads", 0), "model.num_kv_heads", n, minimum=0)
-    head_size = r.per_layer(m.get("head_size", 0), "model.head_size", n, minimum=0)
-    head_size_v = r.per_layer(m["head_size_v"], "model.head_size_v", n, minimum=0) \
-        if m.get("head_size_v") is not None else head_size
-    if std_attn:
-        for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
-            if min(vals) >= 1:
-                continue  # the common case: no layer has a zero, whatever its kind
-            for i, kind in enumerate(kinds):
-                if kind.attention and vals[i] < 1:
-                    raise r.fail(f"model.{key}" + (f"[{i}]" if isinstance(m.get(key), list) else ""),
-                                 f"a positive value for attention layer {i}", vals[i])
     sliding = needed("sliding_window", "the model has sliding_attention layers") if LayerKind.SLIDING in present \
-        else r.opt_int(m, "sliding_window", "model")
+        else _read(r, m, "model.sliding_window")
     chunk = needed("attention_chunk_size", "the model has chunked_attention layers") \
-        if LayerKind.CHUNKED in present else r.opt_int(m, "attention_chunk_size", "model")
-    rope = r.opt_int(m, "qk_rope_head_dim", "model", minimum=0)
+        if LayerKind.CHUNKED in present else _read(r, m, "model.attention_chunk_size")
+    rope = _read(r, m, "model.qk_rope_head_dim")
     if LayerKind.MLA in present:
         kv_lora = needed("kv_lora_rank", "the model has mla layers")
         if rope is None:
             raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
-    index_dim = r.opt_int(m, "index_head_dim", "model")
+    index_dim = _read(r, m, "model.index_head_dim")
     if index_dim is not None and LayerKind.MLA not in present:
         raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
                      index_dim)
@@ -218,22 +203,66 @@ def _model(r: Reader, data: Any) -> ModelLayout:
     elif m.get("mamba") is not None:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
-    replication = m.get("kv_head_replication", True)
-    if not isinstance(replication, bool):
-        raise r.fail("model.kv_head_replication", "true or false", replication)
-    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds, num_kv_heads=heads,
-                       head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
+    replication = _read(r, m, "model.kv_head_replication")
+    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
+                       num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
 
 
+def _layer_kinds(r: Reader, m: dict, n: int, default_kind: LayerKind) -> tuple[LayerKind, ...]:
+    """model.layer_types (one kind per layer) or model.layer_pattern (repeated to n layers); else every layer
+    `default_kind`."""
+    if m.get("layer_types") is not None and m.get("layer_pattern") is not None:
+        raise r.fail("model.layer_pattern", "either layer_types or layer_pattern, not both")
+    choices = KEY["model.layer_types"].choices
+    if m.get("layer_types") is not None:
+        raw = m["layer_types"]
+        if not isinstance(raw, list) or len(raw) != n:
+            raise r.fail("model.layer_types", f"a list of {n} layer kinds (one per layer)",
+                          f"a list of {len(raw)}" if isinstance(raw, list) else raw)
+        return tuple(LayerKind(r.choice(v, f"model.layer_types[{i}]", choices)) for i, v in enumerate(raw))
+    if m.get("layer_pattern") is not None:
+        raw = m["layer_pattern"]
+        if not isinstance(raw, list) or len(raw) < KEY["model.layer_pattern"].minimum or len(raw) > n:
+            raise r.fail("model.layer_pattern", f"a non-empty list of at most {n} layer kinds", raw)
+        pattern = [LayerKind(r.choice(v, f"model.layer_pattern[{i}]", choices)) for i, v in enumerate(raw)]
+        return tuple(pattern[i % len(pattern)] for i in range(n))
+    return (default_kind,) * n
+
+
+def _attention_shape(r: Reader, m: dict, n: int, kinds: tuple[LayerKind, ...],
+                     attention: bool) -> tuple[tuple[int, ...], ...]:
+    """(KV heads, head size, value head size) per layer; every attention layer (some has: `attention`) needs
+    positive ones."""
+    if attention:
+        if m.get("num_kv_heads") is None:
+            raise r.fail("model.num_kv_heads", "an integer or a per-layer list (the model has attention layers)")
+        if m.get("head_size") is None:
+            raise r.fail("model.head_size", "an integer or a per-layer list (the model has attention layers)")
+    heads, head_size = (r.per_layer(_get(m, f"model.{key}"), f"model.{key}", n, minimum=KEY[f"model.{key}"].minimum)
+                        for key in ("num_kv_heads", "head_size"))
+    head_size_v = head_size if m.get("head_size_v") is None else \
+        r.per_layer(m["head_size_v"], "model.head_size_v", n, minimum=KEY["model.head_size_v"].minimum)
+    if attention:
+        for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
+            if min(vals) >= 1:
+                continue  # the common case: no layer has a zero, whatever its kind
+            for i, kind in enumerate(kinds):
+                if kind.attention and vals[i] < 1:
+                    raise r.fail(f"model.{key}" + (f"[{i}]" if isinstance(m.get(key), list) else ""),
+                                 f"a positive value for attention layer {i}", vals[i])
+    return heads, head_size, head_size_v
+
+
 def _mamba(r: Reader, data: Any) -> MambaLayout:
     if data is None:
-        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KIND_NAMES)}) and its fields")
+        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KINDS)}) and its fields")
     if not isinstance(data, dict):
         raise r.fail("model.mamba", "a mapping", type(data).__name__)
-    row = MAMBA_KINDS[r.choice(data.get("kind"), "model.mamba.kind", MAMBA_KIND_NAMES)]
-    r.mapping(data, "model.mamba", ("kind",) + row.fields + row.optional + tuple(row.aliases))
+    row = MAMBA_KINDS[r.choice(data.get("kind"), "model.mamba.kind", KEY["model.mamba.kind"].choices)]
+    # The kind's own fields are its row's (vocab/kinds.MAMBA_KINDS), beside the keys the table has.
+    r.mapping(data, "model.mamba", CHILDREN["model.mamba"] + row.fields + row.optional + tuple(row.aliases))
     data = dict(data)
     for alias, name in row.aliases.items():
         if data.get(alias) is None:
@@ -265,10 +294,10 @@ def _mamba(r: Reader, data: Any) -> MambaLayout:
 
 
 def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
-    d = r.mapping(data, "model.draft", DRAFT_KEYS)
-    method = r.choice(d.get("method"), "model.draft.method", DRAFT_METHODS)
-    n = r.int_(d.get("num_layers", 1), "model.draft.num_layers", minimum=1, maximum=MAX_DRAFT_LAYERS)
-    ns = r.int_(d.get("num_speculative_tokens", 1), "model.draft.num_speculative_tokens", minimum=1, maximum=1000)
+    d = _section(r, data, "model.draft")
+    method = r.choice(d.get("method"), "model.draft.method", KEY["model.draft.method"].choices)
+    n = _read(r, d, "model.draft.num_layers")
+    ns = _read(r, d, "model.draft.num_speculative_tokens")
     if method == "mtp":
         if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
@@ -281,17 +310,17 @@ def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
         if d.get(key) is None:
             raise r.fail(f"model.draft.{key}", f"a positive integer (the {method} drafter's own attention shape)")
     return DraftLayout(
-        method=method, num_layers=n, num_kv_heads=r.int_(d["num_kv_heads"], "model.draft.num_kv_heads", minimum=1),
-        head_size=r.int_(d["head_size"], "model.draft.head_size", minimum=1),
-        head_size_v=r.opt_int(d, "head_size_v", "model.draft"), num_speculative_tokens=ns,
+        method=method, num_layers=n, num_kv_heads=_read(r, d, "model.draft.num_kv_heads"),
+        head_size=_read(r, d, "model.draft.head_size"), head_size_v=_read(r, d, "model.draft.head_size_v"),
+        num_speculative_tokens=ns,
     )
 
 
 def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
-    p = r.mapping(data, "parallel", PARALLEL_KEYS)
-    tp = r.int_(p.get("tensor_parallel_size", 1), "parallel.tensor_parallel_size", minimum=1, maximum=4096)
-    pp = r.int_(p.get("pipeline_parallel_size", 1), "parallel.pipeline_parallel_size", minimum=1, maximum=MAX_PP)
-    dp = r.int_(p.get("data_parallel_size", 1), "parallel.data_parallel_size", minimum=1, maximum=65536)
+    p = _section(r, data, "parallel")
+    tp = _read(r, p, "parallel.tensor_parallel_size")
+    pp = _read(r, p, "parallel.pipeline_parallel_size")
+    dp = _read(r, p, "parallel.data_parallel_size")
     if pp > model.num_layers:
         raise r.fail("parallel.pipeline_parallel_size", f"at most model.num_layers ({model.num_layers})", pp)
     part = None
@@ -299,7 +328,8 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
         raw = p["pp_layer_partition"]
         if not isinstance(raw, list) or len(raw) != pp:
             raise r.fail("parallel.pp_layer_partition", f"a list of {pp} layer counts (one per PP stage)", raw)
-        part = tuple(r.int_(v, f"parallel.pp_layer_partition[{i}]", minimum=1) for i, v in enumerate(raw))
+        least = KEY["parallel.pp_layer_partition"].minimum
+        part = tuple(r.int_(v, f"parallel.pp_layer_partition[{i}]", minimum=least) for i, v in enumerate(raw))
         if sum(part) != model.num_layers:
             raise r.fail("parallel.pp_layer_partition", f"counts summing to model.num_layers ({model.num_layers})",
                           list(part))
@@ -311,12 +341,12 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
                          replicates=model.kv_head_replication)
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
-    backend = r.choice(p.get("distributed_executor_backend", "mp"), "parallel.distributed_executor_backend",
-                       EXECUTOR_BACKENDS)
-    nnodes = r.int_(p.get("nnodes", 1), "parallel.nnodes", minimum=1, maximum=65536)
+    backend = _read(r, p, "parallel.distributed_executor_backend")
+    nnodes = _read(r, p, "parallel.nnodes")
     local = p.get("data_parallel_size_local")
-    if local is not None:
-        local = r.int_(local, "parallel.data_parallel_size_local", minimum=1, maximum=dp)
+    if local is not None:  # at most the DP size
+        local = r.int_(local, "parallel.data_parallel_size_local",
+                       minimum=KEY["parallel.data_parallel_size_local"].minimum, maximum=dp)
     return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
                           pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
                           data_parallel_size_local=local)
@@ -330,68 +360,83 @@ def _check_heads(r: Reader, heads: int, tp: int, key: str, tp_key: str, *, repli
 
 
 def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: int | None) -> CacheLayout:
-    c = r.mapping(data, "cache", CACHE_KEYS)
-    block = r.opt_int(c, "block_size", "cache")
-    if block is not None and block > 1 << 20:
-        raise r.fail("cache.block_size", "at most 1048576 tokens", block)
-    kv_dtype = c.get("kv_cache_dtype", "auto")
-    if not isinstance(kv_dtype, str):
-        raise r.fail("cache.kv_cache_dtype", f"one of {', '.join(KV_CACHE_DTYPES)}", kv_dtype)
-    if kv_dtype not in KV_CACHE_DTYPES:
-        raise UnsupportedError(f"{r.source}: {r.where('cache.kv_cache_dtype')}: unsupported KV dtype {kv_dtype!r}; "
-                               f"kvcalc models {', '.join(KV_CACHE_DTYPES)}")
-    skip_raw = c.get("kv_cache_dtype_skip_layers") or []
-    if not isinstance(skip_raw, list):
-        raise r.fail("cache.kv_cache_dtype_skip_layers", "a list of layer indices or 'sliding_window'", skip_raw)
-    skip = []
-    for i, v in enumerate(skip_raw):
-        if v == "sliding_window":
-            skip.append(v)
-        else:
-            # vLLM matches str(extract_layer_index(prefix)) and ignores an index no layer has: refused here, so a
-            # typo does not quietly leave every layer quantized. Drafter / MTP layers follow the decoder's indices.
-            top = model.num_layers + (model.draft.num_layers if model.draft is not None else 0) - 1
-            skip.append(r.int_(v, f"cache.kv_cache_dtype_skip_layers[{i}]", minimum=0, maximum=top))
-    memory = None
-    if c.get("kv_cache_memory") is not None:
-        raw = c["kv_cache_memory"]
-        if isinstance(raw, list):
-            if len(raw) not in (1, par.workers_per_engine):
-                raise r.fail("cache.kv_cache_memory", f"one size, or a list of {par.workers_per_engine} (one per worker)",
-                              f"a list of {len(raw)}")
-            memory = tuple(r.size(v, f"cache.kv_cache_memory[{i}]") for i, v in enumerate(raw))
-        else:
-            memory = (r.size(raw, "cache.kv_cache_memory"),)
-    override = r.opt_int(c, "num_gpu_blocks_override", "cache", minimum=0)
+    c = _section(r, data, "cache")
+    key = KEY["cache.block_size"]
+    block = c.get("block_size")
+    if block is not None:
+        block = r.int_(block, "cache.block_size", minimum=key.minimum)
+        if key.cap is not None and block > key.cap:
+            raise r.fail("cache.block_size", f"at most {key.cap} tokens", block)
+    kv_dtype, skip = _kv_dtype(r, c, model)
+    memory = _kv_cache_memory(r, c, par)
+    override = _read(r, c, "cache.num_gpu_blocks_override")
     if c.get("max_model_len") is not None:
-        mml = r.human_int(c["max_model_len"], "cache.max_model_len", minimum=1)
+        mml = r.human_int(c["max_model_len"], "cache.max_model_len", minimum=KEY["cache.max_model_len"].minimum)
     elif mpe is not None:
         mml = mpe  # vLLM's default max_model_len is the model's max_position_embeddings
     else:
         raise r.fail("cache.max_model_len", "a positive integer (the longest request in tokens; "
                      "--max-model-len): the model states no max_position_embeddings")
-    mnbt = r.human_int(c.get("max_num_batched_tokens", 8192), "cache.max_num_batched_tokens", minimum=1)
-    prefix = c.get("enable_prefix_caching")
-    if prefix is not None and not isinstance(prefix, bool):
-        raise r.fail("cache.enable_prefix_caching", "true, false or null", prefix)
-    hma = c.get("hybrid_kv_cache_manager", "auto")
+    mnbt = _read(r, c, "cache.max_num_batched_tokens")
+    prefix = _read(r, c, "cache.enable_prefix_caching")
+    hma = _get(c, "cache.hybrid_kv_cache_manager")
     hma = {True: "on", False: "off"}.get(hma, hma) if isinstance(hma, bool) else hma  # YAML 1.1 reads on/off as bools
-    hma = r.choice(hma, "cache.hybrid_kv_cache_manager", HMA_CHOICES)
-    mamba_choices = ("auto",) + tuple(MODEL_DTYPES)
-    mdt = r.choice(c.get("mamba_cache_dtype", "auto"), "cache.mamba_cache_dtype", mamba_choices)
-    msdt = r.choice(c.get("mamba_ssm_cache_dtype", "auto"), "cache.mamba_ssm_cache_dtype", mamba_choices)
-    mbs = r.opt_int(c, "mamba_block_size", "cache")
-    mode = r.choice(c.get("mamba_cache_mode", "auto"), "cache.mamba_cache_mode", MAMBA_CACHE_MODES)
-    return CacheLayout(block_size=block, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=tuple(skip),
+    hma = r.choice(hma, "cache.hybrid_kv_cache_manager", KEY["cache.hybrid_kv_cache_manager"].choices)
+    mdt = _read(r, c, "cache.mamba_cache_dtype")
+    msdt = _read(r, c, "cache.mamba_ssm_cache_dtype")
+    mbs = _read(r, c, "cache.mamba_block_size")
+    mode = _read(r, c, "cache.mamba_cache_mode")
+    return CacheLayout(block_size=block, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=skip,
                        kv_cache_memory=memory, num_gpu_blocks_override=override, max_model_len=mml,
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
                        mamba_cache_mode=mode)
 
 
+def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:
+    """cache.kv_cache_dtype (a dtype kvcalc does not model is unsupported, not malformed) and the layers kept at the
+    model dtype."""
+    kv_dtype = _get(c, "cache.kv_cache_dtype")
+    dtypes = KEY["cache.kv_cache_dtype"].choices
+    if not isinstance(kv_dtype, str):
+        raise r.fail("cache.kv_cache_dtype", f"one of {', '.join(dtypes)}", kv_dtype)
+    if kv_dtype not in dtypes:
+        raise UnsupportedError(f"{r.source}: {r.where('cache.kv_cache_dtype')}: unsupported KV dtype {kv_dtype!r}; "
+                               f"kvcalc models {', '.join(dtypes)}")
+    key = KEY["cache.kv_cache_dtype_skip_layers"]
+    skip_raw = c.get("kv_cache_dtype_skip_layers")
+    if not skip_raw:
+        return kv_dtype, key.default
+    if not isinstance(skip_raw, list):
+        raise r.fail("cache.kv_cache_dtype_skip_layers", "a list of layer indices or 'sliding_window'", skip_raw)
+    skip = []
+    for i, v in enumerate(skip_raw):
+        if v in key.choices:
+            skip.append(v)
+        else:
+            # vLLM matches str(extract_layer_index(prefix)) and ignores an index no layer has: refused here, so a
+            # typo does not quietly leave every layer quantized. Drafter / MTP layers follow the decoder's indices.
+            top = model.num_layers + (model.draft.num_layers if model.draft is not None else 0) - 1
+            skip.append(r.int_(v, f"cache.kv_cache_dtype_skip_layers[{i}]", minimum=key.minimum, maximum=top))
+    return kv_dtype, tuple(skip)
+
+
+def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...] | None:
+    """cache.kv_cache_memory: one size for every worker, or one per worker."""
+    raw = c.get("kv_cache_memory")
+    if raw is None:
+        return None
+    if isinstance(raw, list):
+        if len(raw) not in (1, par.workers_per_engine):
+            raise r.fail("cache.kv_cache_memory", f"one size, or a list of {par.workers_per_engine} (one per worker)",
+                         f"a list of {len(raw)}")
+        return tuple(r.size(v, f"cache.kv_cache_memory[{i}]") for i, v in enumerate(raw))
+    return (r.size(raw, "cache.kv_cache_memory"),)
+
+
 def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None) -> OffloadLayout:
-    o = r.mapping(data, "offload", OFFLOAD_KEYS)
-    which = r.choice(o.get("backend", "native"), "offload.backend", OFFLOAD_BACKENDS)
+    o = _section(r, data, "offload")
+    which = _read(r, o, "offload.backend")
     if which == "lmcache":
         return lmcache_offload(r, o)
     section = o.get("lmcache")
@@ -407,8 +452,9 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     written = None  # cpu_bytes_to_use as written (64GB), for the note on its binary reading
     if has_gib:
         gib = o["kv_offloading_size"]
-        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < 0 \
-                or gib > 1 << 30:
+        key = KEY["offload.kv_offloading_size"]
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < key.minimum \
+                or (key.cap is not None and gib > key.cap):
             raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
                          gib)
         flag = r.flags.get("offload.kv_offloading_size")
@@ -424,8 +470,8 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
             src = f"{raw} ({flag})"
     else:
         cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
-    block = r.opt_int(o, "block_size", "offload")
-    bpc = r.opt_int(o, "blocks_per_chunk", "offload")
+    block = _read(r, o, "offload.block_size")
+    bpc = _read(r, o, "offload.blocks_per_chunk")
     gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)

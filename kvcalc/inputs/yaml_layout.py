@@ -9,7 +9,8 @@ from typing import Any
 from ..vocab.layout import Layout
 from .files import parse_yaml, read_bytes, read_json
 from ..vocab.errors import LayoutError
-from .validate import TOP_KEYS, validate
+from ..vocab.keys import CHILDREN
+from .validate import validate
 from .values import Reader
 
 _EXCLUSIVE = {"offload.cpu_bytes_to_use": "offload.kv_offloading_size",
@@ -28,6 +29,19 @@ def _set_path(data: dict, path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def _apply(top: dict, overrides: dict[str, tuple[Any, str]]) -> dict[str, str]:
+    """Set every overridden key in `top`; returns {key path: the flag that set it}."""
+    origin: dict[str, str] = {}
+    for path, (value, flag) in overrides.items():
+        _set_path(top, path, value)
+        origin[path] = flag
+        # A flag for one of two exclusive keys replaces the file's other one.
+        other = _EXCLUSIVE.get(path)
+        if other and other not in overrides and isinstance(top.get("offload"), dict):
+            top["offload"].pop(other.split(".", 1)[1], None)
+    return origin
+
+
 def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
            base_dir: str = ".") -> tuple[dict, dict]:
     """Apply CLI overrides and pull in `model.hf_config` / `model.draft.hf_config`.
@@ -37,16 +51,9 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     if data is None:
         data = {}
     r = Reader(source, {path: flag for path, (_, flag) in overrides.items()})
-    top = r.mapping(data, "", TOP_KEYS)
+    top = r.mapping(data, "", CHILDREN[""])
     top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
-    origin: dict[str, str] = {}
-    for path, (value, flag) in overrides.items():
-        _set_path(top, path, value)
-        origin[path] = flag
-        # A flag for one of two exclusive keys replaces the file's other one.
-        other = _EXCLUSIVE.get(path)
-        if other and other not in overrides and isinstance(top.get("offload"), dict):
-            top["offload"].pop(other.split(".", 1)[1], None)
+    origin = _apply(top, overrides)
     model = top.get("model")
     nextn = 0
     if isinstance(model, dict) and model.get("hf_config") is not None:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 
-_ORDER = {
-    "model": ["name", "num_layers", "dtype", "layer_types", "layer_pattern", "num_kv_heads", "head_size",
-              "head_size_v", "sliding_window", "attention_chunk_size", "kv_lora_rank", "qk_rope_head_dim",
-              "index_head_dim", "max_position_embeddings", "kv_head_replication", "mamba", "draft"],
-    "parallel": ["tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "pp_layer_partition"],
-}
-_SECTIONS = ("model", "parallel", "cache", "offload", "vllm")
+from ..vocab.keys import CHILDREN, KEY
+
+# The sections init writes, in the key table's order; host (the machine's page size and pinned-memory rounding,
+# set by flags) is not what a config maps to and is left out.
+_SECTIONS = tuple(leaf for leaf in CHILDREN[""] if KEY[leaf].kind == "section" and leaf != "host")
+
+
+def _order(path: str) -> tuple[str, ...]:
+    """A mapping of rows: its keys in the table's order; any other mapping (a Mamba kind's Hugging Face fields,
+    LMCache's names) is written sorted."""
+    key = KEY.get(path)
+    return CHILDREN[path] if key is not None and key.kind == "section" else ()
 
 
 def _scalar(value) -> str:
@@ -40,7 +45,7 @@ def render(top: dict, origin: dict, *, header: str) -> str:
 
 def _mapping(body: dict, path: str, origin: dict, indent: int) -> list[str]:
     pad = " " * indent
-    order = _ORDER.get(path, [])
+    order = _order(path)
     keys = [k for k in order if k in body] + sorted(k for k in body if k not in order)
     out = []
     for key in keys:

@@ -11,7 +11,8 @@ from ..inputs.yaml_layout import expand
 from ..inputs.validate import validate, validate_model, validate_offload
 from ..pipeline import plan, plan_gpu
 
-# The sweep axes are the flag table's (flags.SWEEP_AXES); each row has them and these result columns.
+# The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
+# result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
 RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
            "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..vocab.records import replace
 
 from ..vocab.errors import KvcalcError
-from ..vocab.keys import FLAGS
+from ..vocab.keys import KEYS, Key
 from ..vocab.layout import Layout, base_block_size
 from ..pipeline import Plan, plan
 
@@ -41,48 +41,92 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
     raise first_error
 
 
-def _v(name: str) -> str:
-    """vLLM's own spelling of a flag (the flag table's `vllm` column)."""
-    return FLAGS[name].vllm
+# The value vllm-args spells for a key whose row says vllm_args "plan": worked out from the plan (None: not spelled).
+def _block_size(plan: Plan, notes: list[str]) -> int:
+    # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's own default
+    # cannot differ from kvcalc's.
+    lay = plan.layout
+    return base_block_size(lay.cache.block_size, lay.model.is_mla, lay.backend)
+
+
+def _kv_cache_memory(plan: Plan, notes: list[str]) -> int | None:
+    memory = plan.layout.cache.kv_cache_memory
+    if memory is None:
+        return None
+    if len(set(memory)) == 1:
+        return memory[0]
+    notes.append("kv_cache_memory differs per worker: vLLM's --kv-cache-memory-bytes takes one value")
+    return None
+
+
+def _prefix_caching(plan: Plan, notes: list[str]) -> bool | None:
+    lay = plan.layout
+    if lay.cache.enable_prefix_caching is None and not lay.model.has_mamba:
+        return None
+    return plan.layers.enable_prefix_caching
+
+
+def _mamba_cache_mode(plan: Plan, notes: list[str]) -> str | None:
+    lay = plan.layout
+    if lay.model.has_mamba and plan.layers.mamba_cache_mode != "none" and lay.cache.mamba_cache_mode != "auto":
+        return plan.layers.mamba_cache_mode
+    return None
+
+
+def _hybrid_manager(plan: Plan, notes: list[str]) -> str | None:
+    default_hma = plan.behaviour.hma_default_with_connector
+    if plan.hma_enabled and not default_hma:
+        return "on"
+    if not plan.hma_enabled and default_hma and plan.layout.cache.hybrid_kv_cache_manager == "off":
+        return "off"
+    return None
+
+
+PLAN_VALUES = {
+    "cache.block_size": _block_size,
+    "cache.kv_cache_memory": _kv_cache_memory,
+    "cache.enable_prefix_caching": _prefix_caching,
+    "cache.mamba_cache_mode": _mamba_cache_mode,
+    "cache.hybrid_kv_cache_manager": _hybrid_manager,
+    "offload.kv_offloading_size": lambda plan, notes: None,  # the budget: spelled in its own variant (build)
+}
+
+
+def layout_value(layout: Layout, key: Key):
+    """A key's validated value in the layout (the vllm section's keys sit on the Layout itself)."""
+    if not key.modelled:
+        return dict(layout.unmodelled).get(key.path)
+    section, _, rest = key.path.partition(".")
+    if section == "vllm":
+        return getattr(layout, "vllm_version" if rest == "version" else rest)
+    node = layout
+    for part in key.path.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def common_args(plan: Plan, notes: list[str]) -> list[str]:
+    """The vLLM flags every spelling of the budget shares: each key whose row has a vllm-args rule, in the key
+    table's order."""
+    out: list[str] = []
+    for key in KEYS:
+        if not key.vllm_args:
+            continue
+        if key.vllm_args == "plan":
+            value = PLAN_VALUES[key.path](plan, notes)
+        else:
+            value = layout_value(plan.layout, key)
+            if key.vllm_args == "changed" and value == key.default:
+                value = None
+        if value is not None:
+            out += key.vllm_spelled(value)
+    return out
 
 
 def build(plan: Plan, changed: list[str] | None = None) -> dict:
-    lay, cache, par = plan.layout, plan.layout.cache, plan.layout.parallel
-    b = plan.behaviour
-    common: list[str] = [_v("tp"), str(par.tensor_parallel_size)]
+    lay, cache = plan.layout, plan.layout.cache
     notes: list[str] = []
-    if par.pipeline_parallel_size > 1:
-        common += [_v("pp"), str(par.pipeline_parallel_size)]
-    if par.data_parallel_size > 1:
-        common += [_v("dp"), str(par.data_parallel_size)]
-    if par.distributed_executor_backend != "mp":
-        common += [_v("backend"), par.distributed_executor_backend]
-    if lay.attention_backend is not None:
-        common += [_v("attention_backend"), lay.attention_backend]
-    # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's
-    # own default cannot differ from kvcalc's.
-    base_block = base_block_size(cache.block_size, lay.model.is_mla, lay.backend)
-    common += [_v("block_size"), str(base_block)]
-    if cache.kv_cache_dtype != "auto":
-        common += [_v("kv_cache_dtype"), cache.kv_cache_dtype]
-    if cache.kv_cache_memory is not None:
-        if len(set(cache.kv_cache_memory)) == 1:
-            common += [_v("kv_cache_memory"), str(cache.kv_cache_memory[0])]
-        else:
-            notes.append("kv_cache_memory differs per worker: vLLM's --kv-cache-memory-bytes takes one value")
-    if cache.num_gpu_blocks_override is not None:
-        common += [_v("num_gpu_blocks_override"), str(cache.num_gpu_blocks_override)]
-    common += [_v("max_model_len"), str(cache.max_model_len), _v("max_num_batched_tokens"),
-               str(cache.max_num_batched_tokens)]
-    if cache.enable_prefix_caching is not None or lay.model.has_mamba:
-        common.append("--enable-prefix-caching" if plan.layers.enable_prefix_caching else "--no-enable-prefix-caching")
-    if lay.model.has_mamba and plan.layers.mamba_cache_mode != "none" and cache.mamba_cache_mode != "auto":
-        common += ["--mamba-cache-mode", plan.layers.mamba_cache_mode]
-    default_hma = b.hma_default_with_connector
-    if plan.hma_enabled and not default_hma:
-        common.append("--no-disable-hybrid-kv-cache-manager")
-    elif not plan.hma_enabled and default_hma and cache.hybrid_kv_cache_manager == "off":
-        common.append("--disable-hybrid-kv-cache-manager")
+    common = common_args(plan, notes)
     if cache.kv_cache_dtype_skip_layers:
         notes.append("set kv_cache_dtype_skip_layers = "
                      f"{list(cache.kv_cache_dtype_skip_layers)} in vLLM's cache config (no flag spelled here)")

@@ -7,6 +7,8 @@ equal layers, so later stages work per distinct layer shape, not per layer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .releases.lmcache import DEFAULT_LMCACHE_VERSION
 from .records import cached, field, record
@@ -262,6 +264,9 @@ class Layout:
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+    # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
+    # passed on (vllm-args spells them), until a stage needs the key in its own record.
+    unmodelled: tuple[tuple[str, Any], ...] = ()
 
     @property
     def backend(self) -> str:
