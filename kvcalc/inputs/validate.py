@@ -475,5 +475,6 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
-    return OffloadLayout(cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written, block_size=block,
-                         blocks_per_chunk=bpc)
+    # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
+    return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
+                         block_size=block, blocks_per_chunk=bpc)
