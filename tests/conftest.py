@@ -20,8 +20,8 @@ from kvcalc.engines.vllm.specs import (
     FullAttentionSpec,
     MLAAttentionSpec,
     SlidingWindowSpec,
-    runs_from_names,
 )
+from kvcalc.engines.vllm.runs import runs_from_names
 
 GIB = 1 << 30
 # test-vectors.md "Common inputs": 40 GiB KV memory per worker, 131,072 / 8,192, C = 64 GiB.

@@ -87,7 +87,7 @@ def test_empty_is_attention_free():
 def test_strided_split_of_interleaved_runs_equals_the_per_layer_split(step, data):
     # specs.strided_split's shortcut (runs whose layers interleave one by one, k a multiple of their number) must
     # give exactly the groups the per-layer walk gives.
-    from kvcalc.engines.vllm.specs import Run, _compress, ordered, strided_split
+    from kvcalc.engines.vllm.runs import Run, _compress, ordered, strided_split
 
     starts = data.draw(st.lists(st.integers(0, step - 1), min_size=2, max_size=step, unique=True))
     n = data.draw(st.integers(1, 12))

@@ -27,8 +27,8 @@ from kvcalc.engines.vllm.specs import (
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
     interned,
-    named_specs,
 )
+from kvcalc.engines.vllm.runs import named_specs
 from kvcalc.inputs.yaml_layout import layout_from_dict
 from kvcalc.vocab import units
 from kvcalc.vocab.kinds import KVQuant

@@ -12,17 +12,13 @@ from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
-    Run,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
     is_uniform,
     is_uniform_type,
-    layer_count,
-    layer_names,
     merge_specs,
-    spec_counts,
-    strided_split,
 )
+from .runs import Run, layer_count, layer_names, spec_counts, strided_split
 from ...vocab.units import cdiv
 
 

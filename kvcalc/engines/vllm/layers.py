@@ -21,14 +21,11 @@ from .specs import (
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
-    Run,
     SlidingWindowSpec,
     UsageContext,
-    clip,
     interned,
-    named_specs,
-    progressions,
 )
+from .runs import Run, clip, named_specs, progressions
 from ...vocab.units import MODEL_DTYPES, cdiv
 from ...vocab.releases.vllm import Behaviour
 

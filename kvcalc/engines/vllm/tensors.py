@@ -12,7 +12,8 @@ from ...vocab.errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
 from .layers import LayerPlan
 from ...vocab.records import cached, record
-from .specs import UniformTypeKVCacheSpecs, UsageContext, layer_names, ordered, restrict
+from .runs import layer_names, ordered, restrict
+from .specs import UniformTypeKVCacheSpecs, UsageContext
 from ...vocab.units import cdiv
 
 
