@@ -343,14 +343,10 @@ def _gdn_checkpoints(layout: Layout) -> bool:
     return layout.gpu_arch == "sm90" or m.get("linear_key_head_dim") == 128
 
 
-def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
-    model, cache, par = layout.model, layout.cache, layout.parallel
-    src = layout.source
-    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
-    notes: list[str] = []
-    kv = resolve_kv_dtype(layout, behaviour)
-    # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
-    kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
+def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
+    """What the release itself refuses of the cache options: a block size outside its choices, skip layers before
+    the option existed."""
+    cache, src = layout.cache, layout.source
     choices = behaviour.block_size_choices
     if cache.block_size is not None and choices is not None and cache.block_size not in choices:
         raise LayoutError(src, "cache.block_size", f"one of {', '.join(map(str, choices))} for vLLM "
@@ -358,63 +354,70 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     if cache.kv_cache_dtype_skip_layers and not behaviour.supports_skip_layers:
         raise LayoutError(src, "cache.kv_cache_dtype_skip_layers", f"an empty list for vLLM {behaviour.version}",
                           sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
-    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
-    notes += mode_notes
 
-    # --- block size (section 3.9) and the hybrid bump (section 4.3)
-    block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
-    block_note = None
-    if cache.block_size is None:
-        block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
-    ns = model.draft.num_speculative_tokens if model.draft else 0
 
-    mamba_block = None
-    mamba_spec = None
-    if model.has_mamba:
-        row = model.mamba.row
+class _MambaSide(NamedTuple):
+    block_size: int  # the attention block size, raised for a hybrid model
+    mamba_block: int | None
+    spec: MambaSpec | None
+    raised: bool  # the block size was raised (its "not set" note no longer applies)
 
-        def exact(a: int, b: int, what: str) -> int:
-            if a % b:
-                raise LayoutError(src, f"model.mamba ({what})", f"a value divisible by tensor_parallel_size {tp}", a)
-            return a // b
 
-        shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
-        dtypes = _mamba_dtypes(layout, len(shapes))
-        mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
-        probe = _Builder(layout, behaviour, block_size, kv, kv_auto, None)
-        a1 = _attention_token_page(probe, layout)
-        pad = None
-        if a1 is not None and mp > 0:
-            kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
-            chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
-                                               else DEFAULT_MAMBA_CHUNK)
-            # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
-            multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
-            al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
-                                  kernel_block=kernel, mamba_chunk=chunk, multiple=multiple)
-            if al.raised_from is not None:
-                notes.append(f"hybrid model: attention block size raised from {al.raised_from} to {al.block_size} so "
-                             f"one attention page ({al.block_size} x {a1} B) holds a Mamba state ({mp} B)")
-                block_note = None
-            block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
-            if pad is not None:
-                notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
-        elif mode == "align":
-            mamba_block = block_size
-        if mode == "none":
-            mamba_block = cache.mamba_block_size or cache.max_model_len
-        # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
-        # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
-        checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
-        mamba_spec = interned(MambaSpec, block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
-                              mamba_type=row.name, num_speculative_blocks=ns,
-                              num_prefill_checkpoint_blocks=checkpoint_blocks)
+def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str, kv: _KVDtype, kv_auto: _KVDtype,
+                notes: list[str]) -> _MambaSide:
+    """The Mamba spec of a model with Mamba layers, and the attention block size the hybrid alignment (spec 4.3)
+    raises so one attention page holds a Mamba state."""
+    model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
+    if not model.has_mamba:
+        return _MambaSide(block_size, None, None, False)
+    row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
-    b = _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec)
-    parts = pp_split(model.num_layers, pp, par.pp_layer_partition)
+    def exact(a: int, b: int, what: str) -> int:
+        if a % b:
+            raise LayoutError(layout.source, f"model.mamba ({what})", f"a value divisible by tensor_parallel_size {tp}",
+                              a)
+        return a // b
+
+    shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
+    dtypes = _mamba_dtypes(layout, len(shapes))
+    mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
+    a1 = _attention_token_page(_Builder(layout, behaviour, block_size, kv, kv_auto, None), layout)
+    mamba_block = pad = None
+    raised = False
+    if a1 is not None and mp > 0:
+        kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
+        chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
+                                           else DEFAULT_MAMBA_CHUNK)
+        # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
+        multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
+        al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
+                              kernel_block=kernel, mamba_chunk=chunk, multiple=multiple)
+        if al.raised_from is not None:
+            notes.append(f"hybrid model: attention block size raised from {al.raised_from} to {al.block_size} so "
+                         f"one attention page ({al.block_size} x {a1} B) holds a Mamba state ({mp} B)")
+            raised = True
+        block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
+        if pad is not None:
+            notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
+    elif mode == "align":
+        mamba_block = block_size
+    if mode == "none":
+        mamba_block = cache.mamba_block_size or cache.max_model_len
+    # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
+    # more state block in align mode (kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+    checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
+    spec = interned(MambaSpec, block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
+                    mamba_type=row.name, num_speculative_blocks=ns, num_prefill_checkpoint_blocks=checkpoint_blocks)
+    return _MambaSide(block_size, mamba_block, spec, raised)
+
+
+def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
+    """Each PP stage's runs: its decoder layers (get_pp_indices), the drafter's on the last stage."""
+    model, par = layout.model, layout.parallel
+    pp = par.pipeline_parallel_size
     stages = []
     start = 0
-    for rank, n in enumerate(parts):
+    for rank, n in enumerate(pp_split(model.num_layers, pp, par.pp_layer_partition)):
         end = start + n
         runs: list[Run] = []
         for (kind, h, d, dv), r in model.layer_runs:
@@ -427,9 +430,29 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         stages.append(StageLayers(pp_rank=rank, decoder_layers=(start, end), owned=(start, _UNBOUNDED if last else end),
                                   runs=tuple(runs)))
         start = end
+    return tuple(stages)
 
+
+def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
+    """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
+    model, cache = layout.model, layout.cache
+    kv = resolve_kv_dtype(layout, behaviour)
+    # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
+    kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
+    _check_cache_options(layout, behaviour)
+    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    notes = list(mode_notes)
+    # --- block size (section 3.9) and the hybrid bump (section 4.3)
+    block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
+    block_note = None
+    if cache.block_size is None:
+        block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
+    side = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
+    if side.raised:
+        block_note = None
+    stages = _stages(layout, _Builder(layout, behaviour, side.block_size, kv, kv_auto, side.spec))
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
                          mamba_cache_mode=mode)
-    return LayerPlan(stages=tuple(stages), block_size=block_size, block_size_note=block_note,
-                     mamba_block_size=mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
+    return LayerPlan(stages=stages, block_size=side.block_size, block_size_note=block_note,
+                     mamba_block_size=side.mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
                      usage=usage, notes=tuple(notes))
