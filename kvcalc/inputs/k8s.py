@@ -107,9 +107,8 @@ def _serve_argv(container: dict) -> list[str] | None:
     return None
 
 
-def read(path: str, *, container: str | None = None) -> PodGrant:
-    """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
-    (unless `container` names one)."""
+def _documents(path: str) -> list:
+    """The manifest's non-empty YAML documents, read strictly (files.strict_loader)."""
     import yaml
 
     from .files import MAX_INPUT_BYTES, StrictYAMLError, read_bytes, strict_loader
@@ -118,13 +117,17 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     if len(raw) > MAX_INPUT_BYTES:
         raise LayoutError(path, "", f"a manifest of at most {MAX_INPUT_BYTES} bytes")
     try:
-        docs = [d for d in yaml.load_all(raw.decode("utf-8", "replace"), Loader=strict_loader(False)) if d]
+        return [d for d in yaml.load_all(raw.decode("utf-8", "replace"), Loader=strict_loader(False)) if d]
     except StrictYAMLError as e:
         raise LayoutError(path, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise LayoutError(path, f"line {mark.line + 1}" if mark else "", "valid YAML",
                           detail=getattr(e, "problem", None) or "") from None
+
+
+def _the_container(path: str, docs: list, container: str | None) -> tuple[str, dict, dict, list[str]]:
+    """(workload label, pod spec, container, serve argv) of the one vLLM container (or the one named)."""
     found = []
     for doc in docs:
         if not isinstance(doc, dict):
@@ -146,12 +149,13 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
         names = ", ".join(f"{label} {c.get('name')!r}" for label, _, c, _ in found)
         raise LayoutError(path, "", "one vLLM container (name it with --container)", detail=names[:200])
     label, pod, c, argv = found[0]
-    where = f"{path}: {label} container {c.get('name')!r}"
     if argv is None:
         raise LayoutError(path, f"{label} container {c.get('name')!r}", "a command that runs `vllm serve`")
-    limits = ((c.get("resources") or {}).get("limits") or {})
-    memory = quantity(limits["memory"], source=path, key=f"{label}.resources.limits.memory") \
-        if limits.get("memory") is not None else None
+    return label, pod, c, argv
+
+
+def _shm(path: str, pod: dict, c: dict, memory: int | None, notes: list[str]) -> tuple[int | None, bool]:
+    """(the /dev/shm size the container gets, whether a memory-backed emptyDir is mounted there)."""
     shm_limit, mounted = None, False
     volumes = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
     for mount in c.get("volumeMounts") or []:
@@ -163,8 +167,17 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
                 if empty.get("sizeLimit") is not None:
                     shm_limit = quantity(empty["sizeLimit"], source=path, key=f"volumes.{mount.get('name')}"
                                                                                ".emptyDir.sizeLimit")
-    threshold, notes = None, []
-    lmcache_env: dict = {}
+    if not mounted:
+        # containerd's CRI and Docker give a container a 64 MiB /dev/shm unless a memory-backed emptyDir is mounted.
+        notes.append("no emptyDir (medium: Memory) is mounted at /dev/shm: the container gets the runtime's "
+                     "default 64 MiB")
+        return DEFAULT_SHM, False
+    return (memory if shm_limit is None else shm_limit), True  # no sizeLimit: bounded by the pod's memory
+
+
+def _env(c: dict, notes: list[str]) -> tuple[int | None, dict]:
+    """(PYTORCH_ALLOC_CONF's pinned_max_round_threshold_mb, the LMCACHE_* variables) of the container's env."""
+    threshold, lmcache_env = None, {}
     for env in c.get("env") or []:
         if isinstance(env, dict) and env.get("name") == "PYTORCH_ALLOC_CONF" and isinstance(env.get("value"), str):
             m = re.search(r"pinned_max_round_threshold_mb:([0-9]+)", env["value"])
@@ -175,13 +188,19 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
                 lmcache_env[env["name"]] = str(env["value"])
             else:
                 notes.append(f"{env['name']} has no literal value (valueFrom): not read")
-    if not mounted:
-        # containerd's CRI and Docker give a container a 64 MiB /dev/shm unless a memory-backed emptyDir is mounted.
-        shm_limit = DEFAULT_SHM
-        notes.append("no emptyDir (medium: Memory) is mounted at /dev/shm: the container gets the runtime's "
-                     "default 64 MiB")
-    elif shm_limit is None:
-        shm_limit = memory  # a memory-backed emptyDir without sizeLimit is bounded by the pod's memory
+    return threshold, lmcache_env
 
-    return PodGrant(source=where, argv=argv, memory_limit=memory, shm_size_limit=shm_limit, shm_mounted=mounted,
-                    pinned_round_threshold_mb=threshold, notes=notes, lmcache_env=lmcache_env)
+
+def read(path: str, *, container: str | None = None) -> PodGrant:
+    """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
+    (unless `container` names one)."""
+    label, pod, c, argv = _the_container(path, _documents(path), container)
+    limits = ((c.get("resources") or {}).get("limits") or {})
+    memory = quantity(limits["memory"], source=path, key=f"{label}.resources.limits.memory") \
+        if limits.get("memory") is not None else None
+    notes: list[str] = []
+    threshold, lmcache_env = _env(c, notes)
+    shm_limit, mounted = _shm(path, pod, c, memory, notes)
+    return PodGrant(source=f"{path}: {label} container {c.get('name')!r}", argv=argv, memory_limit=memory,
+                    shm_size_limit=shm_limit, shm_mounted=mounted, pinned_round_threshold_mb=threshold, notes=notes,
+                    lmcache_env=lmcache_env)
