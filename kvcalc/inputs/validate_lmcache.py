@@ -43,22 +43,21 @@ def lmcache_offload(r: Reader, o: dict) -> OffloadLayout:
                          backend="lmcache", lmcache=lm)
 
 
-def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: float | None) -> LMCacheLayout:
-    """offload.lmcache -> LMCacheLayout: keys under LMCache's names for the selected LMCache release (aliases
-    resolved as its v1/config.py does), values through its converters (lmcache_releases.py), refusing what LMCache
-    would misread and what changes the pool in ways kvcalc does not model."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise r.fail("offload.lmcache", "a mapping of LMCache config keys", type(data).__name__)
+def _release(r: Reader, data: Any) -> str:
+    """The LMCache release whose config keys and converters apply (offload.lmcache.version)."""
     version = data.get("version", lmr.DEFAULT_LMCACHE_VERSION)
     if not isinstance(version, str) or version not in lmr.LMCACHE_RELEASES:
         raise UnsupportedError(f"{r.source}: {r.where('offload.lmcache.version')}: LMCache release {version!r} is "
                                f"not one kvcalc read ({lmr.LMCACHE_RELEASES[0]} - {lmr.LMCACHE_RELEASES[-1]}; "
                                "`kvcalc versions` lists them)")
+    return version
+
+
+def _named_values(r: Reader, data: dict, version: str, ignored: list[str]) -> dict[str, tuple[Any, str]]:
+    """LMCache name -> (value, key path): aliases resolved as the release's v1/config.py does, keys it does not
+    define refused (or noted, when the environment set them), a key given twice under two names refused."""
     keys, alias = lmr.config_keys(version), lmr.aliases(version)
-    values: dict[str, tuple[Any, str]] = {}  # LMCache name -> (value, key path)
-    ignored = []
+    values: dict[str, tuple[Any, str]] = {}
     for key, value in data.items():
         if key == "version":
             continue
@@ -80,6 +79,12 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
         if name in values:
             raise r.fail(path, f"one of {key} and its alias (both name {name})", value)
         values[name] = (value, path)
+    return values
+
+
+def _converted(r: Reader, values: dict[str, tuple[Any, str]], version: str) -> dict[str, Any]:
+    """The modelled keys' values through LMCache's converters (LMCache's defaults for those not given), refusing
+    the switches kvcalc does not model."""
 
     def conv(name: str, fn, *args, **kw):
         if name not in values:
@@ -90,6 +95,7 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
         except ValueError as e:
             raise r.fail(path, str(e), value) from None
 
+    keys = lmr.config_keys(version)
     out: dict[str, Any] = {"chunk_size": conv("chunk_size", lmr.to_int)}
     for name in lmr.FLOAT_KEYS:
         out[name] = conv(name, lmr.to_gib)
@@ -99,11 +105,16 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
     for name in lmr.INT_LIST_KEYS:
         out[name] = conv(name, lmr.to_int_list)
     out["local_disk"] = conv("local_disk", lmr.to_local_disk)
-    extra = conv("extra_config", lmr.to_extra) or {}
+    out["extra_config"] = conv("extra_config", lmr.to_extra) or {}
     for name, why in lmr.UNMODELLED_SWITCHES.items():
         if out.get(name):
             raise UnsupportedError(f"{r.source}: {r.where(values[name][1])}: {name} true is not modelled: {why}")
-    epath = values["extra_config"][1] if "extra_config" in values else "offload.lmcache.extra_config"
+    return out
+
+
+def _extra(r: Reader, extra: dict, epath: str, version: str, ignored: list[str]) -> tuple[Any, Any, Any]:
+    """(save_only_first_rank, first_rank_max_local_cpu_size, local_cpu.pinned_align_bytes) from extra_config, as
+    LMCache reads them, refusing what it would misread."""
     for name, why in lmr.UNMODELLED_EXTRA.items():
         if extra.get(name):
             raise UnsupportedError(f"{r.source}: {r.where(epath)}.{name}: not modelled: {why}")
@@ -136,6 +147,23 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
     for name in extra:
         if name not in lmr.EXTRA_MODELLED and name not in lmr.UNMODELLED_EXTRA:
             ignored.append(f"extra_config.{name}")
+    return sofr, first, align
+
+
+def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: float | None) -> LMCacheLayout:
+    """offload.lmcache -> LMCacheLayout: keys under LMCache's names for the selected LMCache release (aliases
+    resolved as its v1/config.py does), values through its converters (vocab/releases/lmcache.py), refusing what
+    LMCache would misread and what changes the pool in ways kvcalc does not model."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise r.fail("offload.lmcache", "a mapping of LMCache config keys", type(data).__name__)
+    version = _release(r, data)
+    ignored: list[str] = []
+    values = _named_values(r, data, version, ignored)
+    out = _converted(r, values, version)
+    epath = values["extra_config"][1] if "extra_config" in values else "offload.lmcache.extra_config"
+    sofr, first, align = _extra(r, out["extra_config"], epath, version, ignored)
     lazy = bool(out.get("enable_lazy_memory_allocator")) and lmr.lazy_allocator_active(version) and \
         max(out["max_local_cpu_size"], first or 0.0) > out["lazy_memory_safe_size"]
     ignored += [k for k in values if k not in lmr.MODELLED]
