@@ -24,7 +24,7 @@ from kvcalc.vocab import layout as records
 from kvcalc.vocab.errors import KvcalcError
 from kvcalc.vocab.keys import GROUPS, KEY, KEYS, SOURCE_FLAGS, Key
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
 KIMI = os.path.join(CONFIGS, "kimi-k2.5.json")
 MINIMAL = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}

@@ -10,7 +10,7 @@ from kvcalc.vocab.errors import LayoutError
 from kvcalc.vocab.kinds import HeadRuleError, heads_per_rank
 from kvcalc.engines.vllm.layers import pp_split
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "models")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "models")
 
 
 def model_json(name):

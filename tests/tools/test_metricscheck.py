@@ -16,7 +16,7 @@ from kvcalc.vocab.errors import LayoutError
 from kvcalc.inputs.yaml_layout import load_layout
 from kvcalc.tools.metricscheck import parse
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 METRICS = os.path.join(HERE, "fixtures", "metrics")
 KIMI = os.path.join(EXAMPLES, "kimi-k2.5-eagle3-tp4.yaml")
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import EXAMPLES_DIR, run
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 SERVE = os.path.join(HERE, "fixtures", "serve")
 CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
 

@@ -35,7 +35,7 @@ from kvcalc.vocab.kinds import KVQuant
 from kvcalc.vocab.records import fields
 from kvcalc.vocab.releases.vllm import FAMILIES, RELEASES, behaviour_for
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 
 _ATTN = dict(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtype="bfloat16", page_size_padded=None,

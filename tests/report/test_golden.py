@@ -16,7 +16,7 @@ from kvcalc.report.table import render
 from kvcalc.vocab.records import replace
 from kvcalc.report.report import build_report
 
-GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden")
 
 
 def rendered(example: str) -> str:

@@ -11,7 +11,7 @@ from kvcalc.cli import main
 from kvcalc.inputs.yaml_layout import load_layout
 from kvcalc.pipeline import plan
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 MODELS = os.path.join(HERE, "fixtures", "models")  # copied from ../shared/models (real fields)
 HF = os.path.join(HERE, "fixtures", "hf")  # KV fields modelled on public configs
 FLAGS = ["--cpu-bytes", "64G", "--kv-cache-memory", "40GiB"]

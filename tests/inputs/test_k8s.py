@@ -11,7 +11,7 @@ import pytest
 
 from conftest import EXAMPLES_DIR, run
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 K8S = os.path.join(HERE, "fixtures", "k8s")
 REGION = (64 << 30) // 4497408 * 4497408
 
