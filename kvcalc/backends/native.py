@@ -4,7 +4,7 @@ kv_connector_extra_config.cpu_bytes_to_use) as an offload backend: the hybrid ma
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..engines.vllm.stage import GpuStage, hma_model_veto
 from ..vocab.layout import Layout, OffloadLayout
@@ -12,7 +12,9 @@ from ..vocab.records import replace
 from ..vocab.releases.vllm import Behaviour, decide_hma
 from .base import SizeTarget
 from .native_pool import NativePool, plan_offload, settings_for
-from .native_sizing import NativeSizes, size_native
+
+if TYPE_CHECKING:
+    from .native_sizing import NativeSizes
 
 
 class NativeBackend:
@@ -40,6 +42,8 @@ class NativeBackend:
                                                      cpu_bytes_source=f"{source}'s pool per engine"))
 
     def size(self, layout: Layout, target: SizeTarget, plan: Callable) -> NativeSizes:
+        from .native_sizing import size_native  # only `kvcalc size` reads it (start-up time is a target)
+
         return size_native(layout, target, plan)
 
 

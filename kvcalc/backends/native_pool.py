@@ -4,8 +4,6 @@ they make (`NativePool`), its verdict, and the `vllm serve` flags that spell it.
 
 from __future__ import annotations
 
-import json
-
 from ..engines.vllm.specs import ChunkedLocalAttentionSpec
 from ..engines.vllm.tensors import GpuPlan
 from ..vocab.layout import Layout
@@ -331,6 +329,8 @@ def native_args(pool: NativePool, layout: Layout, common: list[str], notes: list
         extra["block_size"] = layout.offload.block_size
     if layout.offload.blocks_per_chunk is not None:
         extra["blocks_per_chunk"] = layout.offload.blocks_per_chunk
+    import json  # only vllm-args spells a config
+
     transfer = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
     with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
     gib = gib_spelling(cpu)

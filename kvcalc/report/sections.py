@@ -8,9 +8,13 @@ is generated from these classes and their field descriptions.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..backends.base import Capacity, HostMemory, OutOfBounds
-from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
 from ..vocab.records import field, record
+
+if TYPE_CHECKING:  # LMCache's module is imported only for LMCache layouts (start-up time is a target)
+    from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
 
 SCHEMA_VERSION = 1
 

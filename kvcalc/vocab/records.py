@@ -318,62 +318,61 @@ def to_json(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 # JSON Schema from the annotations (only `kvcalc schema output` and the tests pay for it).
 
-def json_schema(cls, *, defs: dict | None = None) -> dict:
-    """The JSON Schema of a record class: every field required (null where the type allows it), no other key."""
+def _schema_of(tp: Any, defs: dict, extra_types: dict | None) -> dict:
+    """The JSON Schema of one annotation (records go to `defs` by name and are referred to)."""
     import types
     import typing
 
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is type(None):
+        return {"type": "null"}
+    if origin in (typing.Union, types.UnionType):
+        options = [_schema_of(a, defs, extra_types) for a in args]
+        simple = [o["type"] for o in options if set(o) == {"type"} and isinstance(o["type"], str)]
+        if len(simple) == len(options):
+            return {"type": simple}
+        return {"anyOf": options}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple):
+        return {"type": "array", "items": _schema_of(args[0] if args else Any, defs, extra_types)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema_of(args[1], defs, extra_types)}
+    simple_types = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp is Any:
+        return {}
+    if tp in simple_types:
+        return {"type": simple_types[tp]}
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return {"enum": [m.value for m in tp]}
+    if is_record(tp):
+        if tp.__name__ not in defs:
+            defs[tp.__name__] = {}  # placeholder: recursion-safe
+            defs[tp.__name__] = json_schema(tp, defs=defs, extra_types=extra_types)
+        return {"$ref": f"#/$defs/{tp.__name__}"}
+    raise TypeError(f"no schema for {tp!r}")  # pragma: no cover - a kvcalc bug
+
+
+def json_schema(cls, *, defs: dict | None = None, extra_types: dict | None = None) -> dict:
+    """The JSON Schema of a record class: every field required (null where the type allows it), no other key.
+    `extra_types`: record classes an annotation names that its module imports only for type checkers."""
+    import typing
+
     defs = {} if defs is None else defs
-    hints = typing.get_type_hints(cls, vars(__import__(cls.__module__, fromlist=["_"])))
-
-    def schema_of(tp) -> dict:
-        origin = typing.get_origin(tp)
-        args = typing.get_args(tp)
-        if tp is type(None):
-            return {"type": "null"}
-        if origin in (typing.Union, types.UnionType):
-            options = [schema_of(a) for a in args]
-            simple = [o["type"] for o in options if set(o) == {"type"} and isinstance(o["type"], str)]
-            if len(simple) == len(options):
-                return {"type": simple}
-            return {"anyOf": options}
-        if origin is typing.Literal:
-            return {"enum": list(args)}
-        if origin in (list, tuple):
-            items = args[0] if args else Any
-            return {"type": "array", "items": schema_of(items)}
-        if origin is dict:
-            return {"type": "object", "additionalProperties": schema_of(args[1])}
-        if tp is Any:
-            return {}
-        if tp is bool:
-            return {"type": "boolean"}
-        if tp is int:
-            return {"type": "integer"}
-        if tp is float:
-            return {"type": "number"}
-        if tp is str:
-            return {"type": "string"}
-        if isinstance(tp, type) and issubclass(tp, Enum):
-            return {"enum": [m.value for m in tp]}
-        if is_record(tp):
-            if tp.__name__ not in defs:
-                defs[tp.__name__] = {}  # placeholder: recursion-safe
-                defs[tp.__name__] = json_schema(tp, defs=defs)
-            return {"$ref": f"#/$defs/{tp.__name__}"}
-        raise TypeError(f"no schema for {tp!r}")  # pragma: no cover - a kvcalc bug
-
+    namespace = {**vars(__import__(cls.__module__, fromlist=["_"])), **(extra_types or {})}
+    hints = typing.get_type_hints(cls, namespace)
     props, required = {}, []
     for f in cls.__record_json__:
-        s = schema_of(hints[f.name])
+        s = _schema_of(hints[f.name], defs, extra_types)
         if f.doc:
             s = {"description": f.doc, **s}
         props[f.json_name] = s
         if not f.omit_if_none:
             required.append(f.json_name)
     for name, prop in cls.__record_outputs__.items():
-        ret = typing.get_type_hints(prop.fget, vars(__import__(cls.__module__, fromlist=["_"])))["return"]
-        props[name] = {"description": prop.json_doc, **schema_of(ret)}
+        ret = typing.get_type_hints(prop.fget, namespace)["return"]
+        props[name] = {"description": prop.json_doc, **_schema_of(ret, defs, extra_types)}
         required.append(name)
     out = {"type": "object", "additionalProperties": False, "properties": props, "required": required}
     if cls.__doc__:
