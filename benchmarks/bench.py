@@ -206,7 +206,7 @@ def layer_scaling(seconds: float) -> dict:
 
 
 def sweep_10k() -> dict:
-    from kvcalc.inputs.overrides import overrides
+    from kvcalc.inputs.values import overrides
     from kvcalc.inputs.yaml_layout import read_input
     from kvcalc.tools.sweep import grid, run
 
@@ -321,7 +321,7 @@ def main() -> int:
         for label, n in p["plans_per_s"].items():
             base = p["baseline_plans_per_s"].get(label)
             print(f"plans/s, {label}: {n:,}" + (f" (baseline {base:,}: {n / base:.1f} x)" if base else ""))
-        print(f"  target >= 10,000 for MLA + drafter" + (" and >= 4 x the baseline" if args.baseline else "")
+        print("  target >= 10,000 for MLA + drafter" + (" and >= 4 x the baseline" if args.baseline else "")
               + f": {ok(p)}")
         if "instructions_per_plan" in p:
             ip = p["instructions_per_plan"]

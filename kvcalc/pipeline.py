@@ -6,7 +6,7 @@ from __future__ import annotations
 from .backends.base import Pool, backend
 from .engines.vllm.grouping import Grouping
 from .engines.vllm.layers import LayerPlan
-from .engines.vllm.stage import GpuStage, build_stage
+from .engines.vllm import GpuStage, build_stage
 from .engines.vllm.tensors import GpuPlan, LogNumbers, log_numbers
 from .vocab.errors import KvcalcError
 from .vocab.layout import OFFLOAD_BACKENDS, Layout
@@ -157,7 +157,9 @@ def decimal_budget_note(p: Plan) -> str | None:
     import re
 
     loaded, pool = p.layout, p.pool
-    written = loaded.offload.cpu_bytes_written or ""
+    written = loaded.offload.cpu_bytes_written
+    if not written or pool.units_scheduler is None or pool.startup_error:
+        return None  # (before the pattern: compiling it is start-up time)
     m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9_]*)?)\s*([KMGTPkmgtp])[Bb]\s*", written)
     if not m or pool.units_scheduler is None or pool.startup_error:
         return None

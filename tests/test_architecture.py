@@ -33,7 +33,7 @@ def _type_only(tree: ast.Module) -> set[int]:
     lines = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)}
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if hasattr(n, "lineno")}
     return lines
 
 

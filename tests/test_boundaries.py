@@ -11,7 +11,7 @@ from conftest import GIB, lmcache_plan, make_plan
 from kvcalc.vocab.errors import LayoutError, StartupRefusal
 from kvcalc.engines.vllm.grouping import group_layers
 from kvcalc.engines.vllm.layers import hybrid_alignment
-from kvcalc.backends.pinned import pinned_resident
+from kvcalc.backends.formulas import pinned_resident
 from kvcalc.engines.vllm.runs import runs_from_names
 from kvcalc.engines.vllm.specs import FullAttentionSpec, SlidingWindowSpec
 from kvcalc.vocab.releases.vllm import FAMILIES, RELEASES, STEPS, behaviour_for

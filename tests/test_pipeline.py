@@ -239,7 +239,7 @@ def test_vllm_args_inexact_gib_and_block_size(capsys):
 
 
 def test_gib_spelling_round_trips():
-    from kvcalc.backends.native_pool import gib_spelling
+    from kvcalc.backends.native import gib_spelling
     for n in (64 * GIB, 1610612736, 107374182, 64 * 10**9, 12345678901):
         x = gib_spelling(n)
         assert x is None or int(x * (1 << 30)) == n

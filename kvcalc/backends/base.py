@@ -10,13 +10,13 @@ implements the protocol, and its name in `vocab.layout.OFFLOAD_BACKENDS`.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..vocab.records import field, output, record
 from ..vocab.units import cdiv, format_bytes, gi_quantity
 
 if TYPE_CHECKING:
-    from ..engines.vllm.stage import GpuStage
+    from ..engines.vllm import GpuStage
     from ..vocab.layout import Layout
     from ..vocab.releases.vllm import Behaviour
 
@@ -163,26 +163,29 @@ class Pool:
     verdict: str  # the headline, one or two sentences
 
 
-class OffloadBackend(Protocol):
-    """How a backend plugs in: the hybrid manager it allows, its pool, how it spells an engine's budget."""
+if TYPE_CHECKING:  # the interface, for readers and type checkers (a Protocol class costs start-up time)
+    from typing import Protocol
 
-    name: str
-    title: str  # how a sentence names it: "native", "LMCache"
-    no_offload_info: str | None  # why vLLM's vllm:kv_offload_config_info does not describe its pool
+    class OffloadBackend(Protocol):
+        """How a backend plugs in: the hybrid manager it allows, its pool, how it spells an engine's budget."""
 
-    def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-        """Whether vLLM runs the hybrid KV cache manager with this connector, and why."""
+        name: str
+        title: str  # how a sentence names it: "native", "LMCache"
+        no_offload_info: str | None  # why vLLM's vllm:kv_offload_config_info does not describe its pool
 
-    def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> Pool:
-        """The pool of one engine on this GPU stage (`selected_only`: the selected release's figures alone)."""
+        def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
+            """Whether vLLM runs the hybrid KV cache manager with this connector, and why."""
 
-    def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
-        """`layout` with this backend holding `budget_bytes` per engine (--compare-backends); `source`: the backend
-        whose budget it is (its title)."""
+        def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> Pool:
+            """The pool of one engine on this GPU stage (`selected_only`: the selected release's figures alone)."""
 
-    def size(self, layout: Layout, target: SizeTarget, plan: Callable) -> Any:
-        """The budget that holds `target` (`plan`: the pipeline's Layout -> Plan): an answer record with
-        `backend`, `refusal` (exit 2 when set) and `document(source, target)` (its JSON form)."""
+        def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
+            """`layout` with this backend holding `budget_bytes` per engine (--compare-backends); `source`: the backend
+            whose budget it is (its title)."""
+
+        def size(self, layout: Layout, target: SizeTarget, plan: Callable) -> Any:
+            """The budget that holds `target` (`plan`: the pipeline's Layout -> Plan): an answer record with
+            `backend`, `refusal` (exit 2 when set) and `document(source, target)` (its JSON form)."""
 
 
 _LOADED: dict[str, OffloadBackend] = {}  # at most one entry per name of vocab.layout.OFFLOAD_BACKENDS

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from ..engines.vllm.stage import GpuStage
+from ..engines.vllm import GpuStage
 from ..vocab.errors import KvcalcError
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, LMCacheLayout, OffloadLayout

@@ -7,7 +7,7 @@ chunks one request occupies, so `need = cdiv(tokens x chunks_per_request, max_mo
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..vocab.errors import KvcalcError
 from ..vocab.layout import Layout
@@ -15,7 +15,9 @@ from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import FAMILIES, family_of, parse_release
 from ..vocab.units import cdiv, smallest_gib
 from .base import SizeTarget, largest
-from .native_pool import NativePool
+
+if TYPE_CHECKING:
+    from .native import NativePool
 
 
 @record

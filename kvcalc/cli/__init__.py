@@ -1,5 +1,91 @@
-"""The `kvcalc` command: a thin Typer layer over the tools and the pipeline."""
+"""The `kvcalc` command: a thin Typer layer over the pipeline and the tools. `main` is the entry point: it runs one
+command and turns every refusal into one stderr line and an exit code, once. The commands are in app.py, their
+options in options.py, the streams in console.py."""
 
-from .main import main
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones raised here
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click
+
+from ..vocab.errors import KvcalcError
+from .app import APP_SETTINGS, app, root_callback
+from .console import encodable_streams, err, quiet_stdout
+from .options import grouped_command_class
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The full app, or one holding only the command asked for: typer builds every command's parameters
+    before it parses, which costs more start-up time than planning the model."""
+    commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
+    if not args or args[0] not in commands:
+        return app  # --help, completion, an unknown command: the full app answers
+    if any(a in ("-h", "--help") for a in args[1:]):
+        # Grouped help, built only when help is asked for (start-up time is a target).
+        commands[args[0]].cls = grouped_command_class()  # (typer's default: TyperCommand, one block)
+    one = typer.Typer(add_completion=False, **APP_SETTINGS)
+    one.callback()(root_callback)
+    one.registered_commands.append(commands[args[0]])
+    return one
+
+
+def serve_tail(args: list[str]) -> list[str]:
+    """`kvcalc plan [opts] -- vllm serve MODEL ...` -> `kvcalc plan [opts] --serve "vllm serve MODEL ..."`."""
+    if "--" in args and args[:1] == ["plan"]:
+        import shlex  # only here: importing it compiles a regex, and start-up time is a target
+
+        i = args.index("--")
+        tail = args[i + 1:]
+        if tail[:1] in (["vllm"], ["serve"]):
+            return args[:i] + ["--serve", shlex.join(tail)]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns the exit code instead of raising, so errors stay one line."""
+    args = serve_tail(list(sys.argv[1:] if argv is None else argv))
+    encodable_streams()
+    try:
+        rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
+        if isinstance(rc, int) and not isinstance(rc, bool):
+            return rc  # typer.Exit(code) inside a command comes back as the return value
+    except KvcalcError as e:
+        err(f"kvcalc: error: {e.one_line()}")
+        return e.exit_code
+    except click.ClickException as e:  # usage errors: bad flag values, missing arguments
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked
+            sys.stdout.write(e.format_message() + "\n")
+            return 0
+        err(f"kvcalc: error: {' '.join(e.format_message().split())}")
+        return 2
+    except (typer.Exit, typer.Abort) as e:
+        return getattr(e, "exit_code", 1)
+    except BrokenPipeError:
+        quiet_stdout()  # the reader left (`| head -1`): nothing to say, and nothing left to flush
+        return 0
+    except SystemExit as e:
+        # typer's main turns EPIPE into sys.exit(1) (typer/core.py), even outside standalone mode.
+        if isinstance(e.__context__, BrokenPipeError):
+            quiet_stdout()
+            return 0
+        raise
+    except OSError as e:  # writing the output failed (`> /dev/full`, a closed stdout): not a kvcalc bug
+        quiet_stdout()
+        err(f"kvcalc: error: cannot write the output: {e.strerror or e}")
+        return 74  # EX_IOERR
+    except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback for users
+        if os.environ.get("KVCALC_DEBUG"):
+            raise
+        err(f"kvcalc: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
+             "(a kvcalc bug: please report it; KVCALC_DEBUG=1 shows the traceback)")
+        return 70
+    return 0
+
 
 __all__ = ["main"]

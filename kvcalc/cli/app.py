@@ -8,12 +8,11 @@ from typing import Literal, Optional
 
 import typer
 
-from ..vocab.errors import KvcalcError, StartupRefusal
+from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, naming, plain, print_json, report_checks
+from .console import RENDERERS, console, err, name_source, naming, plain, print_json, report_checks
 from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, from_manifest,
                       layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
-from .steps import backends_of, plan_or_refusal, releases_of, verified
 
 
 APP_SETTINGS = dict(
@@ -430,3 +429,63 @@ def schema(kind: Literal["layout", "output"] = typer.Argument(
 
     doc = layout_schema() if kind == "layout" else output_schema()
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The steps of `kvcalc plan` between reading the input and writing the report.
+
+def plan_or_refusal(loaded, check: bool, fmt: str):
+    """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
+    gate (stdout: the refused report as JSON) and exit 1."""
+    from ..pipeline import plan as make_plan
+
+    try:
+        return make_plan(loaded)
+    except StartupRefusal as e:
+        if not check:
+            name_source(e, loaded.source)
+            raise
+        from ..report.sections import RefusedReport
+        from ..tools.gates import refused
+
+        checks = refused(loaded.vllm_version, e.one_line())
+        if fmt == "json":
+            print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
+                                      checks=checks))
+        report_checks(checks)
+        raise typer.Exit(1) from None
+    except KvcalcError as e:
+        name_source(e, loaded.source)
+        raise
+
+
+def releases_of(loaded, compare_versions: str | None):
+    """--compare-versions: the same layout on each release (a Plan or that release's refusal)."""
+    if compare_versions is None:
+        return None
+    from ..pipeline import compare
+
+    versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
+    if not versions:
+        raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
+    try:
+        return compare(loaded, versions)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
+
+
+def verified(p):
+    from ..tools.verify import verify_plan
+
+    return verify_plan(p)
+
+
+def backends_of(loaded):
+    """--compare-backends: every backend's pool for this layout's budget."""
+    from ..pipeline import compare_backends as every_backend
+    from ..report.report import backend_entries
+
+    if not loaded.offload.budget_given:
+        raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
+                          "--kv-offloading-size (or an LMCache config)")
+    return backend_entries(every_backend(loaded))

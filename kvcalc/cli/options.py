@@ -89,7 +89,7 @@ def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
 def split_overrides(flags: dict) -> tuple[dict, dict]:
     """(LMCache's own config sources as offload.lmcache.* overrides, the flags' overrides): a serve line's
     kv_connector_extra_config goes between the two, as LMCache applies it after its file and environment."""
-    from ..inputs.overrides import overrides
+    from ..inputs.values import overrides
 
     own = overrides(flags)
     config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))

@@ -29,7 +29,6 @@ from ..vocab.releases import lmcache as lmr
 from ..vocab.records import replace
 from ..vocab.units import MODEL_DTYPES, gib_float_to_bytes
 from ..vocab.releases.vllm import behaviour_for
-from .validate_lmcache import lmcache_offload
 from .values import Reader
 
 SCHEMA_VERSION = KEY["schema_version"].default
@@ -438,6 +437,8 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     o = _section(r, data, "offload")
     which = _read(r, o, "offload.backend")
     if which == "lmcache":
+        from .validate_lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
+
         return lmcache_offload(r, o)
     section = o.get("lmcache")
     # LMCACHE_* variables in a manifest's environment do not make the native connector LMCache's: not read.

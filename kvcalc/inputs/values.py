@@ -1,11 +1,14 @@
-"""Typed access to one mapping of an input, with errors that name the full key path (and the flag that set it)."""
+"""Typed access to one mapping of an input, with errors that name the full key path (and the flag that set it); and
+flag values -> layout overrides ({layout key path: (value, the flag that set it)})."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from ..vocab.errors import LayoutError
+from ..vocab.keys import FLAGS
 from ..vocab.units import SizeError, parse_size, scaled_floor
 
 _HUMAN_INT = r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$"
@@ -96,3 +99,19 @@ class Reader:
                 raise self.fail(path, f"an integer or a list of {n} integers (one per layer)", f"a list of {len(value)}")
             return tuple(self.int_(v, f"{path}[{i}]", minimum=minimum) for i, v in enumerate(value))
         return (self.int_(value, path, minimum=minimum),) * n
+
+
+def overrides(values: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """Flag values -> {layout key path: (value, the flag that set it)}; unset flags (None) are left out. A path
+    given on the command line is the caller's, relative to the working directory (a layout's own paths are
+    relative to the layout)."""
+    out = {}
+    for name, raw in values.items():
+        key = FLAGS[name]
+        if raw is None or not key.path:
+            continue
+        value = key.value(raw)
+        if key.kind == "path":
+            value = os.path.abspath(value)
+        out[key.path] = (value, key.named)
+    return out

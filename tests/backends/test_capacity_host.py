@@ -11,7 +11,7 @@ import pytest
 
 from conftest import GIB, make_plan
 from kvcalc.cli import main
-from kvcalc.backends.pinned import _power_of_two_ceil, pinned_resident
+from kvcalc.backends.formulas import _power_of_two_ceil, pinned_resident
 from kvcalc.vocab.releases.vllm import behaviour_for
 
 MML = 131072

@@ -26,7 +26,7 @@ def fixture(name):
 
 
 def layout_of(name, *flags):
-    from kvcalc.inputs.overrides import overrides as _overrides
+    from kvcalc.inputs.values import overrides as _overrides
     args = dict(zip(flags[::2], flags[1::2]))
     ov = _overrides(dict(tp=int(args.get("--tp", 1)), cpu_bytes="64G", kv_cache_memory="40GiB",
                     max_model_len=args.get("--max-model-len"), prefix=args.get("--prefix"),

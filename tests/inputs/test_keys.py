@@ -229,7 +229,7 @@ def test_serve_parses_every_vllm_spelling(key):
 ])
 def test_vllm_args_read_back_through_serve(name, flags):
     # What vllm-args prints, vLLM's serve parsing (kvcalc's) reads back to the same plan.
-    from kvcalc.inputs.overrides import overrides
+    from kvcalc.inputs.values import overrides
     from kvcalc.report.report import build_report
     from kvcalc.vocab.records import to_json
 

@@ -1,0 +1,47 @@
+"""vLLM as the serving engine. Layout -> the GPU stage: per-rank layer specs -> KV cache groups -> tensors and GPU blocks, everything a plan
+computes before a connector's host pool enters (a sweep over budgets reuses it)."""
+
+from __future__ import annotations
+
+from ...vocab.kinds import LayerKind
+from ...vocab.layout import Layout, ModelLayout
+from ...vocab.records import record
+from ...vocab.releases.vllm import Behaviour
+from .grouping import Grouping, group_layers
+from .layers import LayerPlan, build_layers
+from .tensors import GpuPlan, build_gpu_plan
+
+
+@record
+class GpuStage:
+    """The GPU side of one engine on one release, with the hybrid manager as the connector settles it."""
+
+    behaviour: Behaviour
+    hma_enabled: bool
+    hma_reason: str
+    layers: LayerPlan
+    grouping: Grouping
+    gpu: GpuPlan
+
+
+def hma_model_veto(model: ModelLayout) -> str | None:
+    """A model rule that turns the hybrid manager off, whatever the connector (vLLM config/vllm.py: chunked-local
+    attention with an EAGLE drafter), or None."""
+    if model.attention_chunk_size and LayerKind.CHUNKED in model.kinds and model.draft \
+            and model.draft.method in ("eagle", "eagle3"):
+        return "vLLM disables the hybrid manager for chunked-local attention with an EAGLE drafter"
+    return None
+
+
+def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> GpuStage:
+    """Layout -> layers -> groups -> tensors and GPU blocks, the hybrid manager on or off as `hma` says (the
+    connector's decision: backends/*.hma)."""
+    layer_plan = build_layers(layout, behaviour)
+    grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
+    gpu = build_gpu_plan(
+        grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
+        memory=layout.cache.least_memory,
+        num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
+    )
+    return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
+                    grouping=grouping, gpu=gpu)

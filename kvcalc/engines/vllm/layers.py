@@ -8,7 +8,6 @@ and hybrid alignment) and 1 (dtypes).
 from __future__ import annotations
 
 from math import lcm
-from typing import NamedTuple
 
 from ...vocab.errors import LayoutError, UnsupportedError
 from ...vocab.kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
@@ -114,7 +113,8 @@ def pp_split(num_layers: int, pp: int, partition: tuple[int, ...] | None = None)
     return parts
 
 
-class _KVDtype(NamedTuple):
+@record
+class _KVDtype:
     storage: str
     quant: KVQuant
     mla_str: str  # the cache-dtype string recorded on MLA specs
@@ -134,7 +134,7 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
         raise LayoutError(layout.source, "cache.kv_cache_dtype", "fp8_ds_mla only for MLA models", name)
     if row.quant is not KVQuant.NONE and layout.model.is_mla:
         raise UnsupportedError(f"{layout.source}: cache.kv_cache_dtype: {name} with MLA layers is not modelled")
-    return _KVDtype(row.storage or layout.model.dtype, row.quant, name)
+    return _KVDtype(storage=row.storage or layout.model.dtype, quant=row.quant, mla_str=name)
 
 
 def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
@@ -356,7 +356,8 @@ def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
                           sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
 
 
-class _MambaSide(NamedTuple):
+@record
+class _MambaSide:
     block_size: int  # the attention block size, raised for a hybrid model
     mamba_block: int | None
     spec: MambaSpec | None
@@ -369,7 +370,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     raises so one attention page holds a Mamba state."""
     model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
     if not model.has_mamba:
-        return _MambaSide(block_size, None, None, False)
+        return _MambaSide(block_size=block_size, mamba_block=None, spec=None, raised=False)
     row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
     def exact(a: int, b: int, what: str) -> int:
@@ -408,7 +409,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
     spec = interned(MambaSpec, block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
                     mamba_type=row.name, num_speculative_blocks=ns, num_prefill_checkpoint_blocks=checkpoint_blocks)
-    return _MambaSide(block_size, mamba_block, spec, raised)
+    return _MambaSide(block_size=block_size, mamba_block=mamba_block, spec=spec, raised=raised)
 
 
 def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:

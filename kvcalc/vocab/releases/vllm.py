@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
-from typing import NamedTuple
 
 from ..errors import StartupRefusal, UnsupportedError
 from ..records import record
@@ -41,7 +40,8 @@ def _text(r: Release) -> str:
     return ".".join(map(str, r))
 
 
-class OffloadRule(NamedTuple):
+@record
+class OffloadRule:
     """How a family turns a worker's KV layout and the CPU budget into a CPU block (chunk) count."""
 
     unit: str  # "page_x_tensors" (0.14-0.19.1: page x len(tensors)) | "bytes_per_block" (sum(sizes) // num_blocks)
@@ -154,10 +154,15 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
 )}
 
 
-class Step(NamedTuple):
-    first: Release  # the first release where `value` holds
-    value: object
-    evidence: str  # the file (of `first`, and of the release before where it matters) that shows it
+class Step:
+    """One boundary of a behaviour: from release `first` on, `value` holds; `evidence` is the file (of `first`, and
+    of the release before where it matters) that shows it. (A plain class: a NamedTuple costs ~0.7 M instructions
+    to define, and start-up time is a target.)"""
+
+    __slots__ = ("first", "value", "evidence")
+
+    def __init__(self, first: Release, value: object, evidence: str):
+        self.first, self.value, self.evidence = first, value, evidence
 
 
 # One row per behaviour: steps in release order; a release takes the value of the last step at or below it.
