@@ -445,7 +445,7 @@ def plan_or_refusal(loaded, check: bool, fmt: str):
         if not check:
             name_source(e, loaded.source)
             raise
-        from ..report.sections import RefusedReport
+        from ..report.optional import RefusedReport
         from ..tools.gates import refused
 
         checks = refused(loaded.vllm_version, e.one_line())

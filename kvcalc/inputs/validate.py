@@ -25,7 +25,6 @@ from ..vocab.layout import (
     ParallelLayout,
     base_block_size,
 )
-from ..vocab.releases import lmcache as lmr
 from ..vocab.records import replace
 from ..vocab.units import MODEL_DTYPES, gib_float_to_bytes
 from ..vocab.releases.vllm import behaviour_for
@@ -442,7 +441,9 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         return lmcache_offload(r, o)
     section = o.get("lmcache")
     # LMCACHE_* variables in a manifest's environment do not make the native connector LMCache's: not read.
-    if isinstance(section, dict) and all(lmr.env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
+    if isinstance(section, dict):
+        from ..vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
+    if isinstance(section, dict) and all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
         section = None
     if section is not None:
         raise r.fail("offload.lmcache", "no lmcache section with the native backend (set offload.backend: lmcache, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..engines.vllm.specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
@@ -14,11 +15,13 @@ from ..pipeline import Plan, formula_notes
 from ..vocab.errors import KvcalcError
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
-from .sections import (SCHEMA_VERSION, BackendEntry, CacheSection, Check, DraftSummary, FamilyEntry, GpuSection,
-                       GroupSummary, LMCacheSection, ModelField, ModelSection, OffloadSection, ParallelSection,
-                       PlannedRelease, RefusedRelease, Report, SpecSummary, TensorEntry, VerifySection, WorkerSection,
-                       BackingAllocation)
+from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSummary, FamilyEntry, GpuSection,
+                       GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
+                       TensorEntry, WorkerSection)
 from ..backends.base import OutOfBounds
+
+if TYPE_CHECKING:
+    from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
 
 def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
@@ -145,6 +148,8 @@ def gpu_section(plan: Plan) -> GpuSection:
 
 def lmcache_section(plan: Plan) -> LMCacheSection:
     """LMCache's pool (offload.backend lmcache): figures null when the multi-process connector keeps it."""
+    from .optional import LMCacheSection
+
     lc = plan.pool.lmcache
     m = lc.modelled
     dp = plan.layout.parallel.data_parallel_size
@@ -228,6 +233,8 @@ OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
     """--compare-backends: one entry per backend (pipeline.compare_backends), from each plan's Pool."""
+    from .optional import BackendEntry
+
 
     def without_figures(name: str, error: str | None, tokens_per_unit: int | None = None) -> BackendEntry:
         return BackendEntry(backend=name, pool_bytes_per_engine=None, resident_bytes_per_engine=None,
@@ -255,6 +262,8 @@ def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[Backe
 
 def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
     """One column of --compare-versions."""
+    from .optional import PlannedRelease, RefusedRelease
+
     if not isinstance(result, Plan):
         return RefusedRelease(vllm_version=version, family=None, startup_error=result.one_line(), offload=None)
     return PlannedRelease(
@@ -279,6 +288,8 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
     rel = None
     families = None
     if releases is not None:
+        from .optional import PlannedRelease
+
         rel = [release_entry(v, r) for v, r in releases]
         families = {}
         for e in rel:

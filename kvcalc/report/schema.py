@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from ..vocab.records import json_schema
-from .sections import RefusedReport, Report
+from ..vocab.records import is_record, json_schema
+from . import optional, sections
+from .optional import RefusedReport
+from .sections import Report
 
 
 def output_schema() -> dict:
-    """The JSON Schema of `kvcalc plan --format json`, generated from the report records (kvcalc.report)."""
-    from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+    """The JSON Schema of `kvcalc plan --format json`, generated from the report records (kvcalc.report). The
+    sections name records their modules import for type checkers only (shown on request, LMCache's): all are
+    given to the generator."""
+    from ..backends import lmcache_plan
 
-    types = {"FirstRank": FirstRank, "LMCacheStage": LMCacheStage, "VllmFlag": VllmFlag}
+    types = {name: value for module in (sections, optional, lmcache_plan) for name, value in vars(module).items()
+             if is_record(value)}
     defs: dict = {}
     full = json_schema(Report, defs=defs, extra_types=types)
     refused = json_schema(RefusedReport, defs=defs, extra_types=types)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from ..backends.base import Capacity, HostMemory, OutOfBounds
 from ..vocab.records import field, record
 
-if TYPE_CHECKING:  # LMCache's module is imported only for LMCache layouts (start-up time is a target)
-    from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
+    from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
 SCHEMA_VERSION = 1
 
@@ -187,51 +187,6 @@ class FamilyEntry:
 
 
 @record
-class LMCacheSection:
-    """LMCache's CPU pool (offload.backend lmcache): per rank, as LMCache sizes it."""
-
-    lmcache_version: str = field("the LMCache release whose rules apply")
-    connector: str = field("LMCacheConnectorV1 | LMCacheMPConnector")
-    modelled: bool = field("false: the multi-process connector's pool lives in the LMCache server (not modelled)")
-    chunk_size: int = field("tokens per chunk")
-    use_mla: bool = field("the model uses MLA (one latent per token, replicated on every TP rank)")
-    save_only_first_rank: bool = field("only rank 0 (and lookup/worker ids) store, as LMCache settles it")
-    local_cpu: bool = field("the CPU tier serves hits (false: the pool is only a staging buffer)")
-    use_layerwise: bool = field("chunks stored per layer")
-    max_local_cpu_size: float = field("GiB per rank (LMCache: int(x x 1024^3) bytes)")
-    first_rank_max_local_cpu_size: float | None = field("rank 0's own GiB with save_only_first_rank")
-    alignment: int = field("bytes each chunk object is aligned to")
-    stages: tuple[LMCacheStage, ...] = field("one per PP stage")
-    storing_ranks: int | None = field("ranks of one engine that allocate a pool")
-    storing_rank_ids: list[int] = field("their ranks (PP x TP order)")
-    pool_bytes_per_storing_rank: int | None = field("int(max_local_cpu_size x 1024^3)")
-    first_rank: FirstRank | None = field("rank 0's pool when first_rank_max_local_cpu_size sets it")
-    pool_bytes_per_engine: int | None = field("all storing ranks of one engine")
-    pool_bytes_all_replicas: int | None = field("x DP")
-    resident_bytes_per_engine: int | None = field("pinned by cudaHostAlloc: whole host pages (2 MiB hugepages)")
-    resident_bytes_per_node: int | None = field("the engines on one node, or the node with the most")
-    tokens_per_engine: int | None = field("tokens every stage holds (rank 0's with save_only_first_rank)")
-    disk_bytes_per_rank: int | None = field("int(max_local_disk_size x 1024^3) with local_disk")
-    disk_chunks_per_rank: int | None = field("disk bytes // aligned chunk bytes")
-    vllm_flag: VllmFlag | None = field("set through --kv-offloading-backend lmcache: what vLLM passes")
-    config_from: dict[str, str] = field("LMCache key -> where its value came from")
-
-
-@record
-class BackendEntry:
-    """One backend's CPU tier for --compare-backends."""
-
-    backend: str = field("native | lmcache")
-    pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
-    resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
-    resident_bytes_per_node: int | None = field("the node's")
-    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
-    unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
-    tokens_per_unit: int | None = field("tokens per CPU block/chunk")
-    startup_error: str | None = field("why it would not start, or null")
-
-
-@record
 class OffloadSection:
     """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
 
@@ -259,54 +214,6 @@ class OffloadSection:
 
 
 @record
-class Check:
-    """One --check gate."""
-
-    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | "
-                      "min_cpu_tokens")
-    passed: bool = field("the gate passed")
-    reason: str = field("why, with the numbers")
-
-
-@record
-class PlannedRelease:
-    """One column of --compare-versions: what that release builds and how many CPU blocks it gets."""
-
-    vllm_version: str = field("release")
-    family: str = field("its family")
-    warning: str | None = field("a note on how the release was modelled")
-    hybrid_kv_cache_manager: bool = field("HMA on")
-    grouping: str = field("grouping rule")
-    num_groups: int = field("KV cache groups")
-    gpu_num_blocks: int | None = field("GPU blocks")
-    kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
-    max_concurrency: float | None = field("logged maximum concurrency")
-    startup_error: str | None = field("why its offloading connector fails at start-up, or null")
-    offload: FamilyEntry | None = field("its family entry")
-
-
-@record
-class RefusedRelease:
-    """A --compare-versions release that refuses the layout before any number exists."""
-
-    vllm_version: str = field("release")
-    family: None = field("null: refused")
-    startup_error: str = field("the refusal")
-    offload: None = field("null")
-
-
-@record
-class VerifySection:
-    """--verify: the tensors rebuilt on torch's meta device."""
-
-    ok: bool = field("every view tiles its tensor")
-    torch_version: str = field("torch used")
-    tensors_checked: int = field("tensors rebuilt")
-    views_checked: int = field("layer views checked")
-    summary: str = field("one line")
-
-
-@record
 class Report:
     """kvcalc plan --format json, schema version 1."""
 
@@ -329,13 +236,3 @@ class Report:
     error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
                               omit_if_none=True, default=None)
     verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)
-
-
-@record
-class RefusedReport:
-    """kvcalc plan --check --format json when the selected release refuses the layout at start-up."""
-
-    schema_version: int = field("1")
-    vllm_version: str = field("the selected vLLM release")
-    source: str = field("the input file")
-    checks: list[Check] = field("the failed startup gate")

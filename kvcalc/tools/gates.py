@@ -4,7 +4,7 @@ gives (backends/base.py), never a backend's own detail. Pure; the CLI sets the e
 from __future__ import annotations
 
 from ..backends.base import Pool
-from ..report.sections import Check
+from ..report.optional import Check
 from ..vocab.units import format_bytes
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..vocab.errors import KvcalcError, UnsupportedError
 from ..vocab.kinds import KVQuant
-from ..report.sections import VerifySection
+from ..report.optional import VerifySection
 from ..engines.vllm.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, UniformTypeKVCacheSpecs
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
 from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_BACKENDS, PLATFORMS
 from .records import MISSING, fields, record
-from .releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
+from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
 from .units import MODEL_DTYPES, SIZE_HELP
 

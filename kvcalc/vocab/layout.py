@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
-from .releases.lmcache import DEFAULT_LMCACHE_VERSION
+from .releases import DEFAULT_LMCACHE_VERSION
 from .records import cached, field, record
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")

@@ -19,12 +19,7 @@ import math
 import re
 from typing import Any
 
-LMCACHE_RELEASES = (
-    "0.3.10", "0.3.10.post1", "0.3.10.post2", "0.3.11", "0.3.12", "0.3.13", "0.3.14", "0.3.15",
-    "0.4.1", "0.4.2", "0.4.3", "0.4.4", "0.4.5", "0.4.6", "0.4.7",
-    "0.5.0", "0.5.1", "0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6",
-)
-DEFAULT_LMCACHE_VERSION = "0.5.6"
+from . import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES  # noqa: F401 - the releases, named in the package
 
 # 0.3.10 v1/config.py _CONFIG_DEFINITIONS (77 keys), then what each later release added and removed.
 _KEYS_0_3_10 = frozenset("""
