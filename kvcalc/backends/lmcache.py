@@ -10,7 +10,8 @@ from typing import Callable
 from ..engines.vllm import GpuStage
 from ..vocab.errors import KvcalcError
 from ..vocab.keys import KEY
-from ..vocab.layout import Layout, LMCacheLayout, OffloadLayout
+from ..vocab.layout import Layout, OffloadLayout
+from ..vocab.releases.lmcache import LMCacheLayout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import cdiv, exact_bytes, format_bytes, smallest_gib

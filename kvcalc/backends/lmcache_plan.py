@@ -38,7 +38,8 @@ from __future__ import annotations
 from ..engines.vllm.layers import pp_split
 from ..vocab.errors import StartupRefusal, UnsupportedError
 from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
-from ..vocab.layout import Layout, LMCacheLayout
+from ..vocab.layout import Layout
+from ..vocab.releases.lmcache import LMCacheLayout
 from ..vocab.records import field, record
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import DTYPE_BYTES, round_up

@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from ..vocab.errors import UnsupportedError
-from ..vocab.layout import LMCacheLayout, OffloadLayout
+from ..vocab.layout import OffloadLayout
+from ..vocab.releases.lmcache import LMCacheLayout
 from ..vocab.records import replace
 from ..vocab.releases import lmcache as lmr
 from .values import Reader

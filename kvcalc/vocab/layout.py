@@ -7,11 +7,13 @@ equal layers, so later stages work per distinct layer shape, not per layer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
-from .releases import DEFAULT_LMCACHE_VERSION
 from .records import cached, field, record
+
+if TYPE_CHECKING:
+    from .releases.lmcache import LMCacheLayout
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
@@ -195,35 +197,6 @@ class CacheLayout:
         if len(self.kv_cache_memory) == 1:
             return self.kv_cache_memory[0], workers[0]
         return min((self.kv_cache_memory[w], w) for w in workers)
-
-
-@record
-class LMCacheLayout:
-    """The LMCache config the connector reads, after LMCache's own precedence (file < LMCACHE_* environment <
-    vLLM's kv_connector_extra_config "lmcache.*"), values as LMCache converts them (lmcache_releases.py)."""
-
-    version: str = DEFAULT_LMCACHE_VERSION
-    chunk_size: int = 256
-    local_cpu: bool = True
-    max_local_cpu_size: float = 5.0  # GiB per rank: LMCache pins int(x * 1024**3) bytes
-    save_only_first_rank: bool | None = None  # extra_config; None: LMCache's default (the model uses MLA)
-    first_rank_max_local_cpu_size: float | None = None  # extra_config; None: max_local_cpu_size
-    pinned_align_bytes: int | None = None  # extra_config local_cpu.pinned_align_bytes; None: 4096
-    local_disk: str | None = None
-    max_local_disk_size: float = 0.0
-    use_layerwise: bool = False
-    local_cpu_use_hugepages: bool = False
-    lookup_server_worker_ids: tuple[int, ...] | None = None
-    enable_controller: bool = False
-    lmcache_worker_ids: tuple[int, ...] | None = None
-    lazy_allocator: bool = False  # 0.3.10-0.3.12 would use the lazy allocator (refused at planning)
-    # Set through vLLM's --kv-offloading-backend lmcache: vLLM builds the connector config from
-    # --kv-offloading-size (GiB for the whole engine) as the selected release does (lmcache.py).
-    via_vllm_flag: bool = False
-    kv_offloading_size: float | None = None
-    ignored: tuple[str, ...] = ()  # LMCache keys given that do not change the CPU pool
-    notes: tuple[str, ...] = ()  # what validation set aside (the native connector's keys a flag made unused)
-    provenance: tuple[tuple[str, str], ...] = ()  # (LMCache key, where its value came from)
 
 
 @record

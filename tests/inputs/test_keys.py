@@ -146,7 +146,9 @@ def test_the_records_defaults_are_the_tables():
         if section is not None and k.leaf in type(section).__record_names__ and k.default is not None:
             assert getattr(section, k.leaf) == k.default, k.path
     assert records.OffloadLayout(cpu_bytes_to_use=None).backend == KEY["offload.backend"].default
-    assert records.LMCacheLayout().version == KEY["offload.lmcache.version"].default
+    from kvcalc.vocab.releases.lmcache import LMCacheLayout
+
+    assert LMCacheLayout().version == KEY["offload.lmcache.version"].default
 
 
 @pytest.mark.parametrize("path", [k.path for k in KEYS if k.kind == "int" and (k.cap or k.maximum)])

@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any
 
+from ..records import record
 from . import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES  # noqa: F401 - the releases, named in the package
 
 # 0.3.10 v1/config.py _CONFIG_DEFINITIONS (77 keys), then what each later release added and removed.
@@ -235,3 +236,36 @@ def to_extra(value: Any) -> dict | None:
     if not isinstance(value, dict):
         raise ValueError("a mapping")
     return value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The offload.lmcache section, read (inputs/validate_lmcache.py): here, not in vocab/layout.py, so a vLLM layout
+# defines no LMCache record (start-up time is a target).
+
+@record
+class LMCacheLayout:
+    """The LMCache config the connector reads, after LMCache's own precedence (file < LMCACHE_* environment <
+    vLLM's kv_connector_extra_config "lmcache.*"), values as LMCache converts them (vocab/releases/lmcache.py)."""
+
+    version: str = DEFAULT_LMCACHE_VERSION
+    chunk_size: int = 256
+    local_cpu: bool = True
+    max_local_cpu_size: float = 5.0  # GiB per rank: LMCache pins int(x * 1024**3) bytes
+    save_only_first_rank: bool | None = None  # extra_config; None: LMCache's default (the model uses MLA)
+    first_rank_max_local_cpu_size: float | None = None  # extra_config; None: max_local_cpu_size
+    pinned_align_bytes: int | None = None  # extra_config local_cpu.pinned_align_bytes; None: 4096
+    local_disk: str | None = None
+    max_local_disk_size: float = 0.0
+    use_layerwise: bool = False
+    local_cpu_use_hugepages: bool = False
+    lookup_server_worker_ids: tuple[int, ...] | None = None
+    enable_controller: bool = False
+    lmcache_worker_ids: tuple[int, ...] | None = None
+    lazy_allocator: bool = False  # 0.3.10-0.3.12 would use the lazy allocator (refused at planning)
+    # Set through vLLM's --kv-offloading-backend lmcache: vLLM builds the connector config from
+    # --kv-offloading-size (GiB for the whole engine) as the selected release does (lmcache.py).
+    via_vllm_flag: bool = False
+    kv_offloading_size: float | None = None
+    ignored: tuple[str, ...] = ()  # LMCache keys given that do not change the CPU pool
+    notes: tuple[str, ...] = ()  # what validation set aside (the native connector's keys a flag made unused)
+    provenance: tuple[tuple[str, str], ...] = ()  # (LMCache key, where its value came from)
