@@ -6,7 +6,9 @@
     python benchmarks/bench.py --baseline fdd2db9  # also plan with that commit, in the same run, for the speed-up
 
 Targets (issue 9):
-  in-process plans/s, 61-layer MLA + EAGLE3 drafter   >= 10,000 (and >= 4 x the baseline commit, same run;
+  in-process plans/s, 61-layer MLA + EAGLE3 drafter   >= 10,000 (and >= --min-speedup x the baseline commit, same
+                                                        run: 4 for issue 9's rewrite, 0.9 for a refactor that keeps
+                                                        speed, issue 18;
                                                         instructions a plan under callgrind reported beside it)
   512-layer dense plan                               <= 1.5 x a 32-layer dense plan
   10,000-point sweep                                 <= 1 s in-process, <= 2 s through the CLI
@@ -139,7 +141,7 @@ def instructions_per_plan(checkout: str, example: str, n: int = 300) -> int | No
     return (counts[1] - counts[0]) // n
 
 
-def plans(seconds: float, baseline: str | None, use_callgrind: bool = False) -> dict:
+def plans(seconds: float, baseline: str | None, use_callgrind: bool = False, min_speedup: float = 4.0) -> dict:
     examples = {"MLA 61 + EAGLE3 drafter": "kimi-k2.5-eagle3-tp4.yaml", "dense 32 layers": "llama-3.1-8b.yaml",
                 "hybrid 48 layers (GDN)": "qwen3-next-80b-tp4.yaml"}
     worktree = None
@@ -175,7 +177,8 @@ def plans(seconds: float, baseline: str | None, use_callgrind: bool = False) -> 
     if worktree:
         speedup = mla / out["baseline_plans_per_s"]["MLA 61 + EAGLE3 drafter"]
         out["speedup_vs_baseline"] = round(speedup, 2)
-        ok = ok and speedup >= 4
+        out["target_speedup"] = min_speedup
+        ok = ok and speedup >= min_speedup
     out["ok"] = ok
     return out
 
@@ -289,6 +292,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--baseline", help="a commit to measure plans/s against in the same run (git worktree)")
     ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
+    ap.add_argument("--min-speedup", type=float, default=4.0,
+                    help="plans/s against --baseline that passes (4: issue 9's target; 0.9: within 10 %%, issue 18)")
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter for the cold-start comparison, e.g. a venv with a regular (non-editable) "
                          "install: an editable install adds its import finder to every start")
@@ -299,7 +304,7 @@ def main() -> int:
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                  text=True).stdout.strip(),
         "cold_start": cold_start(7 if args.quick else 25, args.python, not args.no_callgrind),
-        "plans": plans(seconds, args.baseline, not args.no_callgrind),
+        "plans": plans(seconds, args.baseline, not args.no_callgrind, args.min_speedup),
         "layer_scaling": layer_scaling(seconds / 2),
         "sweep": sweep_10k(),
         "memory": peak_rss(),
@@ -321,7 +326,7 @@ def main() -> int:
         for label, n in p["plans_per_s"].items():
             base = p["baseline_plans_per_s"].get(label)
             print(f"plans/s, {label}: {n:,}" + (f" (baseline {base:,}: {n / base:.1f} x)" if base else ""))
-        print("  target >= 10,000 for MLA + drafter" + (" and >= 4 x the baseline" if args.baseline else "")
+        print("  target >= 10,000 for MLA + drafter" + (f" and >= {args.min_speedup} x the baseline" if args.baseline else "")
               + f": {ok(p)}")
         if "instructions_per_plan" in p:
             ip = p["instructions_per_plan"]

@@ -3,6 +3,8 @@ Pure; no I/O."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .backends.base import Pool, backend
 from .engines.vllm.grouping import Grouping
 from .engines.vllm.layers import LayerPlan
@@ -12,6 +14,9 @@ from .vocab.errors import KvcalcError
 from .vocab.layout import OFFLOAD_BACKENDS, Layout
 from .vocab.records import cached, record, replace
 from .vocab.units import parse_size
+
+if TYPE_CHECKING:
+    from .backends.base import OffloadBackend
 from .vocab.releases.vllm import REPRESENTATIVE, Behaviour, behaviour_for
 
 
@@ -83,20 +88,21 @@ def formula_notes(selected: Plan) -> dict[str, str]:
                    + (", out of bounds" if r.out_of_bounds else "")}
 
 
-def plan_gpu(layout: Layout) -> GpuStage:
+def plan_gpu(layout: Layout, connector: OffloadBackend | None = None) -> GpuStage:
     """Layout -> layers -> groups -> tensors and GPU blocks, the hybrid manager as the layout's connector allows it
-    (no CPU budget involved)."""
+    (no CPU budget involved). `connector`: the layout's backend, when the caller has it."""
     behaviour = behaviour_for(layout.vllm_version)
-    return build_stage(layout, behaviour, backend(layout.offload.backend).hma(layout, behaviour))
+    return build_stage(layout, behaviour, (connector or backend(layout.offload.backend)).hma(layout, behaviour))
 
 
 def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool = False) -> Plan:
     """Rebuild vLLM's KV cache layout for `layout` and size its connector's host pool. `stage`: the GPU stage of a
     layout that differs from this one only in its offload section (a sweep over budgets). `selected_only`: the
     native connector counts only the selected release's family (a sweep row shows no other column)."""
-    stage = stage or plan_gpu(layout)
+    connector = backend(layout.offload.backend)
+    stage = stage or plan_gpu(layout, connector)
     behaviour, layer_plan, grouping, gpu = stage.behaviour, stage.layers, stage.grouping, stage.gpu
-    pool = backend(layout.offload.backend).estimate(layout, stage, selected_only=selected_only)
+    pool = connector.estimate(layout, stage, selected_only=selected_only)
     notes = list(layer_plan.notes) + list(pool.notes)
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)

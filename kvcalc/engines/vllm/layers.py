@@ -356,21 +356,14 @@ def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
                           sorted(map(str, cache.kv_cache_dtype_skip_layers)), detail="the option exists from 0.19.0")
 
 
-@record
-class _MambaSide:
-    block_size: int  # the attention block size, raised for a hybrid model
-    mamba_block: int | None
-    spec: MambaSpec | None
-    raised: bool  # the block size was raised (its "not set" note no longer applies)
-
-
 def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str, kv: _KVDtype, kv_auto: _KVDtype,
-                notes: list[str]) -> _MambaSide:
-    """The Mamba spec of a model with Mamba layers, and the attention block size the hybrid alignment (spec 4.3)
-    raises so one attention page holds a Mamba state."""
+                notes: list[str]) -> tuple[int, int | None, MambaSpec | None, bool]:
+    """(the attention block size, raised for a hybrid model so one attention page holds a Mamba state (spec 4.3);
+    the Mamba block size; the Mamba spec; whether the block size was raised, so its "not set" note no longer
+    applies). Only a model with Mamba layers gets past the first line."""
     model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
     if not model.has_mamba:
-        return _MambaSide(block_size=block_size, mamba_block=None, spec=None, raised=False)
+        return block_size, None, None, False
     row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
     def exact(a: int, b: int, what: str) -> int:
@@ -409,7 +402,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     checkpoint_blocks = int(mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout))
     spec = interned(MambaSpec, block_size=mamba_block, shapes=shapes, dtypes=dtypes, page_size_padded=pad,
                     mamba_type=row.name, num_speculative_blocks=ns, num_prefill_checkpoint_blocks=checkpoint_blocks)
-    return _MambaSide(block_size=block_size, mamba_block=mamba_block, spec=spec, raised=raised)
+    return block_size, mamba_block, spec, raised
 
 
 def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
@@ -448,12 +441,12 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     block_note = None
     if cache.block_size is None:
         block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
-    side = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
-    if side.raised:
+    block_size, mamba_block, mamba_spec, raised = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
+    if raised:
         block_note = None
-    stages = _stages(layout, _Builder(layout, behaviour, side.block_size, kv, kv_auto, side.spec))
+    stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
                          mamba_cache_mode=mode)
-    return LayerPlan(stages=stages, block_size=side.block_size, block_size_note=block_note,
-                     mamba_block_size=side.mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
+    return LayerPlan(stages=stages, block_size=block_size, block_size_note=block_note,
+                     mamba_block_size=mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
                      usage=usage, notes=tuple(notes))
