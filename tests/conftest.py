@@ -68,7 +68,8 @@ def _plain_terminal(monkeypatch):
     monkeypatch.setenv("TERM", "dumb")
 
 
-EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES_DIR = os.path.join(ROOT_DIR, "examples")
 
 
 # Spec factories shared by the grouping, layer and property tests (bf16, block 16 unless told).

@@ -203,6 +203,67 @@ def _(old, new):
     assert (p.layers.mamba_cache_mode, p.layers.block_size) == ("align", 80)
 
 
+NEMOTRON_MTP = {"model": {"hf_config": "examples/configs/nemotron-h-8b.json",
+                           "draft": {"method": "mtp", "num_layers": 1, "num_speculative_tokens": 1}},
+                "cache": {"kv_cache_memory": 40 * GIB, "max_model_len": 8192, "enable_prefix_caching": True,
+                          "hybrid_kv_cache_manager": "on"}}
+# NemotronH-8B at TP 1, one MTP layer, one speculative token: the Mamba-2 state is a conv (3 + 1, 8,192 + 2 x 8 x 128)
+# bf16 = 81,920 B and an SSM (128, 64, 128) float32 = 4,194,304 B: 4,276,224 B; one attention token 8 x 2 x 128 x
+# 2 = 4,096 B, so 1,044 tokens hold a state. 'align' rounds to the kernel block 16: 1,056 (page 4,325,376 B); 'all'
+# to lcm(16, chunk 128) = 128: 1,152 (page 4,718,592 B). 6 groups of 5 layers (5 attention incl. the MTP layer; 24
+# Mamba layers padded to 25): a block is 5 pages, 40 GiB // (5 x 4,325,376) = 1,985 GPU blocks (align),
+# 40 GiB // (5 x 4,718,592) = 1,820 (all); 64 GiB // the same bytes = 3,177 / 2,912 CPU blocks (fixed formula).
+
+
+def _nemotron(version):
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.pipeline import plan
+    from conftest import ROOT_DIR
+
+    data = {**NEMOTRON_MTP, "model": {**NEMOTRON_MTP["model"]}, "offload": {"cpu_bytes_to_use": 64 * GIB},
+            "vllm": {"version": version}}
+    return plan(layout_from_dict(data, source="test.yaml", base_dir=ROOT_DIR))
+
+
+def _mamba_figures(p):
+    return (p.layers.mamba_cache_mode, p.layers.block_size, p.gpu.num_blocks, len(p.grouping.groups),
+            p.grouping.groups[0].spec.page_size_bytes, sel(p).scheduler.num_blocks)
+
+
+@boundary("mamba_align_with_drafter", "0.20.0")
+def _(old, new):
+    # issue 23: 0.20.0 model_executor/models/config.py picks 'align' when a speculative config is set. 0.19.1 and
+    # 0.20.0 refuse the hybrid manager forced on with the offloading connector, so the mode is read off the layers.
+    from kvcalc.engines.vllm.layers import build_layers
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from conftest import ROOT_DIR
+
+    data = {**NEMOTRON_MTP, "cache": {**NEMOTRON_MTP["cache"], "hybrid_kv_cache_manager": "auto"}}
+    for version, mode, block in ((old, "all", 1152), (new, "align", 1056)):
+        layout = layout_from_dict({**data, "vllm": {"version": version}}, source="test.yaml", base_dir=ROOT_DIR)
+        layers = build_layers(layout, behaviour_for(version))
+        assert (layers.mamba_cache_mode, layers.block_size) == (mode, block), version
+
+
+@boundary("mamba_align_with_drafter", "0.22.0")
+def _(old, new):
+    # 0.21.0 still picks 'align' with the MTP drafter; 0.22.0 drops the branch: 'all' again (figures above).
+    assert _mamba_figures(_nemotron(old)) == ("align", 1056, 1985, 6, 4325376, 3177)
+    assert _mamba_figures(_nemotron(new)) == ("all", 1152, 1820, 6, 4718592, 2912)
+
+
+def test_mamba_mode_without_a_drafter_stays_all_on_0_21():
+    # The branch needs a speculative config: without the drafter 0.21.0 defaults to 'all' as before.
+    from kvcalc.engines.vllm.layers import build_layers
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from conftest import ROOT_DIR
+
+    model = {k: v for k, v in NEMOTRON_MTP["model"].items() if k != "draft"}
+    layout = layout_from_dict({**NEMOTRON_MTP, "model": model, "vllm": {"version": "0.21.0"}}, source="test.yaml",
+                              base_dir=ROOT_DIR)
+    assert build_layers(layout, behaviour_for("0.21.0")).mamba_cache_mode == "all"
+
+
 # ----------------------------------------------------------------------------------------------- the logs
 
 @boundary("log_family", "0.20.1")

@@ -181,6 +181,11 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
                 notes.append("vLLM turns prefix caching off for this Mamba kind (no Mamba prefix caching)")
                 return False, "none", tuple(notes)
             mode = "all"
+        elif behaviour.mamba_default_all and row.mode_all and model.draft is not None \
+                and behaviour.mamba_align_with_drafter:
+            mode = "align"  # 0.20.0 - 0.21.0 (vocab/releases/vllm.py STEPS mamba_align_with_drafter)
+            notes.append(f"vLLM {behaviour.version} sets Mamba cache mode 'align' by default when prefix caching and "
+                         "speculative decoding are enabled")
         elif behaviour.mamba_default_all:
             mode = "all" if row.mode_all else "align"
         else:

@@ -228,6 +228,15 @@ STEPS: dict[str, tuple[Step, ...]] = {
                               "supports_mamba_prefix_caching else 'align'"),
         Step((0, 28, 0), False, "0.28.0 model_executor/models/config.py: mode none -> 'align' when prefix "
                                 "caching is on")),
+    # Prefix caching on, mode left at its default, a model that supports Mamba prefix caching: 'align' instead of
+    # 'all' when a speculative config is set, for four releases only.
+    "mamba_align_with_drafter": (
+        Step((0, 0, 0), False, "0.19.1 model_executor/models/config.py MambaModelConfig.verify_and_update_config: "
+                               "'all' if supports_mamba_prefix_caching else 'align', whatever the drafter"),
+        Step((0, 20, 0), True, "0.20.0 model_executor/models/config.py:352-361: supports_mamba_prefix_caching and "
+                               "speculative_config is not None -> 'align' (\"Mamba cache mode is set to 'align' ... "
+                               "when prefix caching and speculative decoding are enabled\"); the same in 0.21.0"),
+        Step((0, 22, 0), False, "0.22.0 model_executor/models/config.py: the speculative branch is gone")),
     "hma_default_with_connector": (
         Step((0, 0, 0), False, "0.21.0 config/vllm.py: HMA off whenever kv_transfer_config is set"),
         Step((0, 22, 0), True, "0.22.0 config/vllm.py: HMA off only if the connector does not subclass "
@@ -357,6 +366,7 @@ class Behaviour:
     hybrid_checkpoint_alignment: bool
     mamba_modes: tuple[str, ...]
     mamba_default_all: bool
+    mamba_align_with_drafter: bool
     hma_default_with_connector: bool
     hma_forced_on_allowed: bool
     offload_refuses_chunked_local: bool
