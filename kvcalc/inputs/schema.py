@@ -9,7 +9,8 @@ offload.lmcache from LMCACHE below (LMCache's own names, checked per release by 
 from __future__ import annotations
 
 from ..vocab.keys import CHILDREN, KEY, Key
-from ..vocab.kinds import MAMBA_KINDS
+from ..vocab.kinds import MAMBA_KINDS, MAMBA_STATE_DTYPE_FIELD
+from ..vocab.units import MODEL_DTYPES
 
 _INT = {"type": "integer", "minimum": 0}
 _POS = {"type": "integer", "minimum": 1}
@@ -74,6 +75,11 @@ def _mamba_fields() -> dict:
             names = sorted({r.aliases[name] for r in MAMBA_KINDS.values() if name in r.aliases})
             out[name] = _described(_POS, f"the Hugging Face config field {name} ({', '.join(kinds)})" if kinds else
                                    f"another config's name for {' / '.join(names)}")
+        for name in row.checked:
+            out[name] = _described(_POS, f"the config file's {name} ({row.name}): checked against the fields that "
+                                         "give the state's shape")
+    out[MAMBA_STATE_DTYPE_FIELD] = _described({"enum": list(MODEL_DTYPES)}, "the model config's SSM state dtype: "
+                                              "what cache.mamba_ssm_cache_dtype auto takes")
     return out
 
 

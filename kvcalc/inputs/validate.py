@@ -11,86 +11,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..vocab.errors import LayoutError, UnsupportedError
-from ..vocab.keys import CHILDREN, KEY, UNMODELLED, Key
-from ..vocab.kinds import ATTENTION_BACKENDS, MAMBA_KINDS, HeadRuleError, LayerKind, heads_per_rank
+from ..vocab.errors import UnsupportedError
+from ..vocab.keys import KEY, UNMODELLED
+from ..vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
 from ..vocab.layout import (
     CacheLayout,
-    DraftLayout,
     HostLayout,
     Layout,
-    MambaLayout,
     ModelLayout,
     OffloadLayout,
     ParallelLayout,
     base_block_size,
 )
 from ..vocab.records import replace
-from ..vocab.units import MODEL_DTYPES, gib_float_to_bytes
+from ..vocab.units import gib_float_to_bytes
 from ..vocab.releases.vllm import behaviour_for
-from .values import Reader
+from .validate_model import model_section
+from .values import Reader, written
 
 SCHEMA_VERSION = KEY["schema_version"].default
-
-
-def _get(d: dict, path: str) -> Any:
-    """A section's value for one key as written, else the key's default (vocab/keys.KEYS)."""
-    key = KEY[path]
-    return d.get(key.leaf, key.default)
-
-
-# path -> (leaf, nullable, default, read(reader, value, path)) of a key of a simple kind, made on its first read
-# (validate runs once per sweep point and API call: a read is two lookups and a call).
-_READERS: dict[str, tuple] = {}
-
-
-def _read(r: Reader, d: dict, path: str) -> Any:
-    """One key of a simple kind (int, choice, str, bool, human), read by its row: absent, or null where the row
-    allows it, gives the row's default; any other value is checked against the row's kind and bounds."""
-    try:
-        leaf, nullable, default, read = _READERS[path]
-    except KeyError:
-        leaf, nullable, default, read = _READERS[path] = _reader(KEY[path])
-    value = d.get(leaf)
-    if value is None and (nullable or leaf not in d):
-        return default
-    return read(r, value, path)
-
-
-def _reader(key: Key) -> tuple:
-    kind, least, top = key.kind, key.minimum, key.cap or key.maximum
-    if kind == "int" and top is None:
-        read: Any = lambda r, v, path: r.int_(v, path, minimum=least)  # noqa: E731
-    elif kind == "int":
-        read = lambda r, v, path: r.int_(v, path, minimum=least, maximum=top)  # noqa: E731
-    elif kind == "choice":
-        read = lambda r, v, path: r.choice(v, path, key.choices)  # noqa: E731
-    elif kind == "human":
-        read = lambda r, v, path: r.human_int(v, path, minimum=least)  # noqa: E731
-    elif kind == "bool":
-        read = _bool_or_null if key.nullable else _bool
-    elif kind == "str":
-        read = Reader.str_
-    else:  # pragma: no cover - a kvcalc bug
-        raise TypeError(f"{key.path}: kind {kind} is not read by its row alone")
-    return key.leaf, key.nullable, key.default, read
-
-
-def _bool(r: Reader, value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise r.fail(path, "true or false", value)
-    return value
-
-
-def _bool_or_null(r: Reader, value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise r.fail(path, "true, false or null", value)
-    return value
-
-
-def _section(r: Reader, data: Any, path: str) -> dict:
-    """A mapping of rows: refuses a key the table has no row for, naming the ones it has."""
-    return r.mapping(data, path, CHILDREN[path])
 
 
 def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
@@ -100,7 +39,7 @@ def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
         node: Any = top
         for part in key.parent.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        out.append((key.path, _read(r, node if isinstance(node, dict) else {}, key.path)))
+        out.append((key.path, r.key(node if isinstance(node, dict) else {}, key.path)))
     return tuple(out)
 
 
@@ -113,12 +52,12 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         raise r.fail("schema_version", f"{SCHEMA_VERSION}", top.get("schema_version"))
     if "model" not in top:
         raise r.fail("model", "a model section (see the README's layout format)")
-    model = model or _model(r, top.get("model"))
+    model = model or model_section(r, top.get("model"))
     parallel = _parallel(r, top.get("parallel"), model)
-    mpe = _read(r, top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
+    mpe = r.key(top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
-    vllm = _section(r, top.get("vllm"), "vllm")
-    version = _get(vllm, "vllm.version")
+    vllm = r.section(top.get("vllm"), "vllm")
+    version = written(vllm, "vllm.version")
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
     version = r.str_(version, "vllm.version")
@@ -126,14 +65,14 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         behaviour_for(version)
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
-    platform = _read(r, vllm, "vllm.platform")
-    backend = _read(r, vllm, "vllm.attention_backend")
+    platform = r.key(vllm, "vllm.platform")
+    backend = r.key(vllm, "vllm.attention_backend")
     if backend is not None and ATTENTION_BACKENDS[backend].mla != model.is_mla:
         kind = "an MLA" if model.is_mla else "a non-MLA"
         names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
         raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
                      f"{', '.join(names)})", backend)
-    gpu_arch = _read(r, vllm, "vllm.gpu_arch")
+    gpu_arch = r.key(vllm, "vllm.gpu_arch")
     offload = _offload(r, top.get("offload"), model, cache, backend)
     host = _host(r, top.get("host"))
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
@@ -143,12 +82,12 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
 
 
 def _host(r: Reader, data: Any) -> HostLayout:
-    h = _section(r, data, "host")
-    page = _read(r, h, "host.page_size")
+    h = r.section(data, "host")
+    page = r.key(h, "host.page_size")
     if page & (page - 1):
         raise r.fail("host.page_size", f"a power of two >= {KEY['host.page_size'].minimum} (the host's mmap.PAGESIZE)",
                      page)
-    return HostLayout(page_size=page, pinned_round_threshold_mb=_read(r, h, "host.pinned_round_threshold_mb"))
+    return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"))
 
 
 def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:
@@ -158,167 +97,11 @@ def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layou
     return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend))
 
 
-def validate_model(top: dict, *, source: str) -> ModelLayout:
-    """The `model` section of an expanded layout dict alone."""
-    if "model" not in top:
-        raise LayoutError(source, "model", "a model section (see the README's layout format)")
-    return _model(Reader(source, {}), top.get("model"))
-
-
-def _model(r: Reader, data: Any) -> ModelLayout:
-    m = _section(r, data, "model")
-    if "num_layers" not in m:
-        raise r.fail("model.num_layers", "the number of decoder layers")
-    n = _read(r, m, "model.num_layers")
-    name = _read(r, m, "model.name")
-    dtype = MODEL_DTYPES[_read(r, m, "model.dtype")]
-    kv_lora = _read(r, m, "model.kv_lora_rank")
-    kinds = _layer_kinds(r, m, n, LayerKind.MLA if kv_lora else LayerKind.FULL)
-    present = set(kinds)
-    heads, head_size, head_size_v = _attention_shape(r, m, n, kinds, any(k.attention for k in present))
-
-    def needed(key: str, why: str) -> int:
-        if m.get(key) is None:
-            raise r.fail(f"model.{key}", f"a positive integer ({why})")
-        return _read(r, m, f"model.{key}")
-
-    sliding = needed("sliding_window", "the model has sliding_attention layers") if LayerKind.SLIDING in present \
-        else _read(r, m, "model.sliding_window")
-    chunk = needed("attention_chunk_size", "the model has chunked_attention layers") \
-        if LayerKind.CHUNKED in present else _read(r, m, "model.attention_chunk_size")
-    rope = _read(r, m, "model.qk_rope_head_dim")
-    if LayerKind.MLA in present:
-        kv_lora = needed("kv_lora_rank", "the model has mla layers")
-        if rope is None:
-            raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
-    index_dim = _read(r, m, "model.index_head_dim")
-    if index_dim is not None and LayerKind.MLA not in present:
-        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
-                     index_dim)
-    mamba = None
-    if any(k.mamba for k in present):
-        mamba = _mamba(r, m.get("mamba"))
-    elif m.get("mamba") is not None:
-        raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
-    draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
-    replication = _read(r, m, "model.kv_head_replication")
-    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
-                       num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
-                       attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
-                       index_head_dim=index_dim, mamba=mamba, draft=draft)
-
-
-def _layer_kinds(r: Reader, m: dict, n: int, default_kind: LayerKind) -> tuple[LayerKind, ...]:
-    """model.layer_types (one kind per layer) or model.layer_pattern (repeated to n layers); else every layer
-    `default_kind`."""
-    if m.get("layer_types") is not None and m.get("layer_pattern") is not None:
-        raise r.fail("model.layer_pattern", "either layer_types or layer_pattern, not both")
-    choices = KEY["model.layer_types"].choices
-    if m.get("layer_types") is not None:
-        raw = m["layer_types"]
-        if not isinstance(raw, list) or len(raw) != n:
-            raise r.fail("model.layer_types", f"a list of {n} layer kinds (one per layer)",
-                          f"a list of {len(raw)}" if isinstance(raw, list) else raw)
-        return tuple(LayerKind(r.choice(v, f"model.layer_types[{i}]", choices)) for i, v in enumerate(raw))
-    if m.get("layer_pattern") is not None:
-        raw = m["layer_pattern"]
-        if not isinstance(raw, list) or len(raw) < KEY["model.layer_pattern"].minimum or len(raw) > n:
-            raise r.fail("model.layer_pattern", f"a non-empty list of at most {n} layer kinds", raw)
-        pattern = [LayerKind(r.choice(v, f"model.layer_pattern[{i}]", choices)) for i, v in enumerate(raw)]
-        return tuple(pattern[i % len(pattern)] for i in range(n))
-    return (default_kind,) * n
-
-
-def _attention_shape(r: Reader, m: dict, n: int, kinds: tuple[LayerKind, ...],
-                     attention: bool) -> tuple[tuple[int, ...], ...]:
-    """(KV heads, head size, value head size) per layer; every attention layer (some has: `attention`) needs
-    positive ones."""
-    if attention:
-        if m.get("num_kv_heads") is None:
-            raise r.fail("model.num_kv_heads", "an integer or a per-layer list (the model has attention layers)")
-        if m.get("head_size") is None:
-            raise r.fail("model.head_size", "an integer or a per-layer list (the model has attention layers)")
-    heads, head_size = (r.per_layer(_get(m, f"model.{key}"), f"model.{key}", n, minimum=KEY[f"model.{key}"].minimum)
-                        for key in ("num_kv_heads", "head_size"))
-    head_size_v = head_size if m.get("head_size_v") is None else \
-        r.per_layer(m["head_size_v"], "model.head_size_v", n, minimum=KEY["model.head_size_v"].minimum)
-    if attention:
-        for key, vals in (("num_kv_heads", heads), ("head_size", head_size), ("head_size_v", head_size_v)):
-            if min(vals) >= 1:
-                continue  # the common case: no layer has a zero, whatever its kind
-            for i, kind in enumerate(kinds):
-                if kind.attention and vals[i] < 1:
-                    raise r.fail(f"model.{key}" + (f"[{i}]" if isinstance(m.get(key), list) else ""),
-                                 f"a positive value for attention layer {i}", vals[i])
-    return heads, head_size, head_size_v
-
-
-def _mamba(r: Reader, data: Any) -> MambaLayout:
-    if data is None:
-        raise r.fail("model.mamba", f"a mapping with kind ({', '.join(MAMBA_KINDS)}) and its fields")
-    if not isinstance(data, dict):
-        raise r.fail("model.mamba", "a mapping", type(data).__name__)
-    row = MAMBA_KINDS[r.choice(data.get("kind"), "model.mamba.kind", KEY["model.mamba.kind"].choices)]
-    # The kind's own fields are its row's (vocab/kinds.MAMBA_KINDS), beside the keys the table has.
-    r.mapping(data, "model.mamba", CHILDREN["model.mamba"] + row.fields + row.optional + tuple(row.aliases))
-    data = dict(data)
-    for alias, name in row.aliases.items():
-        if data.get(alias) is None:
-            continue
-        if data.get(name) is not None and data[name] != data[alias]:
-            raise r.fail(f"model.mamba.{alias}", f"the value of model.mamba.{name} ({data[name]!r}): both name "
-                         "one field", data[alias])
-        data[name] = data.pop(alias)
-    params = []
-    for key in row.fields:
-        if data.get(key) is None:
-            raise r.fail(f"model.mamba.{key}", f"a positive integer (needed by kind {row.name})")
-        params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
-    for key in row.optional:
-        if data.get(key) is not None:
-            params.append((key, r.int_(data[key], f"model.mamba.{key}", minimum=1)))
-    got = dict(params)
-    if row.name == "mamba1" and "intermediate_size" in got and \
-            got["intermediate_size"] != got["mamba_expand"] * got["hidden_size"]:
-        # transformers MambaConfig / JambaConfig: intermediate_size = expand x hidden_size, the state's width.
-        raise r.fail("model.mamba.intermediate_size", f"mamba_expand x hidden_size = "
-                     f"{got['mamba_expand'] * got['hidden_size']}", got["intermediate_size"])
-    if row.name == "mamba2" and "intermediate_size" in got and \
-            got["intermediate_size"] != got["mamba_num_heads"] * got["mamba_head_dim"]:
-        # FalconH1Config.validate_architecture: mamba_d_head x mamba_n_heads == the intermediate size.
-        raise r.fail("model.mamba.intermediate_size", f"mamba_num_heads x mamba_head_dim = "
-                     f"{got['mamba_num_heads'] * got['mamba_head_dim']}", got["intermediate_size"])
-    return MambaLayout(kind=row.name, params=tuple(params))
-
-
-def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
-    d = _section(r, data, "model.draft")
-    method = r.choice(d.get("method"), "model.draft.method", KEY["model.draft.method"].choices)
-    n = _read(r, d, "model.draft.num_layers")
-    ns = _read(r, d, "model.draft.num_speculative_tokens")
-    if method == "mtp":
-        if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
-            raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
-                         method)
-        for key in ("num_kv_heads", "head_size", "head_size_v"):
-            if d.get(key) is not None:
-                raise r.fail(f"model.draft.{key}", "no value: mtp layers take the main model's shape", d[key])
-        return DraftLayout(method=method, num_layers=n, num_speculative_tokens=ns)
-    for key in ("num_kv_heads", "head_size"):
-        if d.get(key) is None:
-            raise r.fail(f"model.draft.{key}", f"a positive integer (the {method} drafter's own attention shape)")
-    return DraftLayout(
-        method=method, num_layers=n, num_kv_heads=_read(r, d, "model.draft.num_kv_heads"),
-        head_size=_read(r, d, "model.draft.head_size"), head_size_v=_read(r, d, "model.draft.head_size_v"),
-        num_speculative_tokens=ns,
-    )
-
-
 def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
-    p = _section(r, data, "parallel")
-    tp = _read(r, p, "parallel.tensor_parallel_size")
-    pp = _read(r, p, "parallel.pipeline_parallel_size")
-    dp = _read(r, p, "parallel.data_parallel_size")
+    p = r.section(data, "parallel")
+    tp = r.key(p, "parallel.tensor_parallel_size")
+    pp = r.key(p, "parallel.pipeline_parallel_size")
+    dp = r.key(p, "parallel.data_parallel_size")
     if pp > model.num_layers:
         raise r.fail("parallel.pipeline_parallel_size", f"at most model.num_layers ({model.num_layers})", pp)
     part = None
@@ -339,8 +122,8 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
                          replicates=model.kv_head_replication)
     if model.draft and model.draft.num_kv_heads:
         _check_heads(r, model.draft.num_kv_heads, tp, "model.draft.num_kv_heads", "parallel.tensor_parallel_size")
-    backend = _read(r, p, "parallel.distributed_executor_backend")
-    nnodes = _read(r, p, "parallel.nnodes")
+    backend = r.key(p, "parallel.distributed_executor_backend")
+    nnodes = r.key(p, "parallel.nnodes")
     local = p.get("data_parallel_size_local")
     if local is not None:  # at most the DP size
         local = r.int_(local, "parallel.data_parallel_size_local",
@@ -358,7 +141,7 @@ def _check_heads(r: Reader, heads: int, tp: int, key: str, tp_key: str, *, repli
 
 
 def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: int | None) -> CacheLayout:
-    c = _section(r, data, "cache")
+    c = r.section(data, "cache")
     key = KEY["cache.block_size"]
     block = c.get("block_size")
     if block is not None:
@@ -367,7 +150,7 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
             raise r.fail("cache.block_size", f"at most {key.cap} tokens", block)
     kv_dtype, skip = _kv_dtype(r, c, model)
     memory = _kv_cache_memory(r, c, par)
-    override = _read(r, c, "cache.num_gpu_blocks_override")
+    override = r.key(c, "cache.num_gpu_blocks_override")
     if c.get("max_model_len") is not None:
         mml = r.human_int(c["max_model_len"], "cache.max_model_len", minimum=KEY["cache.max_model_len"].minimum)
     elif mpe is not None:
@@ -375,15 +158,17 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
     else:
         raise r.fail("cache.max_model_len", "a positive integer (the longest request in tokens; "
                      "--max-model-len): the model states no max_position_embeddings")
-    mnbt = _read(r, c, "cache.max_num_batched_tokens")
-    prefix = _read(r, c, "cache.enable_prefix_caching")
-    hma = _get(c, "cache.hybrid_kv_cache_manager")
+    mnbt = r.key(c, "cache.max_num_batched_tokens")
+    prefix = r.key(c, "cache.enable_prefix_caching")
+    hma = written(c, "cache.hybrid_kv_cache_manager")
     hma = {True: "on", False: "off"}.get(hma, hma) if isinstance(hma, bool) else hma  # YAML 1.1 reads on/off as bools
     hma = r.choice(hma, "cache.hybrid_kv_cache_manager", KEY["cache.hybrid_kv_cache_manager"].choices)
-    mdt = _read(r, c, "cache.mamba_cache_dtype")
-    msdt = _read(r, c, "cache.mamba_ssm_cache_dtype")
-    mbs = _read(r, c, "cache.mamba_block_size")
-    mode = _read(r, c, "cache.mamba_cache_mode")
+    mdt = r.key(c, "cache.mamba_cache_dtype")
+    msdt = r.key(c, "cache.mamba_ssm_cache_dtype")
+    if msdt == "auto" and model.mamba is not None and model.mamba.state_dtype is not None:
+        msdt = model.mamba.state_dtype  # auto takes the model's config value (an explicit value wins, as in vLLM)
+    mbs = r.key(c, "cache.mamba_block_size")
+    mode = r.key(c, "cache.mamba_cache_mode")
     return CacheLayout(block_size=block, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=skip,
                        kv_cache_memory=memory, num_gpu_blocks_override=override, max_model_len=mml,
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
@@ -394,7 +179,7 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:
     """cache.kv_cache_dtype (a dtype kvcalc does not model is unsupported, not malformed) and the layers kept at the
     model dtype."""
-    kv_dtype = _get(c, "cache.kv_cache_dtype")
+    kv_dtype = written(c, "cache.kv_cache_dtype")
     dtypes = KEY["cache.kv_cache_dtype"].choices
     if not isinstance(kv_dtype, str):
         raise r.fail("cache.kv_cache_dtype", f"one of {', '.join(dtypes)}", kv_dtype)
@@ -433,8 +218,8 @@ def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...]
 
 
 def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None) -> OffloadLayout:
-    o = _section(r, data, "offload")
-    which = _read(r, o, "offload.backend")
+    o = r.section(data, "offload")
+    which = r.key(o, "offload.backend")
     if which == "lmcache":
         from .validate_lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
 
@@ -472,8 +257,8 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
             src = f"{raw} ({flag})"
     else:
         cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
-    block = _read(r, o, "offload.block_size")
-    bpc = _read(r, o, "offload.blocks_per_chunk")
+    block = r.key(o, "offload.block_size")
+    bpc = r.key(o, "offload.blocks_per_chunk")
     gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
     if block is not None and block % gpu_block:
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)

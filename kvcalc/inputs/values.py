@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ..vocab.errors import LayoutError
-from ..vocab.keys import FLAGS
+from ..vocab.keys import CHILDREN, FLAGS, KEY, Key
 from ..vocab.units import SizeError, parse_size, scaled_floor
 
 _HUMAN_INT = r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)\s*$"
@@ -93,6 +93,14 @@ class Reader:
             raise self.fail(path, "a string without control characters", value)
         return value
 
+    def key(self, d: dict, path: str) -> Any:
+        """One key of a simple kind, read by its row (keys.KEYS): see _read."""
+        return _read(self, d, path)
+
+    def section(self, data: Any, path: str) -> dict:
+        """A mapping of rows: refuses a key the table has no row for, naming the ones it has."""
+        return _section(self, data, path)
+
     def per_layer(self, value: Any, path: str, n: int, *, minimum: int) -> tuple[int, ...]:
         if isinstance(value, list):
             if len(value) != n:
@@ -115,3 +123,66 @@ def overrides(values: dict[str, Any]) -> dict[str, tuple[Any, str]]:
             value = os.path.abspath(value)
         out[key.path] = (value, key.named)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Keys read by their rows (vocab/keys.KEYS).
+
+def written(d: dict, path: str) -> Any:
+    """A section's value for one key as written, else the key's default (vocab/keys.KEYS)."""
+    key = KEY[path]
+    return d.get(key.leaf, key.default)
+
+
+# path -> (leaf, nullable, default, read(reader, value, path)) of a key of a simple kind, made on its first read
+# (validate runs once per sweep point and API call: a read is two lookups and a call).
+_READERS: dict[str, tuple] = {}
+
+
+def _read(r: Reader, d: dict, path: str) -> Any:
+    """One key of a simple kind (int, choice, str, bool, human), read by its row: absent, or null where the row
+    allows it, gives the row's default; any other value is checked against the row's kind and bounds."""
+    try:
+        leaf, nullable, default, read = _READERS[path]
+    except KeyError:
+        leaf, nullable, default, read = _READERS[path] = _reader(KEY[path])
+    value = d.get(leaf)
+    if value is None and (nullable or leaf not in d):
+        return default
+    return read(r, value, path)
+
+
+def _reader(key: Key) -> tuple:
+    kind, least, top = key.kind, key.minimum, key.cap or key.maximum
+    if kind == "int" and top is None:
+        read: Any = lambda r, v, path: r.int_(v, path, minimum=least)  # noqa: E731
+    elif kind == "int":
+        read = lambda r, v, path: r.int_(v, path, minimum=least, maximum=top)  # noqa: E731
+    elif kind == "choice":
+        read = lambda r, v, path: r.choice(v, path, key.choices)  # noqa: E731
+    elif kind == "human":
+        read = lambda r, v, path: r.human_int(v, path, minimum=least)  # noqa: E731
+    elif kind == "bool":
+        read = _bool_or_null if key.nullable else _bool
+    elif kind == "str":
+        read = Reader.str_
+    else:  # pragma: no cover - a kvcalc bug
+        raise TypeError(f"{key.path}: kind {kind} is not read by its row alone")
+    return key.leaf, key.nullable, key.default, read
+
+
+def _bool(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true or false", value)
+    return value
+
+
+def _bool_or_null(r: Reader, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise r.fail(path, "true, false or null", value)
+    return value
+
+
+def _section(r: Reader, data: Any, path: str) -> dict:
+    """A mapping of rows: refuses a key the table has no row for, naming the ones it has."""
+    return r.mapping(data, path, CHILDREN[path])

@@ -172,6 +172,14 @@ class MambaKind:
     # Other Hugging Face configs' names for the same fields (state-spaces MambaConfig, Mamba2Config, FalconH1Config),
     # accepted in a layout and read as the field they name; giving both spellings with two values is refused.
     aliases: dict = None  # type: ignore[assignment]
+    # Config-file fields that determine no state shape but must agree with those that do (Mamba2Config /
+    # NemotronHConfig: intermediate = expand x hidden_size = mamba_num_heads x mamba_head_dim): accepted, checked.
+    checked: tuple[str, ...] = ()
+
+
+# A config-file field every Mamba kind's section accepts: the SSM state dtype the model's config names (NemotronH:
+# "float32"); vLLM's --mamba-ssm-cache-dtype auto takes it (an explicit value wins).
+MAMBA_STATE_DTYPE_FIELD = "mamba_ssm_cache_dtype"
 
 
 def _mamba(name: str, module: str, fields: tuple[str, ...], optional: tuple[str, ...], shapes, *,
@@ -196,7 +204,7 @@ MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
                        "mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim",
                        "mamba_n_groups": "n_groups", "mamba_d_state": "ssm_state_size",
                        "mamba_d_conv": "conv_kernel", "mamba_chunk_size": "chunk_size",
-                       "mamba_d_ssm": "intermediate_size"}),
+                       "mamba_d_ssm": "intermediate_size"}, checked=("expand", "hidden_size")),
     _mamba("gated_delta_net", "linear_attn",
               ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel_dim"), (), _gated_delta_net, mode_all=False, single_state=False,

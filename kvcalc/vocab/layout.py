@@ -41,6 +41,7 @@ class MambaLayout:
     kind: str
     # The kind's fields under their Hugging Face names, e.g. linear_num_key_heads=16.
     params: tuple[tuple[str, int], ...]
+    state_dtype: str | None = None  # the config's mamba_ssm_cache_dtype (what cache.mamba_ssm_cache_dtype auto takes)
 
     @cached
     def values(self) -> dict[str, int]:
