@@ -134,7 +134,14 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
         raise LayoutError(layout.source, "cache.kv_cache_dtype", "fp8_ds_mla only for MLA models", name)
     if row.quant is not KVQuant.NONE and layout.model.is_mla:
         raise UnsupportedError(f"{layout.source}: cache.kv_cache_dtype: {name} with MLA layers is not modelled")
-    return _KVDtype(storage=row.storage or layout.model.dtype, quant=row.quant, mla_str=name)
+    key = (row.storage or layout.model.dtype, row.quant, name)
+    found = _KV_DTYPE_OF.get(key)  # a handful of (storage, quant, name) triples: one record each, made once
+    if found is None:
+        found = _KV_DTYPE_OF[key] = _KVDtype(storage=key[0], quant=key[1], mla_str=name)
+    return found
+
+
+_KV_DTYPE_OF: dict[tuple, _KVDtype] = {}  # bounded by KV_DTYPES x the model dtypes
 
 
 def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
@@ -352,6 +359,8 @@ def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
     """What the release itself refuses of the cache options: a block size outside its choices, skip layers before
     the option existed."""
     cache, src = layout.cache, layout.source
+    if cache.block_size is None and not cache.kv_cache_dtype_skip_layers:
+        return  # (the common case: nothing to refuse)
     choices = behaviour.block_size_choices
     if cache.block_size is not None and choices is not None and cache.block_size not in choices:
         raise LayoutError(src, "cache.block_size", f"one of {', '.join(map(str, choices))} for vLLM "
@@ -366,9 +375,9 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     """(the attention block size, raised for a hybrid model so one attention page holds a Mamba state (spec 4.3);
     the Mamba block size; the Mamba spec; whether the block size was raised, so its "not set" note no longer
     applies). Only a model with Mamba layers gets past the first line."""
-    model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
-    if not model.has_mamba:
+    if not layout.model.has_mamba:
         return block_size, None, None, False
+    model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
     row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
     def exact(a: int, b: int, what: str) -> int:
