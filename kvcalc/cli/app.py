@@ -95,6 +95,9 @@ def plan(
         text = read_bytes(memory_log, "a readable file").decode("utf-8", "replace")
         loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
         err(f"note: {note}")
+    if check and loaded.vllm_version_from == "default":
+        raise KvcalcError(f"{loaded.source}: --check gates one vLLM release and none is named (no --vllm-version, "
+                          f"vllm.version or image tag): give --vllm-version (kvcalc would assume {loaded.vllm_version})")
     if check and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")

@@ -173,12 +173,14 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
     from ..inputs.k8s import read as read_manifest
 
     grant = read_manifest(k8s, container=container)
+    _release_of_image(grant, overrides, base)
     if grant.pinned_round_threshold_mb is not None:
         overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
                                                                 "PYTORCH_ALLOC_CONF in the manifest"))
     if grant.memory_limit is not None:
         thresholds.setdefault("host_memory", grant.memory_limit)
-    thresholds.setdefault("shm_size", grant.shm_size_limit)
+    thresholds.setdefault("shm_size", grant.shm.size)
+    err(f"note: /dev/shm: {grant.shm.how}")
     for n in grant.notes:
         err(f"note: {n}")
     if grant.lmcache_env:
@@ -190,6 +192,21 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         for n in pod_notes:
             err(f"note: {n}")
     return shlex.join(grant.argv), base
+
+
+def _release_of_image(grant, overrides: dict, base: dict) -> None:
+    """The image tag's vLLM (and LMCache) release, under the flags: --vllm-version / --lmcache-version win."""
+    if grant.image is None:
+        return
+    from ..vocab.releases.images import image_release
+
+    found = image_release(grant.image)
+    if found.vllm is not None:
+        overrides.setdefault("vllm.version", (found.vllm, found.how))
+    else:
+        err(f"note: {found.how}")
+    if found.lmcache is not None:
+        base.setdefault("offload.lmcache.version", (found.lmcache, found.how))
 
 
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):

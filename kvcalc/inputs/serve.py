@@ -54,6 +54,12 @@ NOTE = {
 }
 
 
+def changes_kv(flag: str) -> bool:
+    """Whether a flag's value can change what kvcalc plans: the model, its revision and --config do, and so does
+    every flag kvcalc reads; the IGNORED ones do not."""
+    return flag in ("--model", "--config", "--revision") or flag not in IGNORED
+
+
 def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
     return LayoutError(SOURCE, key, expected, got, detail=detail)
 

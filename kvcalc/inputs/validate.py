@@ -61,6 +61,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
     version = r.str_(version, "vllm.version")
+    version_from = r.flags.get("vllm.version") or ("layout file" if "version" in vllm else "default")
     try:
         behaviour_for(version)
     except UnsupportedError as e:
@@ -76,7 +77,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     offload = _offload(r, top.get("offload"), model, cache, backend)
     host = _host(r, top.get("host"))
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
-                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+                  vllm_version_from=version_from, source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 

@@ -302,7 +302,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
                                data_parallel_size=par.data_parallel_size, world_size=par.world_size)
     return Report(
         schema_version=SCHEMA_VERSION, kvcalc_version=__version__, source=lay.source,
-        vllm_version=plan.behaviour.version, family=plan.behaviour.family.id,
+        vllm_version=plan.behaviour.version, vllm_version_from=lay.vllm_version_from, family=plan.behaviour.family.id,
         model=ModelSection(
             name=lay.model.name, num_layers=lay.model.num_layers, dtype=lay.model.dtype,
             layer_kinds={k.value: n for k, n in sorted(kinds.items())},

@@ -221,6 +221,9 @@ class Report:
     kvcalc_version: str = field("kvcalc release")
     source: str = field("the input file")
     vllm_version: str = field("the selected vLLM release")
+    vllm_version_from: str = field("where the release came from: a flag (--vllm-version), 'layout file', a "
+                                   "manifest's image tag, a log's banner, or 'default' (kvcalc's newest, with a "
+                                   "warning; --check refuses it)")
     family: str = field("old | fixed | packed | config | replicated | single-alloc")
     model: ModelSection = field("the model")
     parallel: ParallelSection = field("parallelism")

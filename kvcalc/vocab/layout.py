@@ -232,6 +232,9 @@ class Layout:
     offload: OffloadLayout
     host: HostLayout = field(factory=HostLayout)
     vllm_version: str
+    # where the release came from: a flag, "layout file", a manifest's image, a log's banner; "default" when nothing
+    # named one (kvcalc's newest: a warning, and --check refuses to gate on it)
+    vllm_version_from: str = "default"
     platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
     attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
     gpu_arch: str = "sm90"

@@ -261,7 +261,7 @@ metadata: {{name: vllm}}
 spec:
   containers:
     - name: vllm
-      image: vllm/vllm-openai
+      image: vllm/vllm-openai:v0.33.0
       command: ["vllm", "serve", "{model}", "-tp", "8", "--kv-cache-memory-bytes", "40G",
                 "--kv-transfer-config", '{{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}}']
       env:
