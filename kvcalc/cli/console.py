@@ -95,10 +95,17 @@ def naming(source: str):
         raise
 
 
+CHECK_WORDS = {"pass": "passed", "fail": "failed", "unknown": "not evaluated", "skipped": "skipped"}
+
+
 def report_checks(checks) -> None:
+    """Every gate on stderr, one line each (`check failed: …` for the ones that fail the run), then a count."""
+    counts: dict[str, int] = {}
     for c in checks:
-        if not c.passed:
-            err(f"check failed: {c.name}: {c.reason}")
+        status = getattr(c, "status", "pass" if c.passed else "fail")
+        counts[status] = counts.get(status, 0) + 1
+        err(f"check {CHECK_WORDS[status]}: {c.name}: {c.reason}")
+    err("checks: " + ", ".join(f"{n} {CHECK_WORDS[s]}" for s, n in counts.items()))
 
 
 def print_table(report) -> None:

@@ -118,20 +118,35 @@ def layout_overrides(flags: dict) -> dict:
     return {**base, **own}
 
 
-def check_thresholds(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None) -> dict:
-    from ..inputs.values import Reader
+def _size(flag: str, value: str) -> int:
     from ..vocab.units import SizeError, parse_size
 
+    try:
+        return parse_size(value)
+    except SizeError as e:
+        raise KvcalcError(f"{flag}: expected {e}, got {value[:40]!r}") from None
+
+
+def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None,
+                 host_overhead: str | None, check: bool) -> dict:
+    """The gates' limits the flags give (tools/gates.Gates fields); a warning when they are given without --check,
+    which alone uses them."""
+    from ..inputs.values import Reader
+    from ..tools.gates import Limit
+
     out: dict = {}
-    for key, flag, value in (("host_memory", "--host-memory", host_memory), ("shm_size", "--shm-size", shm_size)):
-        if value is None:
-            continue
-        try:
-            out[key] = parse_size(value)
-        except SizeError as e:
-            raise KvcalcError(f"{flag}: expected {e}, got {value!r}") from None
+    if host_memory is not None:
+        out["host_memory"] = Limit(value=_size("--host-memory", host_memory), source="--host-memory (a node)")
+    if shm_size is not None:
+        out["shm"] = Limit(value=_size("--shm-size", shm_size), source="--shm-size")
+    if host_overhead is not None:
+        out["overhead"] = _size("--host-overhead", host_overhead)
     if min_cpu_tokens is not None:
         out["min_cpu_tokens"] = Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
+    if out and not check:
+        given = [f for f, v in (("--host-memory", host_memory), ("--shm-size", shm_size),
+                                ("--host-overhead", host_overhead), ("--min-cpu-tokens", min_cpu_tokens)) if v]
+        err(f"warning: {', '.join(given)} set --check's limits; without --check nothing is gated")
     return out
 
 
@@ -165,12 +180,13 @@ def grouped_command_class():
     return GroupedCommand
 
 
-def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, thresholds: dict) -> tuple[str, dict]:
+def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, limits: dict) -> tuple[str, dict]:
     """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
-    the pod's grants become the gates' limits unless given on the command line (`thresholds`, `overrides` set)."""
+    the pod's grants become the gates' limits unless given on the command line (`limits`, `overrides` set)."""
     import shlex
 
     from ..inputs.k8s import read as read_manifest
+    from ..tools.gates import Limit
 
     grant = read_manifest(k8s, container=container)
     _release_of_image(grant, overrides, base)
@@ -178,9 +194,18 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
                                                                 "PYTORCH_ALLOC_CONF in the manifest"))
     if grant.memory_limit is not None:
-        thresholds.setdefault("host_memory", grant.memory_limit)
-    thresholds.setdefault("shm_size", grant.shm.size)
+        limits.setdefault("host_memory", Limit(value=grant.memory_limit, pod=True,
+                                               source=f"the pod's memory limit ({grant.source})"))
+    else:
+        asked = ("" if grant.memory_request is None else
+                 f"; requests.memory {grant.memory_request:,} B is what the scheduler reserves, not a cap")
+        limits.setdefault("host_memory", Limit(value=None, pod=True, source=f"the container sets no memory limit"
+                                                                            f"{asked}: pass --host-memory"))
+    limits.setdefault("shm", Limit(value=grant.shm.size, source=f"/dev/shm: {grant.shm.how}"))
+    limits["env_unknown"], limits["env_unread"] = grant.env_unknown, grant.env_unread
     err(f"note: /dev/shm: {grant.shm.how}")
+    for src in grant.env_unread:
+        err(f"note: {src}: its variables are not read")
     for n in grant.notes:
         err(f"note: {n}")
     if grant.lmcache_env:

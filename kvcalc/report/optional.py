@@ -62,10 +62,16 @@ class BackendEntry:
 class Check:
     """One --check gate."""
 
-    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | "
+    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | shm | "
                       "min_cpu_tokens")
-    passed: bool = field("the gate passed")
+    passed: bool = field("the gate passed or was skipped (false: it failed, or was asked for and could not be "
+                         "evaluated)")
+    status: str = field("pass | fail | unknown (asked for, not evaluable: exit 1) | skipped (not asked for)")
     reason: str = field("why, with the numbers")
+    limit: int | None = field("what the gate allows (bytes or tokens)", omit_if_none=True, default=None)
+    limit_from: str | None = field("where the limit came from (a flag, the manifest)", omit_if_none=True, default=None)
+    need: int | None = field("what the plan needs, in the limit's unit", omit_if_none=True, default=None)
+    margin: int | None = field("limit - need (negative: short)", omit_if_none=True, default=None)
 
 
 @record

@@ -72,10 +72,14 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     m, par = report.model, report.parallel
     head = Text()
     head.append(f"{m.name}", style="bold")
-    head.append(f" — vLLM {report.vllm_version} (family {report.family}) — "
+    head.append(f" — vLLM {report.vllm_version} ({_release_from(report.vllm_version_from)}; family "
+                f"{report.family}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
                 f"(world {par.world_size}), DP {par.data_parallel_size}")
-    out: list[RenderableType] = [head, *summary(report, style), _layout_table(report, style),
+    out: list[RenderableType] = [head, *summary(report, style)]
+    if report.checks is not None:
+        out.append(checks_table(report.checks, style))
+    out += [_layout_table(report, style),
                                  _fields_table(report, style), _groups_table(report, style)]
     out += [_tensor_table(report, w, style) for w in report.gpu.workers]
     g = _table(style, f"GPU (what vLLM logs, {report.gpu.log_family})", "", "", header=False)
@@ -89,6 +93,31 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     if bars is not None:
         out.append(bars)
     return out
+
+
+CHECK_STATUS = {"pass": "passed", "fail": "FAILED", "unknown": "NOT EVALUATED", "skipped": "skipped"}
+
+
+def checks_table(checks, style: Style) -> Table:
+    """--check: every gate, its status, and the limit it compared against with where it came from and the margin."""
+    t = _table(style, "Checks (--check; each gate's reason is on stderr)", "gate", "status", "needs", "limit",
+               "margin", "limit from")
+    for c in checks:
+        fmt = _signed_bytes if c.name in BYTE_GATES else _n
+        t.add_row(c.name, CHECK_STATUS[c.status], fmt(c.need), fmt(c.limit), fmt(c.margin), c.limit_from or "—")
+    return t
+
+
+BYTE_GATES = ("host_memory", "shm")
+
+
+def _signed_bytes(n: int | None) -> str:
+    """A gate's bytes in binary units (the exact count is in the JSON); a negative margin keeps its sign."""
+    return "—" if n is None else ("-" + format_bytes(-n) if n < 0 else format_bytes(n))
+
+
+def _release_from(source: str) -> str:
+    return "assumed: no release named" if source == "default" else f"from {source}"
 
 
 def _kinds(report: Report) -> str:
