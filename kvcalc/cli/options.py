@@ -226,8 +226,15 @@ def _release_of_image(grant, overrides: dict, base: dict) -> None:
     from ..vocab.releases.images import image_release
 
     found = image_release(grant.image)
-    if found.vllm is not None:
-        overrides.setdefault("vllm.version", (found.vllm, found.how))
+    if found.vllm is not None and "vllm.version" not in overrides:
+        from ..vocab.errors import UnsupportedError
+        from ..vocab.releases.vllm import behaviour_for
+
+        try:
+            behaviour_for(found.vllm)
+        except UnsupportedError as e:  # refused before the model is looked up: the image decides
+            raise UnsupportedError(f"{grant.source}: {found.how}: {e}") from None
+        overrides["vllm.version"] = (found.vllm, found.how)
     else:
         err(f"note: {found.how}")
     if found.lmcache is not None:

@@ -18,7 +18,9 @@ from typing import Any
 from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.records import record
 from .k8s_env import PodEnv, container_env, expect
-from .shell import Command, k8s_expand, run_script, shell_script, split_script, unwrap
+from .k8s_pods import PodTemplate, documents, mounted_files, objects, templates
+from .argv import k8s_expand, shell_script, unwrap
+from .shell import Command, run_script, split_script
 
 
 @record
@@ -98,71 +100,18 @@ def quantity(value: Any, *, source: str, key: str) -> int:
     return out
 
 
-def _pod_specs(source: str, doc: dict) -> list[tuple[str, dict]]:
-    """(label, pod spec) of every pod template a workload document holds."""
-    kind = doc.get("kind")
-    meta = expect(doc.get("metadata"), dict, source, f"{kind}.metadata", "a mapping")
-    label = f"{kind}/{meta.get('name', '?')}"
-    spec = expect(doc.get("spec"), dict, source, f"{label}.spec", "a mapping")
-
-    def at(node: dict, *path: str) -> dict:
-        for i, part in enumerate(path):
-            node = expect(node.get(part), dict, source, f"{label}.spec." + ".".join(path[:i + 1]), "a mapping")
-        return node
-
-    if kind == "Pod":
-        return [(label, spec)]
-    if kind in WORKLOADS:
-        return [(label, at(spec, "template", "spec"))]
-    if kind == "CronJob":
-        return [(label, at(spec, "jobTemplate", "spec", "template", "spec"))]
-    if kind == "LeaderWorkerSet":
-        lwt = at(spec, "leaderWorkerTemplate")
-        return [(f"{label} {part}", at(spec, "leaderWorkerTemplate", part, "spec"))
-                for part in ("leaderTemplate", "workerTemplate") if lwt.get(part) is not None]
-    if kind == "InferenceService":
-        pred = at(spec, "predictor")
-        out = [(f"{label} predictor", pred)] if pred.get("containers") else []
-        if pred.get("model") is not None:  # predictor.model: one container-like block
-            m = dict(at(spec, "predictor", "model"))
-            m.setdefault("name", "kserve-container")
-            out.append((f"{label} predictor.model", {"containers": [m], "volumes": pred.get("volumes") or []}))
-        return out
-    return []
-
-
-def _documents(path: str) -> list[dict]:
-    """The manifest's non-empty YAML documents (a `kind: List`'s items in its place), read strictly."""
-    from .files import read_yaml_documents
-
-    out: list[dict] = []
-    for i, doc in enumerate(read_yaml_documents(path, "a readable Kubernetes manifest")):
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise LayoutError(path, f"document {i + 1}", "a Kubernetes object (a mapping)", type(doc).__name__)
-        if doc.get("kind") == "List" or (isinstance(doc.get("kind"), str) and doc["kind"].endswith("List")
-                                         and "items" in doc):
-            items = expect(doc.get("items"), list, path, f"document {i + 1}.items", "a list of objects")
-            for j, item in enumerate(items):
-                out.append(expect(item, dict, path, f"document {i + 1}.items[{j}]", "a Kubernetes object"))
-        else:
-            out.append(doc)
-    return out
-
-
-def _objects(path: str, docs: list[dict]) -> dict:
-    """(kind, name) -> the ConfigMaps and Secrets of the manifest."""
-    out: dict = {}
-    for doc in docs:
-        if doc.get("kind") in ("ConfigMap", "Secret"):
-            meta = expect(doc.get("metadata"), dict, path, f"{doc['kind']}.metadata", "a mapping")
-            out[(doc["kind"], meta.get("name"))] = doc
-    return out
-
-
 def _argv(source: str, key: str, c: dict) -> list[str]:
+    """command + args; without `command`, the image's ENTRYPOINT (vocab/releases/images.py) runs the args."""
+    from ..vocab.releases.images import entrypoint
+
     words: list[str] = []
+    if c.get("command") is None and isinstance(c.get("image"), str):
+        words += entrypoint(c["image"])
+        args = c.get("args")
+        if words and isinstance(args, list) and [str(a) for a in args[:2]] in (["vllm", "serve"], ["serve"]):
+            raise LayoutError(source, f"{key}.args", "the model and flags only (the image's ENTRYPOINT is already "
+                                                     f"`{' '.join(words)}`)", " ".join(map(str, args[:3])),
+                              detail="vLLM exits with 'unrecognized arguments: serve'")
     for field in ("command", "args"):
         items = expect(c.get(field), list, source, f"{key}.{field}", "a list of strings")
         for j, w in enumerate(items):
@@ -173,19 +122,19 @@ def _argv(source: str, key: str, c: dict) -> list[str]:
     return words
 
 
-def _commands(source: str, key: str, argv: list[str], env: PodEnv) -> list[Command]:
+def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) -> list[Command]:
     """The commands the container runs: one (the exec form), or a `sh -c` script's."""
     unknown = {n: why for n, why in env.unknown.items()}
     expanded = [k8s_expand(w, env.values) for w in argv]
     script = shell_script(expanded)
     if script is None:
         missing = {f"$({n})": why for n, why in unknown.items() if any(f"$({n})" in w for w in expanded)}
-        return [Command(words=tuple(expanded), unknown=missing, env=dict(env.values))]
+        return [Command(words=tuple(expanded), unknown=missing, env=dict(env.values), env_unknown=dict(env.unknown))]
     text, params = script
     # Kubernetes leaves $(NAME) of an unreadable variable as written; the shell would then run NAME.
     for name, why in unknown.items():
         text = text.replace(f"$({name})", "${" + name + "}")
-    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params)
+    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
 
 
 def _server(words: list[str]) -> tuple[str, int] | None:
@@ -215,11 +164,12 @@ class _Found:
     env: PodEnv
 
 
-def _servers(source: str, label: str, pod: dict, c: dict, objects: dict, j: int) -> _Found:
+def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Found:
+    label, pod = tpl.label, tpl.spec
     key = f"{label} containers[{j}]"
-    env = container_env(source, key, c, objects)
+    env = container_env(source, key, c, objs, tpl.env, tpl.unknown)
     hits = []
-    for cmd in _commands(source, key, _argv(source, key, c), env):
+    for cmd in _commands(source, key, _argv(source, key, c), env, mounted_files(source, pod, c, objs)):
         words, _ = unwrap(cmd.words)
         got = _server(words)
         if got is not None:
@@ -236,11 +186,12 @@ def _servers(source: str, label: str, pod: dict, c: dict, objects: dict, j: int)
 
 def _the_container(path: str, docs: list[dict], container: str | None) -> _Found:
     """The one container that starts vLLM (or the one named: NAME, or WORKLOAD/NAME)."""
-    objects = _objects(path, docs)
+    objs = objects(path, docs)
     want_workload, _, want = (container or "").rpartition("/")
     found: list[_Found] = []
     for doc in docs:
-        for label, pod in _pod_specs(path, doc):
+        for tpl in templates(path, doc):
+            label, pod = tpl.label, tpl.spec
             containers = expect(pod.get("containers"), list, path, f"{label}.containers", "a list of containers")
             names = [c.get("name") for c in containers if isinstance(c, dict)]
             dup = sorted({n for n in names if names.count(n) > 1 and n is not None})
@@ -252,7 +203,7 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
                 if container is not None and (c.get("name") != want or
                                               (want_workload and label.split()[0].split("/")[-1] != want_workload)):
                     continue
-                hit = _servers(path, label, pod, c, objects, j)
+                hit = _servers(path, tpl, c, objs, j)
                 if hit.engine is not None or container is not None:
                     found.append(hit)
     vllm = [f for f in found if f.engine == "vLLM" or container is not None]
@@ -263,8 +214,8 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
             raise UnsupportedError(f"{path}: {f.label} container {f.container.get('name')!r} runs {f.engine}, not "
                                    "vLLM: kvcalc plans vLLM's `vllm serve`")
         what = f"a container named {container!r}" if container else "a container that runs `vllm serve`"
-        raise LayoutError(path, "", f"{what} in a Deployment, StatefulSet, Pod, Job, LeaderWorkerSet or "
-                                    "InferenceService", detail=f"{len(docs)} document(s) read")
+        raise LayoutError(path, "", f"{what} in a pod template (Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
+                                    "InferenceService, or a custom resource's)", detail=_why_none(docs))
     if len(vllm) > 1:
         names = ", ".join(f"{f.label} {f.container.get('name')!r}" for f in vllm)
         raise LayoutError(path, "", "one vLLM container (name it with --container NAME or WORKLOAD/NAME)",
@@ -277,6 +228,22 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
         raise UnsupportedError(f"{path}: {hit.label} container {hit.container.get('name')!r} runs {hit.engine}, not "
                                "vLLM: kvcalc plans vLLM's `vllm serve`")
     return hit
+
+
+def _why_none(docs: list[dict]) -> str:
+    """What the manifest holds instead: a container whose image's entrypoint kvcalc does not know, or no pod
+    template at all."""
+    from ..vocab.releases.images import entrypoint
+
+    for doc in docs:
+        for tpl in templates("", doc):
+            for c in tpl.spec.get("containers") or []:
+                if isinstance(c, dict) and c.get("command") is None and c.get("args") and \
+                        not entrypoint(str(c.get("image"))):
+                    return (f"{tpl.label} container {c.get('name')!r} gives args only, and kvcalc does not know the "
+                            f"ENTRYPOINT of image {c.get('image')!r}: plan its line with --serve 'vllm serve …'")
+    kinds = sorted({str(d.get("kind")) for d in docs})
+    return f"{len(docs)} object(s) read ({', '.join(kinds)[:120]}), none with a container that starts vLLM"
 
 
 def _mount_path(value) -> str:
@@ -378,7 +345,7 @@ def _check_refs(path: str, label: str, argv: list[str], unknown: dict) -> list[s
 def read(path: str, *, container: str | None = None) -> PodGrant:
     """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
     (unless `container` names one)."""
-    hit = _the_container(path, _documents(path), container)
+    hit = _the_container(path, documents(path), container)
     c, cmd = hit.container, hit.command
     label = f"{hit.label} container {c.get('name')!r}"
     words, added = unwrap(cmd.words)
@@ -392,5 +359,5 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     image = c.get("image") if isinstance(c.get("image"), str) else None
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
-                    env={**cmd.env, **added}, env_unknown=dict(env.unknown), env_unread=list(env.unread),
+                    env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
                     notes=notes + env.notes)

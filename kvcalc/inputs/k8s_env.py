@@ -14,7 +14,7 @@ import binascii
 
 from ..vocab.errors import LayoutError
 from ..vocab.records import record
-from .shell import k8s_expand
+from .argv import k8s_expand
 
 
 @record
@@ -55,10 +55,12 @@ def config_data(doc: dict, source: str, key: str) -> dict[str, str]:
     return out
 
 
-def container_env(source: str, key: str, container: dict, objects: dict) -> PodEnv:
-    """The container's variables. `objects`: (kind, name) -> the ConfigMap / Secret documents of the manifest."""
-    values: dict[str, str] = {}
-    unknown: dict[str, str] = {}
+def container_env(source: str, key: str, container: dict, objects: dict, injected: dict | None = None,
+                  injected_unknown: dict | None = None) -> PodEnv:
+    """The container's variables. `objects`: (kind, name) -> the ConfigMap / Secret documents of the manifest;
+    `injected` / `injected_unknown`: what a controller's webhook adds first (k8s_pods.PodTemplate)."""
+    values: dict[str, str] = dict(injected or {})
+    unknown: dict[str, str] = dict(injected_unknown or {})
     unread: list[str] = []
     notes: list[str] = []
     env_from = expect(container.get("envFrom"), list, source, f"{key}.envFrom", "a list of sources")

@@ -12,51 +12,15 @@ the reference text with the reason beside it, so a caller can refuse only when a
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..vocab.errors import LayoutError
-from ..vocab.records import record
+from ..vocab.records import field, record
+from .shell_arith import arithmetic
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
-SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh"))
-# Words that run the command after them (with their own options first).
-WRAPPERS = frozenset(("exec", "nohup", "time", "command", "env", "stdbuf", "taskset", "numactl", "tini", "dumb-init"))
 MAX_SCRIPT = 1 << 20  # a container script longer than 1 MiB is not a serve command
-
-
-def k8s_expand(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' expansion of command, args and env values (k8s.io/kubernetes third_party/forked/golang/expansion
-    expand.go): `$(NAME)` becomes NAME's value when the container defines it and stays as written otherwise; `$$`
-    is a literal `$`; any other `$` is kept."""
-    if "$" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c != "$" or i + 1 == n:
-            out.append(c)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-        elif nxt == "(":
-            end = text.find(")", i + 2)
-            if end < 0:
-                out.append("$(")
-                i += 2
-                continue
-            name = text[i + 2:end]
-            out.append(env[name] if name in env else f"$({name})")
-            i = end + 1
-        else:
-            out.append("$" + nxt)
-            i += 2
-    return "".join(out)
 
 
 @record
@@ -68,6 +32,7 @@ class Command:
     words: tuple
     unknown: dict  # reference as written ("$(hostname)", "${POD_IP}") -> why its value is unknown
     env: dict
+    env_unknown: dict = field(factory=dict)  # the process's variables whose value cannot be read: name -> why
 
 
 def split_script(source: str, key: str, script: str) -> list:
@@ -253,11 +218,13 @@ def _closing(s: str, open_at: int) -> int:
 SEPARATORS = frozenset(("\n", ";", "&&", "||", "|", "|&", "&", ";;", "(", ")"))
 
 
-def run_script(tokens: list, env: dict[str, str], unknown_env: dict[str, str], params: list[str]) -> list[Command]:
+def run_script(tokens: list, env: dict[str, str], unknown_env: dict[str, str], params: list[str],
+               files: dict[str, str] | None = None) -> list[Command]:
     """The script's simple commands in order, each expanded with the variables set before it. `env`: the
     container's variables (exported); `unknown_env`: variables the container gets whose value kvcalc cannot read
-    (name -> why); `params`: $0, $1, … (the words after the script in `sh -c SCRIPT …`)."""
-    shell = _Shell(dict(env), dict(unknown_env), set(env) | set(unknown_env), params)
+    (name -> why); `params`: $0, $1, … (the words after the script in `sh -c SCRIPT …`); `files`: path -> text of
+    the files the manifest mounts (for `$(cat FILE)`)."""
+    shell = _Shell(dict(env), dict(unknown_env), set(env) | set(unknown_env), params, files or {})
     out: list[Command] = []
     words: list = []
     skip_next = False
@@ -279,29 +246,46 @@ def run_script(tokens: list, env: dict[str, str], unknown_env: dict[str, str], p
 
 
 class _Shell:
-    def __init__(self, values: dict, unknown: dict, exported: set, params: list[str]):
+    def __init__(self, values: dict, unknown: dict, exported: set, params: list[str], files: dict):
         self.values, self.unknown, self.exported, self.params = values, unknown, exported, params
+        self.files = files
 
     def command(self, words: list) -> Command | None:
         prefix: dict[str, str] = {}
+        prefix_unknown: dict[str, str] = {}
         missing: dict[str, str] = {}
         i = 0
         while i < len(words) and self.assignment(words[i]) is not None:
             name, value_parts = self.assignment(words[i])
-            prefix[name] = self.joined(value_parts, missing)
+            own: dict[str, str] = {}
+            value = self.joined(value_parts, own)
+            if own:  # a value kvcalc cannot compute: the variable is unknown from here on, with the reason
+                prefix_unknown[name] = next(iter(own.values()))
+            else:
+                prefix[name] = value
             i += 1
         fields: list[str] = []
         for w in words[i:]:
             fields += self.fields(w, missing)
         if not fields:  # X=1 alone: a shell variable (exported if it was)
             self.set_all(prefix, export=False)
+            self.unset_known(prefix_unknown)
             return None
         if fields[0] in ("export", "readonly", "declare", "typeset") or fields[0] == "unset":
-            self.builtin(fields)
+            self.builtin(fields, missing)
             return None
         env = {k: v for k, v in self.values.items() if k in self.exported}
         env.update(prefix)
-        return Command(words=tuple(fields), unknown=missing, env=env)
+        for name in prefix_unknown:
+            env.pop(name, None)
+        unknown_env = {k: v for k, v in self.unknown.items() if k in self.exported}
+        unknown_env.update(prefix_unknown)
+        return Command(words=tuple(fields), unknown=missing, env=env, env_unknown=unknown_env)
+
+    def unset_known(self, unknown: dict[str, str]) -> None:
+        for name, why in unknown.items():
+            self.values.pop(name, None)
+            self.unknown[name] = why
 
     @staticmethod
     def assignment(word: list):
@@ -324,7 +308,7 @@ class _Shell:
             parts.append((True, k, t))  # an assignment's value is not field-split
         return name, parts
 
-    def builtin(self, fields: list[str]) -> None:
+    def builtin(self, fields: list[str], missing: dict) -> None:
         if fields[0] == "unset":
             for name in fields[1:]:
                 self.values.pop(name, None)
@@ -334,7 +318,12 @@ class _Shell:
             if arg.startswith("-"):
                 continue
             name, eq, value = arg.partition("=")
-            if eq:
+            refs = [r for r in missing if r in value]
+            if eq and refs:
+                self.unset_known({name: missing[refs[0]]})
+                if fields[0] != "readonly":
+                    self.exported.add(name)
+            elif eq:
                 self.set_all({name: value}, export=fields[0] != "readonly")
             else:
                 self.exported.add(name)
@@ -365,6 +354,11 @@ class _Shell:
             missing[ref] = self.unknown[name]
             return None
         value = self.values.get(name)
+        if value is None and op is None:
+            # Unset, the shell gives '': in a manifest that is a variable something else injects (a controller,
+            # the image), not a value to plan with.
+            missing[ref] = f"{name} is set nowhere in the manifest or the script (injected elsewhere, or empty)"
+            return None
         unset = value is None
         empty = unset or (value == "" and (op or "").startswith(":"))
         if op in ("-", ":-", "=", ":="):
@@ -390,11 +384,14 @@ class _Shell:
                 has = has or quoted or bool(text)
                 continue
             if kind == "unknown":
-                missing[text] = "a command substitution kvcalc does not run"
-                cur.append(text)
-                has = True
-                continue
-            values = self.lookup(text, missing)
+                got = self.substitute(text, missing)
+                if got is None:
+                    cur.append(text)
+                    has = True
+                    continue
+                values = [got]
+            else:
+                values = self.lookup(text, missing)
             if values is None:
                 cur.append("${" + text + "}")
                 has = True
@@ -431,6 +428,46 @@ class _Shell:
             out.append("".join(cur))
         return out
 
+    def substitute(self, text: str, missing: dict) -> str | None:
+        """A substitution kvcalc can evaluate: `$((arithmetic))` over known variables, `$(cat FILE)` / `$(< FILE)`
+        of a file the manifest holds (a ConfigMap or Secret mounted in the container); else None, `missing` told."""
+        if text.startswith("$((") and text.endswith("))"):
+            # Parameter expansions inside come first (${X:-0}), then the arithmetic.
+            inner, why = self.expand_params(text[3:-2])
+            value = arithmetic(inner, self.arith_value) if why is None else why
+            if isinstance(value, int):
+                return str(value)
+            missing[text] = value
+            return None
+        m = re.fullmatch(r"(?:\$\(|`)\s*(?:cat\s+|<\s*)([^\s;&|<>()`$]+)\s*(?:\)|`)", text)
+        if m and m.group(1) in self.files:
+            return self.files[m.group(1)].rstrip("\n")  # $(...) drops trailing newlines
+        missing[text] = (f"{m.group(1)} is not a file of this manifest (a ConfigMap or Secret mounted in the "
+                         "container)" if m else "a command substitution kvcalc does not run")
+        return None
+
+    def expand_params(self, text: str) -> tuple[str, str | None]:
+        """`${…}` and `$NAME` in an arithmetic expression replaced by their values; (text, why) when one is unknown."""
+        whys: list[str] = []
+
+        def one(m) -> str:
+            got = self.lookup(m.group(1) or m.group(2), {})
+            if got is None:
+                name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1) or m.group(2))
+                whys.append(self.unknown.get(name.group(0) if name else "", f"{m.group(0)} is unknown"))
+                return "0"
+            return " ".join(got)
+
+        out = re.sub(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", one, text)
+        return out, (whys[0] if whys else None)
+
+    def arith_value(self, name: str) -> int | str:
+        """A variable's value in $((…)): an integer, or why it is unknown (an unset variable is 0, as in sh)."""
+        if name in self.unknown:
+            return f"{name}: {self.unknown[name]}"
+        text = self.values.get(name, "0").strip() or "0"
+        return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else f"{name} is {text[:20]!r}, not an integer"
+
     def joined(self, parts: list, missing: dict) -> str:
         fields = self.fields(parts, missing)
         return " ".join(fields)
@@ -444,43 +481,3 @@ def _leading_text(word: list) -> list:
             break
         out.append(part)
     return out
-
-
-def shell_script(argv: list[str]) -> tuple[str, list[str]] | None:
-    """`sh -c SCRIPT [$0 $1 …]` (any shell of SHELLS, options such as -e, -x, -o pipefail before -c): (SCRIPT, the
-    parameters); None when argv does not run a shell with -c."""
-    if not argv or os.path.basename(argv[0]) not in SHELLS:
-        return None
-    i, has_c = 1, False
-    while i < len(argv) and argv[i][:1] in "-+" and len(argv[i]) > 1 and argv[i] != "--":
-        opt = argv[i]
-        if opt in ("-o", "+o"):
-            i += 2
-            continue
-        if opt.startswith("-") and not opt.startswith("--") and "c" in opt:
-            has_c = True
-        i += 1
-    if i < len(argv) and argv[i] == "--":
-        i += 1
-    if not has_c or i >= len(argv):
-        return None
-    return argv[i], argv[i + 1:]
-
-
-def unwrap(words: tuple) -> tuple[list[str], dict[str, str]]:
-    """A command's words after its wrappers (`exec`, `env X=1`, `nohup`, …) and the assignments `env` adds."""
-    ws = list(words)
-    added: dict[str, str] = {}
-    while ws and os.path.basename(ws[0]) in WRAPPERS:
-        head = os.path.basename(ws.pop(0))
-        while ws and ws[0].startswith("-") and head != "exec":
-            opt = ws.pop(0)
-            if head in ("taskset", "numactl", "stdbuf") and "=" not in opt and ws and not ws[0].startswith("-") \
-                    and len(opt) == 2:
-                ws.pop(0)  # the option's argument (taskset -c 0-7)
-        if head == "taskset" and ws and re.fullmatch(r"[0-9a-fx,\-]+", ws[0]):
-            ws.pop(0)  # the mask
-        while head == "env" and ws and _ASSIGN.fullmatch(ws[0]) and _NAME.fullmatch(ws[0].split("=", 1)[0]):
-            name, value = ws.pop(0).split("=", 1)
-            added[name] = value
-    return ws, added

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from kvcalc.inputs.shell import k8s_expand, run_script, shell_script, split_script, unwrap
+from kvcalc.inputs.argv import k8s_expand, shell_script, unwrap
+from kvcalc.inputs.shell import run_script, split_script
 
 
 def commands(script, env=None, unknown=None, params=()):
