@@ -97,7 +97,9 @@ def plan(
         from ..inputs.files import read_bytes
         from ..tools.logcheck import gpu_blocks_from_log
 
-        text = read_bytes(memory_log, "a readable file").decode("utf-8", "replace")
+        from ..inputs.files import decode
+
+        text = decode(read_bytes(memory_log, "a readable file"), memory_log)
         loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
         err(f"note: {note}")
     if check and loaded.vllm_version_from == "default":
@@ -372,7 +374,7 @@ def check_cmd(
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
     /metrics (--metrics); exit 1 on a mismatch."""
-    from ..inputs.files import read_bytes
+    from ..inputs.files import decode, read_bytes
     from ..inputs.yaml_layout import load_layout
 
     if log is None and metrics is None:
@@ -383,7 +385,7 @@ def check_cmd(
     if log is not None:
         loaded = with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
-    text = read_bytes(source, "a readable file").decode("utf-8", "replace")
+    text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
         from ..tools.metricscheck import check as check_metrics
 

@@ -53,7 +53,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{metrics} against {layout_source} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), "yes" if r["match"] else "NO")
+        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
+        t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
 
