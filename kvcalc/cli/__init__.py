@@ -48,7 +48,16 @@ def serve_tail(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns the exit code instead of raising, so errors stay one line."""
+    """Entry point: returns the exit code instead of raising, so errors stay one line. Diagnostics that could not
+    be written (a closed or full stderr) turn an exit 0 into 74: a failed write is never a silent success."""
+    from .console import LOST
+
+    LOST.clear()
+    rc = _run(argv)
+    return 74 if rc == 0 and LOST else rc
+
+
+def _run(argv: list[str] | None) -> int:
     args = serve_tail(list(sys.argv[1:] if argv is None else argv))
     encodable_streams()
     try:

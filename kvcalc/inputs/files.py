@@ -48,19 +48,29 @@ def read_bytes(path: str, what: str) -> bytes:
 
     if path == "-":
         raise LayoutError(path, "", what, detail="standard input is not read: give a file path")
+    # Opened without blocking (a FIFO swapped in after a stat, or /proc/kmsg, would wait forever), then checked
+    # on the open descriptor itself: what is read is what was checked.
     try:
-        mode = os.stat(path).st_mode
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
-    if not stat.S_ISREG(mode):
-        # A FIFO, socket or device would block or never end: refused without opening it.
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
-        raise LayoutError(path, "", what, detail=kind)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+            raise LayoutError(path, "", what, detail=kind)
+        chunks, size = [], 0
+        while size <= MAX_INPUT_BYTES:
+            chunk = os.read(fd, MAX_INPUT_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        raw = b"".join(chunks)
     except OSError as e:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    finally:
+        os.close(fd)
     if len(raw) > MAX_INPUT_BYTES:
         raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
     return raw

@@ -39,12 +39,23 @@ def render_families(rows: list[dict], default_version: str, plain: bool) -> Tabl
     return t
 
 
+SWEEP_TABLE_ROWS = 1000  # a table is laid out whole (column widths): past this, csv and jsonl stream
+
+
 def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
-    """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads."""
-    t = _table(f"sweep of {source}: {total} point(s)", tuple(columns))
-    for row in rows:
+    """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads; the first
+    SWEEP_TABLE_ROWS points only (the rest are not planned), and the caption says so."""
+    shown = min(total, SWEEP_TABLE_ROWS)
+    t = _table(f"sweep of {source}: {total:,} point(s)" + (f", the first {shown:,} shown" if shown < total else ""),
+               tuple(columns))
+    for i, row in enumerate(rows):
+        if i == shown:
+            break
         t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
                                                 isinstance(row[c], bool) else str(row[c])) for c in columns))
+    if shown < total:
+        t.caption = (f"{total - shown:,} more point(s) not planned: a table stops at {SWEEP_TABLE_ROWS:,} rows; "
+                     "--format csv or jsonl streams every point")
     return t
 
 
