@@ -124,7 +124,9 @@ def test_53042_holds_up_to_0_26_and_not_from_0_27():
 # RSS of ~35GB (32GB + 3), and --kv-offloading-size 80 would cause per-worker RSS of ~67GB (64GB + 3)"; after the
 # fix (pin with cudaHostRegister, no caching allocator) "--kv-offloading-size 80 causes per-worker RSS of ~43GB".
 # The PR names no model; a dense one-page model on FlashAttention gets one cross-layer tensor a worker on every
-# private-tensor release (0.14.0 - 0.26.0; STEPS cross_layer_blocks), so any dense model gives these numbers.
+# private-tensor release (0.14.0 - 0.26.0; STEPS cross_layer_blocks), so any dense model gives these numbers. The
+# after-fix figure is not checked: the PR was closed unmerged, and what shipped instead (#50094, 0.27.0) registers
+# the whole shared region in every worker (0.27.0 v1/kv_offload/cpu/gpu_worker.py:136), a different RSS picture.
 DENSE_TP2 = {"model": {"num_layers": 32, "num_kv_heads": 8, "head_size": 128},
              "parallel": {"tensor_parallel_size": 2}}
 OVERHEAD_48436 = 3  # GiB a worker beyond the pool, as the PR itself splits the RSS
@@ -135,14 +137,6 @@ OVERHEAD_48436 = 3  # GiB a worker beyond the pool, as the PR itself splits the 
 def test_48436_rss_before_the_fix(version, gib, rss):
     h = host(DENSE_TP2, version, offload={"kv_offloading_size": gib, "cpu_bytes_to_use": None})
     assert abs(h.resident_bytes_per_worker[0] / GIB + OVERHEAD_48436 - rss) <= 1, h.resident_bytes_per_worker
-
-
-@pytest.mark.parametrize("version", ("0.27.0", "0.28.0", "0.30.0", "0.33.0"))
-def test_48436_rss_after_the_fix_is_the_released_region(version):
-    # The fix shipped as vllm#50094's region (0.27.0+ on CUDA): each worker populates its slot of every chunk,
-    # 80 GiB / 2 (less a chunk's floor): ~40 + 3 = ~43.
-    h = host(DENSE_TP2, version, offload={"kv_offloading_size": 80, "cpu_bytes_to_use": None})
-    assert abs(h.resident_bytes_per_worker[0] / GIB + OVERHEAD_48436 - 43) <= 1, h.resident_bytes_per_worker
 
 
 # ---------------------------------------------------------------------------------------------- vllm#50094
