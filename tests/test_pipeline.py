@@ -77,18 +77,18 @@ def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
 
 
 def test_host_memory_counts_the_process_overhead(capsys):
-    # 4 engines of TP 1 = 4 GPU workers x 3 GB (the estimate, vLLM PR #48436's ~3 GB a worker beyond its pool)
-    # = 12,000,000,000 B beside the 256 GiB pool: 274,877,906,944 + 12,000,000,000 = 286,877,906,944 B = 267.2 GiB.
+    # 4 engines of TP 1 = 4 GPU workers x 3 GiB (the estimate, vLLM PR #48436's ~3 GiB a worker beyond its pool)
+    # = 12 GiB beside the 256 GiB pool: 268 GiB = 287,762,808,832 B.
     args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json"]
     code, out, _ = run(capsys, *args, "--host-memory", "267GiB")
     gate = checks_of(json.loads(out))["host_memory"]
     assert code == 1
-    assert gate["need"] == 286_877_906_944
-    assert gate["margin"] == 267 * 2 ** 30 - 286_877_906_944
+    assert gate["need"] == 268 * 2 ** 30
+    assert gate["margin"] == -(2 ** 30)
     assert gate["limit_from"] == "--host-memory (a node)"
     code, out, _ = run(capsys, *args, "--host-memory", "268GiB")
     assert code == 0
-    assert checks_of(json.loads(out))["host_memory"]["margin"] == 268 * 2 ** 30 - 286_877_906_944
+    assert checks_of(json.loads(out))["host_memory"]["margin"] == 0
 
 
 def test_gate_limits_without_check_are_a_warning(capsys):

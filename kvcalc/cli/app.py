@@ -76,7 +76,7 @@ def plan(
                                            rich_help_panel="checks"),
     host_overhead: Optional[str] = typer.Option(None, "--host-overhead",
                                                 help="--check: host memory a node needs besides the CPU pool (default: "
-                                                     f"an estimate of 3 GB per GPU worker). SIZE: {SIZE_HELP}",
+                                                     f"an estimate of 3 GiB per GPU worker). SIZE: {SIZE_HELP}",
                                                 rich_help_panel="checks"),
     flags: dict = None,
 ) -> None:

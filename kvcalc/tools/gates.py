@@ -15,11 +15,12 @@ from ..vocab.units import format_bytes
 GATES = ("startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory", "shm", "min_cpu_tokens")
 
 # Host memory a node needs besides the CPU pool, per GPU worker process: Python, torch, the CUDA context, NCCL.
-# An estimate from measurements: vLLM PR #48436 (TP 2, 0.2x): "--kv-offloading-size 80 causes per-worker RSS of
-# ~43GB, exactly in line with the expected 40GB + 3" -> 3 GB a worker beyond its pool share. --host-overhead
-# sets the figure for a node.
-OVERHEAD_PER_WORKER = 3 * 10 ** 9
-OVERHEAD_BASIS = "estimate: 3 GB per GPU worker process (vLLM PR #48436: per-worker RSS = pool share + ~3 GB)"
+# An estimate from measurements: vLLM PR #48436 (TP 2, pinned tensors): "--kv-offloading-size 64 would cause
+# per-worker RSS of ~35GB (32GB + 3), and --kv-offloading-size 80 ... ~67GB (64GB + 3)" -> 3 GiB a worker beyond
+# its pool (the "32GB" is the 32 GiB share of 64 GiB). vLLM #53042 measured more on a GB200 node at idle (anon
+# 35.0 GiB for 4 GPUs, API server and engine core included): --host-overhead sets a node's figure.
+OVERHEAD_PER_WORKER = 3 << 30
+OVERHEAD_BASIS = "estimate: 3 GiB per GPU worker process (vLLM PR #48436: per-worker RSS = pool share + ~3 GiB)"
 
 
 @record
