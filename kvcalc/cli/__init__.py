@@ -52,14 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     be written (a closed or full stderr) turn an exit 0 into 74: a failed write is never a silent success."""
     from .console import LOST
 
+    from . import options
+
     LOST.clear()
-    rc = _run(argv)
+    try:
+        rc = _run(argv)
+    finally:
+        options.ARGV_OPTIONS = None  # an API caller inspecting a command afterwards sees every flag
     return 74 if rc == 0 and LOST else rc
 
 
 def _run(argv: list[str] | None) -> int:
     args = serve_tail(list(sys.argv[1:] if argv is None else argv))
     encodable_streams()
+    from . import options
+
+    options.ARGV_OPTIONS = options.given_options(args[1:])
     try:
         rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
         if isinstance(rc, int) and not isinstance(rc, bool):

@@ -11,8 +11,8 @@ import typer
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
 from .console import RENDERERS, console, err, naming, plain, print_json, report_checks
-from .steps import backends_of, gate, plan_or_refusal, releases_of, verified
-from .options import (OutputFormat, SweepFormat, VersionsFormat, check_limits, format_option, from_manifest,
+from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option,
+                      from_manifest, gate, plan_or_refusal, releases_of, verified,
                       layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
 
 

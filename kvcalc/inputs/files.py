@@ -179,7 +179,8 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
     try:
         while loader.check_node():
             node = loader.get_node()
-            _bounded(node, source)
+            if "*" in text:  # only an alias (*name) repeats a node: without one the size bound is the file's
+                _bounded(node, source)
             docs.append(loader.construct_document(node))
     except StrictYAMLError as e:
         raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
