@@ -27,6 +27,7 @@ class PodGrant:
     pinned_round_threshold_mb: int | None  # PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb
     notes: list
     lmcache_env: dict  # the container's LMCACHE_* variables with a literal value (what LMCache reads)
+    use_simple_kv_offload: tuple | None = None  # (VLLM_USE_SIMPLE_KV_OFFLOAD read as vLLM does, its text), or None
 
 
 # Kubernetes quantities (apimachinery resource.Quantity): binary Ki Mi Gi Ti Pi Ei, decimal k M G T P E, exponent
@@ -96,6 +97,8 @@ def _serve_argv(container: dict) -> list[str] | None:
         words += shlex.split(p) if " " in p.strip() else [p]
     for i in range(len(words) - 1):
         if os.path.basename(words[i]) == "vllm" and words[i + 1] == "serve":
+            while i and "=" in words[i - 1] and words[i - 1].split("=", 1)[0].isidentifier():
+                i -= 1  # `VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...` in a shell string: the line's environment
             tail = words[i:]
             for stop in ("&&", ";", "||", "|"):
                 if stop in tail:
@@ -191,6 +194,25 @@ def _env(c: dict, notes: list[str]) -> tuple[int | None, dict]:
     return threshold, lmcache_env
 
 
+def _simple_env(path: str, label: str, c: dict, notes: list[str]) -> tuple | None:
+    """VLLM_USE_SIMPLE_KV_OFFLOAD from the container's env, read as envs.py does (0.19.0:1666: bool(int(value)))."""
+    from ..vocab.releases.simple import ENV_VAR, env_enabled
+
+    for env in c.get("env") or []:
+        if not (isinstance(env, dict) and env.get("name") == ENV_VAR):
+            continue
+        value = env.get("value")
+        if value is None:
+            notes.append(f"{ENV_VAR} has no literal value (valueFrom): not read")
+            return None
+        try:
+            return env_enabled(str(value)), str(value)
+        except ValueError:
+            raise LayoutError(path, f"{label} container {c.get('name')!r} env {ENV_VAR}", "an integer (vLLM reads "
+                              "bool(int(value)))", value) from None
+    return None
+
+
 def read(path: str, *, container: str | None = None) -> PodGrant:
     """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
     (unless `container` names one)."""
@@ -203,4 +225,4 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     shm_limit, mounted = _shm(path, pod, c, memory, notes)
     return PodGrant(source=f"{path}: {label} container {c.get('name')!r}", argv=argv, memory_limit=memory,
                     shm_size_limit=shm_limit, shm_mounted=mounted, pinned_round_threshold_mb=threshold, notes=notes,
-                    lmcache_env=lmcache_env)
+                    lmcache_env=lmcache_env, use_simple_kv_offload=_simple_env(path, label, c, notes))

@@ -88,7 +88,10 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
         if source.endswith(".json"):
             doc["notes"].append(f"replace <model> with the model to serve ({source} is not a model directory's "
                                 "config.json)")
-    out = [f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
+    # SimpleCPUOffloadConnector's --kv-offloading-size spelling needs a variable in the engine's environment.
+    env = "".join(f"{k}={v} " for k, v in (doc.get("env_kv_offloading_size") or {}).items())
+    out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
+           + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
            for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])

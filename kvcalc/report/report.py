@@ -226,9 +226,15 @@ def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            startup_error=plan.pool.startup_error, errors={}, lmcache=None)
 
 
+def simple_offload_section(plan: Plan, families, backends) -> OffloadSection:
+    from .simple_section import simple_section  # that backend's reports only (start-up time is a target)
+
+    return simple_section(plan, backends)
+
+
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
-OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section}
+OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section}
 
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:

@@ -162,7 +162,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
     host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
-    if off.cpu_bytes_to_use is not None and not off.startup_error:
+    if off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
         cols = _columns(report)
         t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
 
@@ -274,6 +274,10 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
     if off.lmcache is not None:
         return _lmcache_table(report, style)
+    if off.simple is not None:
+        from .table_simple import simple_table  # that backend's reports only
+
+        return simple_table(report, style, _table)
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")
@@ -389,6 +393,10 @@ def render_size(answer, target, style: Style = Style()) -> RenderableType:
     backend without a table of its own: its JSON answer as rows)."""
     if answer.backend == "lmcache":
         return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
+    if answer.backend == "simple":
+        from .table_simple import render_simple_sizing
+
+        return render_simple_sizing(answer, target, style, _table)
     if answer.backend == "native":
         return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
     t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)
