@@ -48,11 +48,12 @@ class LMCacheSection:
 class BackendEntry:
     """One backend's CPU tier for --compare-backends."""
 
-    backend: str = field("native | lmcache")
+    backend: str = field("native | lmcache | simple")
     pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
     resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
     resident_bytes_per_node: int | None = field("the node's")
-    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage; simple: "
+                               "every rank)")
     unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
     tokens_per_unit: int | None = field("tokens per CPU block/chunk")
     startup_error: str | None = field("why it would not start, or null")

@@ -191,7 +191,8 @@ class FamilyEntry:
 class OffloadSection:
     """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
 
-    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)")
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
+                         "(SimpleCPUOffloadConnector)")
     cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
