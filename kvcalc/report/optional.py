@@ -10,6 +10,7 @@ from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # LMCache's module is imported only for LMCache layouts
     from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+    from ..backends.simple_plan import SimplePlan
     from .sections import FamilyEntry
 
 
@@ -83,7 +84,9 @@ class PlannedRelease:
     kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
     max_concurrency: float | None = field("logged maximum concurrency")
     startup_error: str | None = field("why its offloading connector fails at start-up, or null")
-    offload: FamilyEntry | None = field("its family entry")
+    offload: FamilyEntry | None = field("its family entry (the native connector's)")
+    simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool on that release",
+                                      omit_if_none=True, default=None)
 
 
 @record

@@ -280,7 +280,8 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
         startup_error=result.pool.startup_error,
         offload=None if result.pool.startup_error or result.layout.offload.cpu_bytes_to_use is None
-        else family_entry(result, result.selected, formula_notes(result)),
+        or result.pool.backend != "native" else family_entry(result, result.selected, formula_notes(result)),
+        simple=result.pool.simple if result.pool.backend == "simple" else None,
     )
 
 

@@ -372,7 +372,15 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))
     row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
-        "fails at startup" if r.startup_error or r.family is None else "— (no CPU budget)")
+        "fails at startup" if r.startup_error or r.family is None else "—" if getattr(r, "simple", None)
+        else "— (no CPU budget)")
+    if any(getattr(r, "simple", None) for r in rels):  # SimpleCPUOffloadConnector's pool, release by release
+        def sp(get):
+            return lambda r: get(r.simple) if getattr(r, "simple", None) and not r.startup_error else "—"
+
+        row("simple: CPU blocks, scheduler", sp(lambda s: _n(s.num_cpu_blocks_scheduler)))
+        row("simple: CPU blocks, every rank", sp(lambda s: _n(s.num_cpu_blocks_per_rank)))
+        row("simple: out of bounds", sp(lambda s: "YES" if s.out_of_bounds else "no"))
     notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
     notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
     return Group(t, *notes)

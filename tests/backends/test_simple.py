@@ -363,3 +363,16 @@ def test_the_table(capsys, tmp_path):
     assert code == 0, err
     assert "out-of-bounds CPU stores      YES ids 1,985–2,047 (PP stage 1)" in out
     assert "UNSAFE on vLLM 0.32.0" in out
+
+
+def test_compare_versions_carries_the_pool_per_release(capsys):
+    # The example (Qwen3-32B + EAGLE3, PP 2 x TP 2, 128 GiB): 32 GiB a rank; stage 0 32,768 blocks, stage 1 31,775.
+    # 0.18.1 has no connector; 0.32.0's scheduler counts 32,768; 0.33.0 gives 31,775 everywhere.
+    code, out, err = run(capsys, "plan", "examples/simple/qwen3-32b-eagle3-pp2-tp2.yaml", "--compare-versions",
+                         "0.18.1,0.32.0,0.33.0", "--format", "json")
+    assert code == 0, err
+    rels = json.loads(out)["releases"]
+    assert "Unsupported connector type" in rels[0]["startup_error"]
+    assert [(r["simple"]["num_cpu_blocks_scheduler"], r["simple"]["num_cpu_blocks_per_rank"]) for r in rels[1:]] == \
+        [(32768, 31775), (31775, 31775)]
+    assert [r["offload"] for r in rels] == [None, None, None]
