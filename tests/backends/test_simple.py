@@ -376,3 +376,36 @@ def test_compare_versions_carries_the_pool_per_release(capsys):
     assert [(r["simple"]["num_cpu_blocks_scheduler"], r["simple"]["num_cpu_blocks_per_rank"]) for r in rels[1:]] == \
         [(32768, 31775), (31775, 31775)]
     assert [r["offload"] for r in rels] == [None, None, None]
+
+
+def test_a_native_plan_loads_none_of_the_connectors_modules():
+    # Start-up time is a target: the connector's modules load only for its layouts (backends.base.backend).
+    import subprocess
+    import sys
+
+    code = ("import sys, kvcalc.cli as c; rc = c.main(['plan', 'examples/llama-3.1-8b.yaml', '--format', 'json']); "
+            "sys.stderr.write(f'rc={rc} loaded=' + ','.join(sorted(m for m in sys.modules if 'simple' in m)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT_DIR, timeout=60)
+    last = r.stderr.strip().splitlines()[-1]
+    assert last == "rc=0 loaded="
+
+
+@pytest.mark.parametrize("offload, expected", [
+    ({"backend": "simple", "simple": {"kv_offload_backend": "nvme"}}, "offload.simple.kv_offload_backend: expected one "
+                                                                      "of cpu, disk, got 'nvme'"),
+    ({"backend": "simple", "simple": {"num_cpu_blocks": 0}}, "offload.simple.num_cpu_blocks: expected an integer"),
+    ({"backend": "simple", "simple": {"disk_path": ""}}, "offload.simple.disk_path: expected a non-empty string"),
+    ({"backend": "simple", "simple": {"typo": 1}}, "offload.simple.typo: expected a known key"),
+    ({"simple": {"num_cpu_blocks": 5}}, "offload.simple: expected no simple section with this backend"),
+    ({"use_simple_kv_offload": "yes"}, "offload.use_simple_kv_offload: expected true or false"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path, offload, expected):
+    import yaml
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128},
+                                    "cache": {"max_model_len": 4096}, "offload": offload}))
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"{path}: {expected}" in err
