@@ -103,7 +103,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     stage = stage or plan_gpu(layout, connector)
     behaviour, layer_plan, grouping, gpu = stage.behaviour, stage.layers, stage.grouping, stage.gpu
     pool = connector.estimate(layout, stage, selected_only=selected_only)
-    notes = list(layer_plan.notes) + list(pool.notes)
+    notes = list(layer_plan.notes) + list(layout.offload.notes) + list(pool.notes)
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
     if grouping.folded:

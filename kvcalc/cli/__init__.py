@@ -42,7 +42,11 @@ def serve_tail(args: list[str]) -> list[str]:
 
         i = args.index("--")
         tail = args[i + 1:]
-        if tail[:1] in (["vllm"], ["serve"]):
+        # `-- VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...` (or `env ...`): the line's environment comes along.
+        j = 1 if tail[:1] == ["env"] else 0
+        while j < len(tail) and "=" in tail[j] and tail[j].split("=", 1)[0].isidentifier():
+            j += 1
+        if tail[j:j + 1] in (["vllm"], ["serve"]):
             return args[:i] + ["--serve", shlex.join(tail)]
     return args
 

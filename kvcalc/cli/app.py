@@ -53,8 +53,8 @@ def plan(
                                 rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
-    compare_backends: bool = typer.Option(False, "--compare-backends", help="native and LMCache side by side for the "
-                                          "same host budget", rich_help_panel="offload"),
+    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
+                                          "side for the same host budget", rich_help_panel="offload"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",

@@ -246,6 +246,15 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         err(f"note: {src}: its variables are not read")
     for n in grant.notes:
         err(f"note: {n}")
+    if "VLLM_USE_SIMPLE_KV_OFFLOAD" in grant.env_unknown:
+        err(f"warning: VLLM_USE_SIMPLE_KV_OFFLOAD: {grant.env_unknown['VLLM_USE_SIMPLE_KV_OFFLOAD']}: which connector "
+            "--kv-offloading-size starts (Simple or the OffloadingConnector) cannot be read; planned as unset")
+    if grant.use_simple_kv_offload is not None:
+        # The container's VLLM_USE_SIMPLE_KV_OFFLOAD decides what its --kv-offloading-size starts (the serve line's
+        # own assignments, then kvcalc's flags, override it).
+        on, text = grant.use_simple_kv_offload
+        base = {"offload.use_simple_kv_offload": (on, f"VLLM_USE_SIMPLE_KV_OFFLOAD={text} (the manifest's env)"),
+                **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from ..inputs.lmcache_sources import overrides as lmcache_sources

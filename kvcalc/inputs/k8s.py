@@ -56,6 +56,22 @@ class PodGrant:
         return None
 
     @property
+    def use_simple_kv_offload(self) -> tuple | None:
+        """VLLM_USE_SIMPLE_KV_OFFLOAD as the server process has it (the container's env, an `export`, a
+        `VAR=1 vllm serve` prefix), read as vLLM's envs.py does (0.19.0:1666: bool(int(value))): (on, its text), or
+        None when unset."""
+        from ..vocab.releases.simple import ENV_VAR, env_enabled
+
+        value = self.env.get(ENV_VAR)
+        if value is None:
+            return None
+        try:
+            return env_enabled(value), value
+        except ValueError:
+            raise LayoutError(self.source, f"env {ENV_VAR}", "an integer (vLLM reads bool(int(value)))",
+                              value) from None
+
+    @property
     def lmcache_env(self) -> dict:
         """The LMCACHE_* variables LMCache reads in the container."""
         return {k: v for k, v in self.env.items() if k.startswith("LMCACHE_")}

@@ -72,6 +72,18 @@ def split(text: str) -> list[str]:
         raise _fail("--serve", "a command line a shell can split", text[:60], detail=str(e)) from None
 
 
+def assignments(words: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Leading shell environment assignments (`VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...`, also after `env`) ->
+    ({name: value}, the rest of the words)."""
+    env: dict[str, str] = {}
+    i = 1 if words[:1] == ["env"] else 0
+    while i < len(words) and "=" in words[i] and words[i].split("=", 1)[0].isidentifier():
+        name, _, value = words[i].partition("=")
+        env[name] = value
+        i += 1
+    return (env, words[i:]) if env else ({}, list(words))
+
+
 def _tokens(argv: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
     """argv (with or without `vllm serve`) -> (positional model, [(flag, value or None)])."""
     args = list(argv)
@@ -212,6 +224,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
     """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes)."""
     from .values import Reader
 
+    engine_env, argv = assignments(list(argv))
     positional, given = _tokens(argv)
     flags: list[tuple[str, str | None]] = []
     for name, value in given:
@@ -263,8 +276,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
         else:
             raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
                                    "remove it to plan without it")
-    if offloading_backend == "lmcache":
-        _lmcache_backend(overrides, notes)
+    _offloading(engine_env, offloading_backend, overrides, notes)
     if ignored:
         notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
@@ -301,6 +313,65 @@ def _lmcache_backend(overrides: dict, notes: list[str]) -> None:
         overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
 
 
+def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: dict, notes: list[str]) -> None:
+    """What the line's environment and --kv-offloading-backend / --kv-offloading-size make vLLM start."""
+    if engine_env:
+        _engine_env(engine_env, overrides, notes, "the serve line's environment")
+    if offloading_backend == "lmcache":
+        _lmcache_backend(overrides, notes)
+    elif "offload.kv_offloading_size" in overrides:
+        _native_flag(overrides)
+
+
+def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
+    """The engine's environment variables kvcalc reads: VLLM_USE_SIMPLE_KV_OFFLOAD (envs.py, 0.19.0:1666:
+    bool(int(value)), a ValueError for anything int() does not read); the others are listed in a note."""
+    from ..vocab.releases.simple import ENV_VAR, env_enabled
+
+    if ENV_VAR in env:
+        try:
+            on = env_enabled(env[ENV_VAR])
+        except ValueError:
+            raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
+        overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
+    others = sorted(k for k in env if k != ENV_VAR)
+    if others:
+        notes.append(f"environment variables that do not change the KV cache or the offload pool ({where}): "
+                     + ", ".join(others))
+
+
+def _native_flag(overrides: dict) -> None:
+    """--kv-offloading-size with the native offloading backend: config/vllm.py _post_init_kv_transfer_config names
+    the connector itself (SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1, else OffloadingConnector),
+    replacing the one --kv-transfer-config names."""
+    named = overrides.get("offload.backend", (None, ""))
+    simple = overrides.get("offload.use_simple_kv_offload", (False, ""))[0]
+    if named[0] == "simple" and not simple:
+        raise UnsupportedError(f"{SOURCE}: --kv-offloading-size makes vLLM name OffloadingConnector (no "
+                               "VLLM_USE_SIMPLE_KV_OFFLOAD=1), replacing the SimpleCPUOffloadConnector "
+                               "--kv-transfer-config names: give one of them")
+
+
+_SIMPLE_KEYS = ("cpu_bytes_to_use_per_rank", "num_cpu_blocks", "kv_offload_backend", "disk_path",
+                "disk_capacity_bytes", "disk_buffer_slots", "use_page_cache", "lazy_offload")
+
+
+def _simple_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
+    """SimpleCPUOffloadConnector's kv_connector_extra_config (simple_cpu_offload_connector.py, 0.33.0:98-165):
+    cpu_bytes_to_use for the engine, the others under offload.simple."""
+    overrides["offload.backend"] = ("simple", "--kv-transfer-config kv_connector SimpleCPUOffloadConnector")
+    others = []
+    for key, value in extra.items():
+        if key == "cpu_bytes_to_use":
+            overrides["offload.cpu_bytes_to_use"] = (value, "--kv-transfer-config cpu_bytes_to_use")
+        elif key in _SIMPLE_KEYS:
+            overrides[f"offload.simple.{key}"] = (value, f"--kv-transfer-config {key}")
+        else:
+            others.append(str(key))
+    if others:
+        notes.append("kv_connector_extra_config entries SimpleCPUOffloadConnector does not read: " + ", ".join(others))
+
+
 def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--kv-transfer-config", "a JSON object", cfg)
@@ -311,9 +382,12 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if connector == "LMCacheConnectorV1":
         _lmcache_extra(extra, overrides, notes)
         return
+    if connector == "SimpleCPUOffloadConnector":
+        _simple_extra(extra, overrides, notes)
+        return
     if connector != "OffloadingConnector":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
-                               "OffloadingConnector and LMCacheConnectorV1")
+                               "OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector")
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")

@@ -100,7 +100,10 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
         if source.endswith(".json"):
             doc["notes"].append(f"replace <model> with the model to serve ({source} is not a model directory's "
                                 "config.json)")
-    out = [f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
+    # SimpleCPUOffloadConnector's --kv-offloading-size spelling needs a variable in the engine's environment.
+    env = "".join(f"{k}={v} " for k, v in (doc.get("env_kv_offloading_size") or {}).items())
+    out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
+           + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
            for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
@@ -120,9 +123,14 @@ def boundaries() -> list[dict]:
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
                      "last": rs[-1] if rs else "0.13.0", "evidence": fam.evidence})
-    for name, steps in STEPS.items():
+    from ..vocab.releases.simple import FIRST, SIMPLE_STEPS  # SimpleCPUOffloadConnector's, as simple.<behaviour>
+
+    # The connector's own behaviours start with the connector (0.19.0); only its availability has a row before.
+    steps_of = [(name, steps, (0, 0, 0)) for name, steps in STEPS.items()] + \
+        [(f"simple.{name}", steps, (0, 0, 0) if name == "available" else FIRST) for name, steps in SIMPLE_STEPS.items()]
+    for name, steps, floor in steps_of:
         for i, step in enumerate(steps):
-            first = next((r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first), None)
+            first = next((r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= max(step.first, floor)), None)
             nxt = steps[i + 1].first if i + 1 < len(steps) else None
             last = [r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first and (nxt is None or t < nxt)]
             rows.append({"flag": name, "value": step.value if not isinstance(step.value, tuple) else list(step.value),

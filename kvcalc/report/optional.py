@@ -10,6 +10,7 @@ from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # LMCache's module is imported only for LMCache layouts
     from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+    from ..backends.simple_plan import SimplePlan
     from .sections import FamilyEntry
 
 
@@ -48,11 +49,12 @@ class LMCacheSection:
 class BackendEntry:
     """One backend's CPU tier for --compare-backends."""
 
-    backend: str = field("native | lmcache")
+    backend: str = field("native | lmcache | simple")
     pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
     resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
     resident_bytes_per_node: int | None = field("the node's")
-    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage; simple: "
+                               "every rank)")
     unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
     tokens_per_unit: int | None = field("tokens per CPU block/chunk")
     startup_error: str | None = field("why it would not start, or null")
@@ -88,7 +90,9 @@ class PlannedRelease:
     kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
     max_concurrency: float | None = field("logged maximum concurrency")
     startup_error: str | None = field("why its offloading connector fails at start-up, or null")
-    offload: FamilyEntry | None = field("its family entry")
+    offload: FamilyEntry | None = field("its family entry (the native connector's)")
+    simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool on that release",
+                                      omit_if_none=True, default=None)
 
 
 @record

@@ -14,13 +14,14 @@ from .records import cached, field, record
 
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
+    from .releases.simple import SimpleLayout
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache")
+OFFLOAD_BACKENDS = ("native", "lmcache", "simple")
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -207,8 +208,10 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
+    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...)
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
+    simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
+    notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr
 
     @property
     def budget_given(self) -> bool:
