@@ -125,3 +125,17 @@ def test_a_sweep_table_stops_at_a_thousand_rows(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--vllm-version", "0.33.0", "--cpu-bytes", sizes, "--format", "jsonl")
     assert len(out.splitlines()) == 1500
     assert json.loads(out.splitlines()[-1])["cpu_bytes"] == "1500GiB"
+
+
+@pytest.mark.parametrize("version", ["0.19.1", "0.22.0", "0.26.0"])
+def test_pure_mamba_with_prefix_caching_is_refused_in_plan_and_sweep_alike(capsys, version):
+    # A TypeError (exit 70) in the start-up check on every release; the sweep printed numbers for the same point.
+    mamba = os.path.join(ROOT_DIR, "tests", "fixtures", "models", "mamba2-2.7b.json")
+    args = [mamba, "--max-model-len", "4096", "--enable-prefix-caching", "--cpu-bytes", "8GiB", "--vllm-version",
+            version]
+    code, out, err = run(capsys, "plan", *args)
+    assert code == 2
+    assert "mamba_block_size" in err
+    code, out, err = run(capsys, "sweep", *args, "--format", "jsonl")
+    assert code == 0, err
+    assert "mamba_block_size" in json.loads(out)["error"]

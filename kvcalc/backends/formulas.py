@@ -21,6 +21,7 @@ from ..engines.vllm.specs import (
     UniformTypeKVCacheSpecs,
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
+from ..vocab.errors import UnsupportedError
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
@@ -250,6 +251,11 @@ def startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple[
     hb = gpu.hash_block_size
     if not groups:
         return "the model has no KV cache layers: nothing to offload", 1
+    if hb is None or any(g.spec.block_size is None for g in groups):
+        # A pure Mamba model with prefix caching: its groups' block size (vLLM's mamba_block_size for the cache
+        # mode) is not something kvcalc derives; refused rather than computed from nothing.
+        raise UnsupportedError("a model whose every layer is Mamba, with prefix caching: the block size vLLM gives "
+                               "its state (mamba_block_size) is not modelled; plan it without --enable-prefix-caching")
     for g in groups:
         if g.spec.block_size % hb:
             hint = "--enable-prefix-caching" if rule.chunks else "a Mamba group needs --enable-prefix-caching"
