@@ -46,6 +46,11 @@ def lmcache_offload(r: Reader, o: dict) -> OffloadLayout:
 
 def _release(r: Reader, data: Any) -> str:
     """The LMCache release whose config keys and converters apply (offload.lmcache.version)."""
+    if r.flags.get("offload.lmcache.version", "").startswith("--kv-transfer-config"):
+        # A serve line's kv_connector_extra_config "lmcache.version": LMCache's own setting, which no release defines
+        # (v1/config_base.py validate_and_set_config_value: "Config key 'version' does not exist"), not kvcalc's.
+        raise r.fail("offload.lmcache.version", "a config key LMCache defines (none has `version`; name the LMCache "
+                     "release with --lmcache-version)", detail="unknown key")
     version = data.get("version", lmr.DEFAULT_LMCACHE_VERSION)
     if not isinstance(version, str) or version not in lmr.LMCACHE_RELEASES:
         raise UnsupportedError(f"{r.source}: {r.where('offload.lmcache.version')}: LMCache release {version!r} is "
