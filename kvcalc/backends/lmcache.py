@@ -106,7 +106,12 @@ class LMCachePool(Pool):
 
     @property
     def kept(self) -> str:
-        return f"pinned by LMCache ({self.lmcache.storing_ranks} rank(s) x {self.lmcache.max_local_cpu_size:g} GiB)"
+        lc = self.lmcache
+        hidden = (f" and {lc.hidden_state_pools} hidden-state pool(s) x {lc.hidden_state_bytes:,} B"
+                  if lc.hidden_state_pools else "")
+        if lc.degraded:
+            return f"pinned by LMCache (no KV pool: its start-up fails{hidden})"
+        return f"pinned by LMCache ({lc.storing_ranks} rank(s) x {lc.max_local_cpu_size:g} GiB{hidden})"
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -122,13 +127,18 @@ class LMCachePool(Pool):
         if not lc.modelled:
             return (f"Verdict: vLLM {self.behaviour.version} hands LMCache offloading to the multi-process connector; its pool "
                     "is the LMCache server's (not modelled).")
+        if lc.degraded:
+            return (f"Verdict: LMCache {lc.version} fails to start ({lc.degraded}) and runs degraded: it stores "
+                    "nothing, vLLM recomputes every prefix.")
         if lc.save_only_first_rank and lc.storing_ranks == 1:
             size = lc.first_rank_max_local_cpu_size if lc.first_rank else lc.max_local_cpu_size
             where = f"rank 0 alone ({size:g} GiB; MLA is stored once)"
         else:
             where = f"{lc.storing_ranks} rank(s) ({lc.max_local_cpu_size:g} GiB each)"
-        return (f"Verdict: LMCache {lc.version} pins {exact_bytes(lc.pool_bytes_per_engine)} per engine on {where} "
-                f"and holds {lc.tokens_per_engine:,} tokens.")
+        hidden = (f", plus {exact_bytes(lc.hidden_state_pools * lc.hidden_state_bytes)} of hidden-state pools "
+                  f"({lc.hidden_state_pools} x {lc.hidden_state_bytes:,} B)," if lc.hidden_state_pools else "")
+        return (f"Verdict: LMCache {lc.version} pins {exact_bytes(lc.pool_bytes_per_engine)} per engine on {where}"
+                f"{hidden} and holds {lc.tokens_per_engine:,} tokens.")
 
 
     def vllm_args(self, layout: Layout, common: list[str], notes: list[str]) -> dict:
@@ -139,6 +149,9 @@ class LMCachePool(Pool):
         if not lc.modelled:
             raise KvcalcError(f"{layout.source}: vLLM {b.version} hands --kv-offloading-backend lmcache to "
                               f"{lc.connector}; kvcalc does not model its server's pool, so it cannot spell it")
+        if lc.degraded:
+            raise KvcalcError(f"{layout.source}: LMCache {lc.version} fails to start with this config and stores "
+                              f"nothing ({lc.degraded}): no flags to paste")
         cfg = config_of(layout.offload.lmcache, lc)
         transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both"}
         with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
@@ -176,9 +189,14 @@ def config_of(lm: LMCacheLayout, lc: LMCachePlan) -> dict:
     if lm.local_disk:
         cfg["local_disk"] = lm.local_disk
         cfg["max_local_disk_size"] = lm.max_local_disk_size
-    for key in ("use_layerwise", "local_cpu_use_hugepages", "enable_controller"):
+    for key in ("use_layerwise", "local_cpu_use_hugepages", "enable_controller", "enable_scheduler_bypass_lookup",
+                "enable_hidden_state_cache"):
         if getattr(lm, key):
             cfg[key] = True
+    if lm.enable_hidden_state_cache:
+        cfg["max_hidden_state_cpu_size"] = lm.max_hidden_state_cpu_size
+    if lm.reserve_local_cpu_size:
+        cfg["reserve_local_cpu_size"] = lm.reserve_local_cpu_size
     for key in ("lookup_server_worker_ids", "lmcache_worker_ids"):
         if getattr(lm, key):
             cfg[key] = list(getattr(lm, key))
@@ -268,9 +286,17 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
         limit = target.resident
         gib = largest((limit // 1024 ** 3 + 1) * 1000, lambda n: _at(
             layout, behaviour, n / 1000, first).resident_bytes_per_node <= limit) / 1000
+        if gib == 0:
+            # 0 is no answer: LMCache fails to start without a pool (lmcache_plan.py _startup_failure).
+            least = _at(layout, behaviour, 0.001, first).resident_bytes_per_node
+            return LMCacheSizeRow(lmcache_version=lc.version, key=key, gib=None, pool_bytes_per_rank=None,
+                                  chunks_per_rank=None, tokens=None, storing_ranks=None, pool_bytes_per_engine=None,
+                                  resident_bytes_per_node=None,
+                                  note=f"no size fits: the smallest pool (0.001 GiB) already keeps {least:,} B "
+                                       f"resident on one node, over the {limit:,} B limit")
     else:
         need = target.units if target.units is not None else cdiv(target.tokens, lc.chunk_size)
-        gib = smallest_gib(need * worst)
+        gib = max(smallest_gib(need * worst), 0.001)  # LMCache fails to start with 0 (lmcache_plan.py)
     at = _at(layout, behaviour, gib, first)
     per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank
     chunks = at.first_rank.chunks if first and at.first_rank else min(

@@ -31,6 +31,13 @@ lives in (0.5.6 paths; older releases keep the same code in v1/manager.py or the
   allocate again.
 - Disk (v1/storage_backend/local_disk_backend.py): int(max_local_disk_size * 1024**3) bytes per storing rank,
   filled with objects of their aligned (physical) size.
+- Hidden states (0.5.1+, enable_hidden_state_cache): every LMCacheEngine -- every worker, MLA ranks that store no
+  KV included, and the scheduler with enable_scheduler_bypass_lookup -- pins a second pool of
+  int(max_hidden_state_cpu_size * 1024**3) bytes (default 2.0) at construction (v1/cache_engine.py:245-246 ->
+  v1/hidden_state_store.py:74-81 MixedMemoryAllocator -> _allocate_cpu_memory, no hugepages).
+- Start-up failures (_startup_failure): what raises on the ranks that build a StorageManager; LMCache from 0.3.14
+  catches it and stores nothing, earlier releases stop vLLM's worker (vocab/releases/lmcache.py
+  init_failure_degrades).
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ from ..engines.vllm.layers import pp_split
 from ..vocab.errors import StartupRefusal, UnsupportedError
 from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
 from ..vocab.layout import Layout
-from ..vocab.releases.lmcache import LMCacheLayout
-from ..vocab.records import field, record
+from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades
+from ..vocab.records import field, record, replace
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import DTYPE_BYTES, round_up
 from .base import node_peak
@@ -118,6 +125,9 @@ class LMCachePlan:
     vllm_flag: VllmFlag | None
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
+    hidden_state_pools: int = 0  # processes of one engine that pin a hidden-state pool (enable_hidden_state_cache)
+    hidden_state_bytes: int = 0  # int(max_hidden_state_cpu_size * 1024**3), each
+    degraded: str | None = None  # why LMCache's start-up failed and it runs storing nothing (0.3.14+)
 
 
 def _refuse(layout: Layout, what: str) -> UnsupportedError:
@@ -275,6 +285,85 @@ def _draft_notes(layout: Layout, shape: tuple[int, int, int, int], drafts: list[
                         f"{d.num_layers} layer(s)), while vLLM places them on the last stage {pp - 1}")
 
 
+def _startup_failure(lm: LMCacheLayout, max_size: float, first_size: float | None) -> tuple[str, str] | None:
+    """(what LMCache raises while it starts, in its own words; where: "init" building the engine, before any pool,
+    or "post_init" building a storing rank's StorageManager, after the hidden-state pools), or None. The rules and
+    lines are LMCache 0.5.6's; each is the same in 0.3.10 - 0.5.6 (the hidden state in 0.5.1 - 0.5.6, the only
+    releases that have it)."""
+    if lm.enable_hidden_state_cache and int(lm.max_hidden_state_cpu_size * GIB) <= 0:
+        # LMCacheEngine.__init__ (v1/cache_engine.py:245-246) builds the HiddenStateStore, which raises before it
+        # allocates (v1/hidden_state_store.py:74-79); no engine, so no StorageManager and no pool either.
+        return (("ValueError: max_hidden_state_cpu_size must be > 0 when enable_hidden_state_cache=True "
+                 "(v1/hidden_state_store.py:76, building the LMCacheEngine)"), "init")
+    if max_size <= 0:
+        # v1/storage_backend/__init__.py:180-190 CreateStorageBackends creates no LocalCPUBackend ("No cpu memory
+        # is allocated as max_local_cpu_size <= 0", whatever first_rank_max_local_cpu_size says); the StorageManager
+        # a storing rank builds in post_init then fails.
+        why = "max_local_cpu_size <= 0: LMCache creates no LocalCPUBackend (v1/storage_backend/__init__.py:180-190)"
+        if lm.local_disk and lm.max_local_disk_size > 0:
+            return ((f"{why} and the local disk backend needs one: AssertionError at `assert local_cpu_backend is "
+                     "not None` (v1/storage_backend/__init__.py:222)"), "post_init")
+        return ((f"{why} and the StorageManager takes it as its allocator: KeyError: 'LocalCPUBackend' "
+                 "(v1/storage_backend/storage_manager.py:325)"), "post_init")
+    if first_size is not None and first_size <= 0:
+        # v1/storage_backend/local_cpu_backend.py:355-367 _calculate_effective_cpu_size on a save_only_first_rank
+        # rank: min(0, available - reserve) is 0, and LMCache asserts it is positive.
+        return (("extra_config.first_rank_max_local_cpu_size 0: AssertionError at `assert effective_cpu_size > 0` "
+                 "(v1/storage_backend/local_cpu_backend.py:367)"), "post_init")
+    return None
+
+
+def _failed(layout: Layout, behaviour: Behaviour, failure: tuple[str, str], plan: LMCachePlan) -> LMCachePlan:
+    """LMCache's start-up failed on its storing ranks: 0.3.14+ logs it and stores nothing (vLLM starts); earlier
+    releases stop vLLM's worker (vocab/releases/lmcache.py init_failure_degrades)."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    what, phase = failure
+    if not init_failure_degrades(lm.version):
+        raise StartupRefusal(f"LMCache {lm.version} raises in rank 0's {phase}, which vLLM {behaviour.version}'s "
+                             f"worker does not survive (LMCache catches it from 0.3.14): {what}")
+    logged = ("Failed during post_init: ... System will operate in degraded mode (recompute).\" (v1/manager.py:"
+              "212-238)" if phase == "post_init" else "Failed to initialize LMCacheManager components: ... System "
+              "will operate in degraded mode (recompute).\" (v1/manager.py:104-110)")
+    warning = (f"LMCache {lm.version} fails to start and stores nothing: {what}; it logs \"{logged} and vLLM "
+               "starts without a CPU tier")
+    pools = plan.hidden_state_pools if phase == "post_init" else 0
+    resident = _resident(layout, (), [], plan.hidden_state_bytes, pools)
+    stages = tuple(replace(st, chunks_per_rank=0, tokens_per_rank=0) for st in plan.stages)
+    return replace(plan, stages=stages, pool_bytes_per_storing_rank=0, first_rank=None, pool_bytes_per_engine=0,
+                   resident_bytes_per_engine=sum(resident), tokens_per_engine=0, disk_bytes_per_rank=0,
+                   disk_chunks_per_rank=0, hidden_state_pools=pools, degraded=what,
+                   resident_bytes_per_node=node_peak(resident, par.nnodes, par.engines_per_node),
+                   warnings=plan.warnings + (warning,))
+
+
+def _resident(layout: Layout, storing: tuple[int, ...], pools: list[int], hidden: int, hidden_pools: int) -> list[int]:
+    """Host bytes each rank of one engine keeps resident: its KV pool (whole host pages, 2 MiB with
+    local_cpu_use_hugepages) and its hidden-state pool (whole host pages); a scheduler's hidden-state pool is
+    counted on rank 0, whose node runs it."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    world = par.tensor_parallel_size * par.pipeline_parallel_size
+    page = HUGEPAGE_BYTES if lm.local_cpu_use_hugepages else layout.host.page_size
+    out = [0] * world
+    for i, p in zip(storing, pools):
+        out[i] = round_up(p, page) if p else 0
+    one = round_up(hidden, layout.host.page_size)
+    for i in range(min(hidden_pools, world)):
+        out[i] += one
+    out[0] += one * max(0, hidden_pools - world)
+    return out
+
+
+def _hidden_pools(layout: Layout) -> tuple[int, int]:
+    """(processes of one engine that pin a hidden-state pool, its bytes): every worker's LMCacheEngine, and the
+    scheduler's with enable_scheduler_bypass_lookup (integration/vllm/vllm_service_factory.py:166-217 builds one
+    there only then)."""
+    lm, par = layout.offload.lmcache, layout.parallel
+    if not lm.enable_hidden_state_cache:
+        return 0, 0
+    world = par.tensor_parallel_size * par.pipeline_parallel_size
+    return world + (1 if lm.enable_scheduler_bypass_lookup else 0), max(0, int(lm.max_hidden_state_cpu_size * GIB))
+
+
 def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     lm, par = layout.offload.lmcache, layout.parallel
     notes: list[str] = list(lm.notes)
@@ -293,11 +382,9 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     shape = _model_shape(layout)
     sofr = _save_only_first_rank(layout)
     storing = _storing_ranks(layout, sofr)
-    world = par.tensor_parallel_size * par.pipeline_parallel_size
-    has_pool = max_size > 0
-    per_rank_pool = int(max_size * GIB) if has_pool else 0
+    per_rank_pool = int(max_size * GIB) if max_size > 0 else 0
     first_size = lm.first_rank_max_local_cpu_size if sofr and lm.first_rank_max_local_cpu_size is not None else None
-    first_pool = (int(first_size * GIB) if first_size is not None else per_rank_pool) if has_pool else 0
+    first_pool = (int(first_size * GIB) if first_size is not None else per_rank_pool) if max_size > 0 else 0
     drafts = _draft_layers(layout)
     stages = _stages(layout, shape, storing, per_rank_pool, local_cpu, drafts)
     _draft_notes(layout, shape, drafts, notes, warnings)
@@ -306,8 +393,8 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         c = first_pool // stages[0].chunk_bytes_aligned if stages[0].chunk_bytes_aligned else 0
         first = FirstRank(pool_bytes=first_pool, chunks=c, tokens=c * lm.chunk_size if local_cpu else 0)
     pools = [first_pool if i == 0 else per_rank_pool for i in storing]
-    page = HUGEPAGE_BYTES if lm.local_cpu_use_hugepages else layout.host.page_size
-    resident = {i: round_up(p, page) if p else 0 for i, p in zip(storing, pools)}
+    hidden_pools, hidden = _hidden_pools(layout)
+    resident = _resident(layout, storing, pools, hidden, hidden_pools)
     if sofr and not lm.use_layerwise:
         tokens = first.tokens if first is not None else stages[0].tokens_per_rank
     else:
@@ -315,16 +402,28 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     disk = int(lm.max_local_disk_size * GIB) if lm.local_disk else 0
     worst = max(s.chunk_bytes_aligned for s in stages)
     _pool_notes(layout, flag, sofr, storing, local_cpu, max_size, per_rank_pool, stages, worst, notes, warnings)
-    return LMCachePlan(
+    _hidden_note(layout, hidden_pools, hidden, notes)
+    out = LMCachePlan(
         version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
         save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
         first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
         storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
-        first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident.values()),
-        resident_bytes_per_node=node_peak([resident.get(i, 0) for i in range(world)], par.nnodes,
-                                          par.engines_per_node), tokens_per_engine=tokens,
+        first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident),
+        resident_bytes_per_node=node_peak(resident, par.nnodes, par.engines_per_node), tokens_per_engine=tokens,
         disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
-        notes=tuple(notes), warnings=tuple(warnings))
+        notes=tuple(notes), warnings=tuple(warnings), hidden_state_pools=hidden_pools, hidden_state_bytes=hidden)
+    failure = _startup_failure(lm, max_size, first_size)
+    return out if failure is None else _failed(layout, behaviour, failure, out)
+
+
+def _hidden_note(layout: Layout, pools: int, each: int, notes: list[str]) -> None:
+    if pools:
+        lm = layout.offload.lmcache
+        notes.append(f"LMCache enable_hidden_state_cache: {pools} process(es) (every worker, MLA ranks that store no "
+                     f"KV included{', and the scheduler' if lm.enable_scheduler_bypass_lookup else ''}) each pin a "
+                     f"hidden-state pool of max_hidden_state_cpu_size {lm.max_hidden_state_cpu_size:g} GiB = "
+                     f"{each:,} B besides the KV pool (v1/cache_engine.py:245, v1/hidden_state_store.py:74): "
+                     "counted in the resident bytes")
 
 
 def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tuple[int, ...], local_cpu: bool,
@@ -344,15 +443,18 @@ def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tupl
         notes.append("LMCache local_cpu false: the pool is still pinned (a staging buffer for disk/remote), but the "
                      "CPU tier serves no hits (0 tokens)")
     if sofr:
-        notes.append("LMCache caps rank 0's pool at the host's available memory minus reserve_local_cpu_size at "
-                     "start-up (local_cpu_backend.py _calculate_effective_cpu_size); kvcalc shows the configured "
-                     "size")
-    has_pool = max_size > 0
-    if has_pool and per_rank_pool and min(s.chunks_per_rank for s in stages if s.storing_ranks) == 0:
+        # v1/storage_backend/local_cpu_backend.py:315-370 (the same in 0.3.10 - 0.5.6): with save_only_first_rank
+        # every storing rank's pool is min(configured, psutil.virtual_memory().available / 2^30 - reserve)
+        # (v1/system_detection.py:48-55), read as the rank starts: no input says what is free then.
+        notes.append("LMCache caps the pool of each storing rank (save_only_first_rank) at psutil's available "
+                     f"memory minus reserve_local_cpu_size ({lm.reserve_local_cpu_size:g} GiB) when the rank starts "
+                     "(v1/storage_backend/local_cpu_backend.py:315-370, v1/system_detection.py:48-55): the node's "
+                     "free memory at that moment (psutil reads the node's /proc/meminfo, not a pod's limit), which "
+                     "kvcalc cannot know, --host-memory included; the figures are the configured size, an upper "
+                     "bound")
+    if max_size > 0 and per_rank_pool and min(s.chunks_per_rank for s in stages if s.storing_ranks) == 0:
         warnings.append(f"LMCache max_local_cpu_size {max_size:g} GiB ({per_rank_pool:,} B) holds no chunk of "
                         f"{worst:,} B: the CPU tier stores nothing")
-    if not has_pool:
-        notes.append("LMCache max_local_cpu_size <= 0: no CPU pool is allocated")
     if lm.ignored:
         notes.append("LMCache keys that do not change the CPU pool: " + ", ".join(lm.ignored))
 

@@ -102,6 +102,15 @@ def overrides(*, config_file: str | None = None, environ: Mapping[str, str] | No
     if path is not None:
         label = path if config_file is not None else f"{path} ({CONFIG_FILE_VAR})"
         for key, value in read_config_file(path).items():
+            if key == "version":
+                # offload.lmcache.version is kvcalc's own key (the release it models); LMCache's file has no such
+                # key in any release read (v1/config.py _CONFIG_DEFINITIONS): refused like any key LMCache does
+                # not define (LMCache itself logs "Unknown configuration key: version" and ignores it,
+                # v1/config_base.py:211-212 _resolve_config_aliases), never taken as the release.
+                raise LayoutError(label, "version", "a config key LMCache defines (no release "
+                                  f"{lmr.LMCACHE_RELEASES[0]} - {lmr.LMCACHE_RELEASES[-1]} has `version`: LMCache "
+                                  "ignores it; name the LMCache release with --lmcache-version)", value,
+                                  detail="unknown key")
             out[f"offload.lmcache.{key}"] = (value, label)
     names = _all_names()
     unread = []

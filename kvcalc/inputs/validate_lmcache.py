@@ -46,6 +46,11 @@ def lmcache_offload(r: Reader, o: dict) -> OffloadLayout:
 
 def _release(r: Reader, data: Any) -> str:
     """The LMCache release whose config keys and converters apply (offload.lmcache.version)."""
+    if r.flags.get("offload.lmcache.version", "").startswith("--kv-transfer-config"):
+        # A serve line's kv_connector_extra_config "lmcache.version": LMCache's own setting, which no release defines
+        # (v1/config_base.py validate_and_set_config_value: "Config key 'version' does not exist"), not kvcalc's.
+        raise r.fail("offload.lmcache.version", "a config key LMCache defines (none has `version`; name the LMCache "
+                     "release with --lmcache-version)", detail="unknown key")
     version = data.get("version", lmr.DEFAULT_LMCACHE_VERSION)
     if not isinstance(version, str) or version not in lmr.LMCACHE_RELEASES:
         raise UnsupportedError(f"{r.source}: {r.where('offload.lmcache.version')}: LMCache release {version!r} is "
@@ -110,6 +115,11 @@ def _converted(r: Reader, values: dict[str, tuple[Any, str]], version: str) -> d
     for name, why in lmr.UNMODELLED_SWITCHES.items():
         if out.get(name):
             raise UnsupportedError(f"{r.source}: {r.where(values[name][1])}: {name} true is not modelled: {why}")
+    if out["max_local_cpu_size"] <= 0 and values.get("maru_path", (None,))[0] is not None:
+        # 0.4.3+ v1/storage_backend/storage_manager.py _get_allocator_backend: without a LocalCPUBackend the
+        # MaruBackend allocates instead of failing (lmcache_plan.py _startup_failure).
+        raise UnsupportedError(f"{r.source}: {r.where(values['maru_path'][1])}: maru_path with max_local_cpu_size "
+                               "0 is not modelled: MaruBackend then allocates every chunk")
     return out
 
 
@@ -175,5 +185,9 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
         pinned_align_bytes=align, local_disk=out["local_disk"], max_local_disk_size=out["max_local_disk_size"],
         use_layerwise=out["use_layerwise"], local_cpu_use_hugepages=bool(out.get("local_cpu_use_hugepages")),
         lookup_server_worker_ids=out["lookup_server_worker_ids"] or None, enable_controller=out["enable_controller"],
-        lmcache_worker_ids=out["lmcache_worker_ids"] or None, lazy_allocator=lazy, via_vllm_flag=via_vllm_flag,
+        lmcache_worker_ids=out["lmcache_worker_ids"] or None, lazy_allocator=lazy,
+        reserve_local_cpu_size=out["reserve_local_cpu_size"],
+        enable_hidden_state_cache=bool(out.get("enable_hidden_state_cache")),
+        max_hidden_state_cpu_size=out["max_hidden_state_cpu_size"],
+        enable_scheduler_bypass_lookup=bool(out.get("enable_scheduler_bypass_lookup")), via_vllm_flag=via_vllm_flag,
         kv_offloading_size=kv_offloading_size, ignored=tuple(sorted(set(ignored))), provenance=provenance)

@@ -2,8 +2,8 @@
 
 Every release from 0.3.10 to 0.5.6 was read from its wheel (`pip download lmcache==X --no-deps`, lmcache/**/*.py).
 The sizing rules kvcalc uses (lmcache.py) are the same in all of them; what differs is the config vocabulary
-(`KEY_HISTORY`, from each release's v1/config.py `_CONFIG_DEFINITIONS` / `_CONFIG_ALIASES`) and two switches
-(`pinned_align_known`, `lazy_allocator_active`). Earlier releases are refused: before 0.3.10 the
+(`KEY_HISTORY`, from each release's v1/config.py `_CONFIG_DEFINITIONS` / `_CONFIG_ALIASES`) and three switches
+(`pinned_align_known`, `lazy_allocator_active`, `init_failure_degrades`). Earlier releases are refused: before 0.3.10 the
 MLA storing ranks were decided differently (no lookup-server gate in v1/cache_engine.py post_init) and before 0.3.7
 drafter layers were not counted.
 
@@ -70,7 +70,8 @@ DEPRECATED_IGNORED = ("nixl_peer_port",)
 # The keys kvcalc reads (everything else a release defines is accepted and listed as not changing the CPU pool).
 MODELLED = ("chunk_size", "local_cpu", "max_local_cpu_size", "local_disk", "max_local_disk_size", "use_layerwise",
             "local_cpu_use_hugepages", "extra_config", "lookup_server_worker_ids", "enable_controller",
-            "lmcache_worker_ids", "enable_lazy_memory_allocator", "lazy_memory_safe_size", "reserve_local_cpu_size")
+            "lmcache_worker_ids", "enable_lazy_memory_allocator", "lazy_memory_safe_size", "reserve_local_cpu_size",
+            "enable_hidden_state_cache", "max_hidden_state_cpu_size", "enable_scheduler_bypass_lookup")
 # Keys that change how the CPU pool is allocated or used in ways kvcalc does not model: refused when switched on.
 # v1/storage_backend/local_cpu_backend.py initialize_allocator: enable_p2p pages the pool to whole chunks; PD and
 # CacheBlend (enable_blending, v1/cache_engine.py _Create_token_database) store other objects in it.
@@ -87,16 +88,21 @@ UNMODELLED_EXTRA = {
 }
 EXTRA_MODELLED = ("save_only_first_rank", "first_rank_max_local_cpu_size", "local_cpu.pinned_align_bytes")
 
-FLOAT_KEYS = ("max_local_cpu_size", "max_local_disk_size", "lazy_memory_safe_size", "reserve_local_cpu_size")
+FLOAT_KEYS = ("max_local_cpu_size", "max_local_disk_size", "lazy_memory_safe_size", "reserve_local_cpu_size",
+              "max_hidden_state_cpu_size")
 BOOL_KEYS = ("local_cpu", "use_layerwise", "local_cpu_use_hugepages", "enable_controller",
-             "enable_lazy_memory_allocator", "enable_p2p", "enable_pd", "enable_blending")
+             "enable_lazy_memory_allocator", "enable_p2p", "enable_pd", "enable_blending", "enable_hidden_state_cache",
+             "enable_scheduler_bypass_lookup")
 INT_LIST_KEYS = ("lookup_server_worker_ids", "lmcache_worker_ids")
 DEFAULTS: dict[str, Any] = {  # v1/config.py _CONFIG_DEFINITIONS defaults (the same in every release read)
     "chunk_size": 256, "local_cpu": True, "max_local_cpu_size": 5.0, "local_disk": None, "max_local_disk_size": 0.0,
     "use_layerwise": False, "local_cpu_use_hugepages": False, "extra_config": None, "lookup_server_worker_ids": None,
     "enable_controller": False, "lmcache_worker_ids": None, "enable_lazy_memory_allocator": False,
     "lazy_memory_safe_size": 0.0, "reserve_local_cpu_size": 0.0, "enable_p2p": False, "enable_pd": False,
-    "enable_blending": False,
+    "enable_blending": False, "enable_scheduler_bypass_lookup": False,
+    # 0.5.1 - 0.5.6 v1/config.py: enable_hidden_state_cache False, max_hidden_state_cpu_size 2.0 ("GB"; pinned as
+    # int(x * 1024**3) bytes, v1/hidden_state_store.py:74). Earlier releases define neither key (KEY_HISTORY).
+    "enable_hidden_state_cache": False, "max_hidden_state_cpu_size": 2.0,
 }
 MAX_GIB = float(1 << 32)  # 4 EiB: far beyond any host, far below a float's exact integer range x 2^30
 MAX_CHUNK_SIZE = 1 << 20
@@ -138,6 +144,22 @@ def pinned_align_known(version: str) -> bool:
     """extra_config local_cpu.pinned_align_bytes is read from 0.3.15 (local_cpu_backend.py
     _resolve_local_cpu_allocator_alignment); earlier releases align to AddressManager.ALIGN_BYTES only."""
     return _key(version) >= _key("0.3.15")
+
+
+# Where an exception raised while LMCache starts goes (v1/manager.py LMCacheManager): from 0.3.14 __init__ (engine
+# creation, :94-110 in 0.5.6) and post_init (the StorageManager that allocates the pool, :208-238) catch it, log
+# "Failed during post_init: ... System will operate in degraded mode (recompute)." and mark the engine unhealthy,
+# so vLLM starts and LMCache stores nothing (v1/cache_engine.py:416 "LMCache is unhealthy, skipping store
+# operation"). 0.3.13's manager.py:544 calls engine.post_init bare and 0.3.10 - 0.3.12's adapter
+# (integration/vllm/vllm_v1_adapter.py:936 in 0.3.10) calls it itself: the exception leaves register_kv_caches and
+# the vLLM worker does not start.
+INIT_FAILURE_DEGRADES_FROM = "0.3.14"
+
+
+def init_failure_degrades(version: str) -> bool:
+    """LMCache `version` catches a failure of its start-up and runs degraded (stores nothing) instead of stopping
+    vLLM's worker (INIT_FAILURE_DEGRADES_FROM)."""
+    return _key(version) >= _key(INIT_FAILURE_DEGRADES_FROM)
 
 
 def lazy_allocator_active(version: str) -> bool:
@@ -262,6 +284,11 @@ class LMCacheLayout:
     enable_controller: bool = False
     lmcache_worker_ids: tuple[int, ...] | None = None
     lazy_allocator: bool = False  # 0.3.10-0.3.12 would use the lazy allocator (refused at planning)
+    reserve_local_cpu_size: float = 0.0  # GiB LMCache leaves free when it caps a save_only_first_rank pool
+    # 0.5.1+: a hidden-state pool of int(max_hidden_state_cpu_size * 1024**3) bytes pinned by every LMCacheEngine
+    enable_hidden_state_cache: bool = False
+    max_hidden_state_cpu_size: float = 2.0
+    enable_scheduler_bypass_lookup: bool = False  # the scheduler process builds an LMCacheEngine too
     # Set through vLLM's --kv-offloading-backend lmcache: vLLM builds the connector config from
     # --kv-offloading-size (GiB for the whole engine) as the selected release does (lmcache.py).
     via_vllm_flag: bool = False
