@@ -246,6 +246,8 @@ def test_human_readable_int():
     assert human_readable_int("80G") == 80 * 2**30
     assert human_readable_int("2m") == 2_000_000
     assert human_readable_int("1_000") == 1000  # int() of the plain text
+    # through a float, as vLLM does: float("1.001") * 1000 = 1000.9999999999999, int() -> 1000 (not 1001).
+    assert human_readable_int("1.001k") == 1000
     with pytest.raises(ValueError, match="Decimals are not allowed"):
         human_readable_int("1.5K")
 
