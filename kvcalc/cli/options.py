@@ -259,7 +259,8 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from ..inputs.lmcache_sources import overrides as lmcache_sources
 
-        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env")
+        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env",
+                                             files=grant.files)
         base = {**pod_env, **base}
         for n in pod_notes:
             err(f"note: {n}")

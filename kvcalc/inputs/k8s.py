@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
-from ..vocab.records import record
+from ..vocab.records import field, record
 from .k8s_env import PodEnv, container_env, expect
 from .k8s_pods import PodTemplate, documents, mounted_files, objects, templates
 from .argv import k8s_expand, shell_script, unwrap
@@ -44,6 +44,7 @@ class PodGrant:
     env_unknown: dict  # variables whose value cannot be read: name -> why
     env_unread: list  # envFrom sources that cannot be read
     notes: list
+    files: dict = field(factory=dict)  # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
 
     @property
     def pinned_round_threshold_mb(self) -> int | None:
@@ -178,6 +179,7 @@ class _Found:
     engine: str | None
     start: int
     env: PodEnv
+    files: dict
 
 
 def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Found:
@@ -185,7 +187,8 @@ def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Fou
     key = f"{label} containers[{j}]"
     env = container_env(source, key, c, objs, tpl.env, tpl.unknown)
     hits = []
-    for cmd in _commands(source, key, _argv(source, key, c), env, mounted_files(source, pod, c, objs)):
+    files = mounted_files(source, pod, c, objs)
+    for cmd in _commands(source, key, _argv(source, key, c), env, files):
         words, _ = unwrap(cmd.words)
         got = _server(words)
         if got is not None:
@@ -196,8 +199,9 @@ def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Fou
                                "one container; kvcalc plans one engine per container")
     if vllm or hits:
         cmd, (engine, start) = (vllm or hits)[0]
-        return _Found(label=label, pod=pod, container=c, command=cmd, engine=engine, start=start, env=env)
-    return _Found(label=label, pod=pod, container=c, command=None, engine=None, start=0, env=env)
+        return _Found(label=label, pod=pod, container=c, command=cmd, engine=engine, start=start, env=env,
+                      files=files)
+    return _Found(label=label, pod=pod, container=c, command=None, engine=None, start=0, env=env, files=files)
 
 
 def _the_container(path: str, docs: list[dict], container: str | None) -> _Found:
@@ -376,4 +380,4 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
                     env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
-                    notes=notes + env.notes)
+                    notes=notes + env.notes, files=hit.files)

@@ -72,11 +72,12 @@ def read_env_file(path: str) -> dict[str, str]:
     return out
 
 
-def read_config_file(path: str) -> dict[str, Any]:
-    """An LMCache YAML config (the file LMCACHE_CONFIG_FILE names), read strictly (load.parse_yaml)."""
+def read_config_file(path: str, text: str | None = None) -> dict[str, Any]:
+    """An LMCache YAML config (the file LMCACHE_CONFIG_FILE names), read strictly (load.parse_yaml); `text`: its
+    content when it comes from a manifest (a ConfigMap mounted in the container), not from this machine."""
     from .files import parse_yaml
 
-    data = parse_yaml(_text(path, "a readable LMCache config YAML"), source=path)
+    data = parse_yaml(_text(path, "a readable LMCache config YAML") if text is None else text, source=path)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -85,7 +86,8 @@ def read_config_file(path: str) -> dict[str, Any]:
 
 
 def overrides(*, config_file: str | None = None, environ: Mapping[str, str] | None = None,
-              env_label: str = "environment") -> tuple[dict[str, tuple[Any, str]], list[str]]:
+              env_label: str = "environment",
+              files: Mapping[str, str] | None = None) -> tuple[dict[str, tuple[Any, str]], list[str]]:
     """(overrides {offload.lmcache.<key>: (value, where)}, notes) from an LMCache config file and LMCACHE_*
     variables, the file first and the environment over it, as LMCache reads them. `config_file` is the file given
     with --lmcache-config; without it, LMCACHE_CONFIG_FILE from `environ` names it (relative to the working
@@ -99,9 +101,17 @@ def overrides(*, config_file: str | None = None, environ: Mapping[str, str] | No
         path = unquote(named)
     elif path is not None and named and os.path.abspath(unquote(named)) != os.path.abspath(path):
         notes.append(f"--lmcache-config {path} is read instead of {CONFIG_FILE_VAR}={named} ({env_label})")
+    text = None
+    if path is not None and config_file is None and files is not None:
+        # A manifest's LMCACHE_CONFIG_FILE is a path in the container: its text is a file the manifest mounts, never
+        # a file of the same name on this machine.
+        text = files.get(os.path.normpath(path))
+        if text is None:
+            raise LayoutError(env_label, CONFIG_FILE_VAR, "a file the manifest mounts in the container (a ConfigMap "
+                              "or Secret it holds), or the file given with --lmcache-config", path)
     if path is not None:
         label = path if config_file is not None else f"{path} ({CONFIG_FILE_VAR})"
-        for key, value in read_config_file(path).items():
+        for key, value in read_config_file(path, text).items():
             if key == "version":
                 # offload.lmcache.version is kvcalc's own key (the release it models); LMCache's file has no such
                 # key in any release read (v1/config.py _CONFIG_DEFINITIONS): refused like any key LMCache does

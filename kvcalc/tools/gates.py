@@ -103,9 +103,16 @@ def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, 
     elif shm is not None and shm.value is None and shm_checked and pool.shm_bytes_per_engine:
         startup = _check("startup", "unknown", f"vLLM {version} checks /dev/shm at start-up and its size is unknown: "
                                                f"{shm.source}")
-    return [startup, _out_of_bounds(pool), _zero(pool), _cpu_vs_gpu(gpu_tokens, pool.tokens),
-            _host_memory(pool, gates, workers_per_node, engines_per_node), _shm_gate(pool, shm, checked=shm_checked),
-            _min_tokens(pool, gates.min_cpu_tokens)]
+    checks = [startup, _out_of_bounds(pool), _zero(pool), _cpu_vs_gpu(gpu_tokens, pool.tokens),
+              _host_memory(pool, gates, workers_per_node, engines_per_node), _shm_gate(pool, shm, checked=shm_checked),
+              _min_tokens(pool, gates.min_cpu_tokens)]
+    if gates.unreadable:
+        # The pool's own settings are partly unknown: no figure of it can pass a gate (LMCache's 5 GiB default in
+        # place of a ConfigMap's value would pass min_cpu_tokens as readily as host_memory).
+        why = "not evaluated: the pool's settings depend on what kvcalc cannot read: " + "; ".join(gates.unreadable)
+        checks = [c if c.name == "startup" or c.status == "skipped" else _check(c.name, "unknown", why)
+                  for c in checks]
+    return checks
 
 
 def _check(name: str, status: str, reason: str, **numbers) -> Check:
@@ -155,9 +162,6 @@ def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_no
     if limit is None:
         return _check("host_memory", "skipped", "no limit given: --host-memory SIZE (a node), or --k8s with a "
                                                 "memory limit")
-    if gates.unreadable:
-        return _check("host_memory", "unknown", "not evaluated: the pool's settings depend on what kvcalc cannot "
-                                                "read: " + "; ".join(gates.unreadable))
     if limit.value is None:
         return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
     if pool.resident_bytes_per_node is None:

@@ -106,3 +106,32 @@ def test_an_lmcache_variable_kvcalc_cannot_read_makes_host_memory_unknown(hub, c
     assert needle in checks["host_memory"]["reason"]
     assert code == 1
     assert "check not evaluated: host_memory" in err
+    # Every gate that reads the pool's figures is unknown too: min_cpu_tokens would pass on the default as well.
+    code, doc, checks, err = plan(capsys, manifest(tmp_path, env_from, value_from))
+    for gate in ("zero_cpu_blocks", "out_of_bounds", "cpu_smaller_than_gpu"):
+        assert checks[gate]["status"] in ("unknown", "skipped"), gate
+    assert checks["zero_cpu_blocks"]["status"] == "unknown"
+
+
+def test_lmcache_config_file_from_a_mounted_configmap(hub, capsys, tmp_path):
+    # LMCACHE_CONFIG_FILE names a path in the container: the file is the ConfigMap the manifest mounts there
+    # (max_local_cpu_size: 100.0, as the real patch's variable), never a file of that name on this machine.
+    cm = configmap("lmcache-config", {"lmcache.yaml": "max_local_cpu_size: 100.0\n"})
+    path = manifest(tmp_path, objects=[cm])
+    with open(path) as fh:
+        docs = list(yaml.safe_load_all(fh))
+    pod = docs[-1]["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    c["env"].insert(0, {"name": "LMCACHE_CONFIG_FILE", "value": "/etc/lmcache/lmcache.yaml"})
+    c.setdefault("volumeMounts", []).append({"name": "lmc", "mountPath": "/etc/lmcache"})
+    pod.setdefault("volumes", []).append({"name": "lmc", "configMap": {"name": "lmcache-config"}})
+    with open(path, "w") as fh:
+        yaml.safe_dump_all(docs, fh)
+    code, doc, checks, err = plan(capsys, path)
+    assert doc["offload"]["lmcache"]["pool_bytes_per_engine"] == POOL
+    # Without the ConfigMap in the manifest, the path is refused (exit 2), not read from this machine.
+    with open(path, "w") as fh:
+        yaml.safe_dump_all(docs[1:], fh)
+    code, out, err = run(capsys, "plan", "--k8s", path, "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "LMCACHE_CONFIG_FILE: expected a file the manifest mounts" in err
