@@ -12,7 +12,7 @@ from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
 from ..vocab.units import SIZE_HELP
 from .console import RENDERERS, console, err, name_source, naming, plain, print_json, report_checks
 from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, from_manifest,
-                      layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
+                      layout_flags, layout_overrides, load_input, split_overrides)
 
 
 APP_SETTINGS = dict(
@@ -377,8 +377,6 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     loaded = load_layout(layout, overrides=layout_overrides(flags))
-    if log is not None:
-        loaded = with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
     text = read_bytes(source, "a readable file").decode("utf-8", "replace")
     if metrics is not None:

@@ -208,12 +208,3 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
     for n in notes:
         err(f"note: {n}")
     return loaded
-
-
-def with_a_budget(loaded):
-    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
-    if loaded.offload.budget_given:
-        return loaded
-    from ..vocab.records import replace
-
-    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))

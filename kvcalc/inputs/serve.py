@@ -283,6 +283,8 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")
+    # The connector is configured even without a budget (its GPU side: the hybrid manager as it allows it).
+    overrides["offload.backend"] = ("native", "--kv-transfer-config kv_connector OffloadingConnector")
     for key, path in (("cpu_bytes_to_use", "offload.cpu_bytes_to_use"), ("block_size", "offload.block_size"),
                       ("blocks_per_chunk", "offload.blocks_per_chunk")):
         if key in extra:

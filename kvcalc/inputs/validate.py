@@ -15,6 +15,7 @@ from ..vocab.errors import UnsupportedError
 from ..vocab.keys import KEY, UNMODELLED
 from ..vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
 from ..vocab.layout import (
+    NO_CONNECTOR,
     CacheLayout,
     HostLayout,
     Layout,
@@ -30,6 +31,8 @@ from .validate_model import model_section
 from .values import Reader, written
 
 SCHEMA_VERSION = KEY["schema_version"].default
+# The offload keys that configure a connector: any of them (or offload.backend) means vLLM runs one.
+CONNECTOR_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
 
 
 def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
@@ -220,16 +223,26 @@ def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...]
 def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None) -> OffloadLayout:
     o = r.section(data, "offload")
     which = r.key(o, "offload.backend")
+    section = o.get("lmcache")
+    # LMCACHE_* variables in a manifest's environment make no connector LMCache's (and configure none): not read.
+    if isinstance(section, dict) and which != "lmcache":
+        from ..vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
+
+        if all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
+            section = None
+    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
+        # No CPU budget, no connector named, no LMCache key: vLLM runs without a KV connector (backends/none.py).
+        which = "none"
     if which == "lmcache":
         from .validate_lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
 
         return lmcache_offload(r, o)
-    section = o.get("lmcache")
-    # LMCACHE_* variables in a manifest's environment do not make the native connector LMCache's: not read.
-    if isinstance(section, dict):
-        from ..vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
-    if isinstance(section, dict) and all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
-        section = None
+    if which == "none":
+        for k in CONNECTOR_KEYS + ("lmcache",):
+            if (section if k == "lmcache" else o.get(k)) is not None:
+                raise r.fail(f"offload.{k}", "no offloading setting with offload.backend none (no KV connector)",
+                             o.get(k))
+        return NO_CONNECTOR
     if section is not None:
         raise r.fail("offload.lmcache", "no lmcache section with the native backend (set offload.backend: lmcache, "
                      "or --offload-backend lmcache)")

@@ -226,9 +226,14 @@ def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            startup_error=plan.pool.startup_error, errors={}, lmcache=None)
 
 
+def no_offload_section(plan: Plan, families, backends) -> None:
+    """No KV connector: no offload section (the report's offload_reason says why)."""
+    return None
+
+
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
-OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section}
+OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "none": no_offload_section}
 
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
@@ -322,7 +327,8 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
             mamba_block_size=plan.layers.mamba_block_size, hybrid_kv_cache_manager=plan.hma_enabled,
             hybrid_kv_cache_manager_reason=plan.hma_reason,
         ),
-        gpu=gpu, offload=offload, notes=list(plan.notes), warnings=list(plan.warnings),
+        gpu=gpu, offload=offload, offload_reason=None if offload is not None else plan.pool.notes[0],
+        notes=list(plan.notes), warnings=list(plan.warnings),
         checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict,
         error=None if not plan.pool.startup_error else
         f"vLLM {plan.behaviour.version} refuses to start {plan.pool.connector}: {plan.pool.startup_error}",

@@ -226,7 +226,10 @@ class Report:
     parallel: ParallelSection = field("parallelism")
     cache: CacheSection = field("cache settings")
     gpu: GpuSection = field("the GPU KV cache")
-    offload: OffloadSection = field("the CPU offload pool")
+    offload: OffloadSection | None = field("the CPU offload pool; null without a KV connector (offload_reason says "
+                                           "why)")
+    offload_reason: str | None = field("why offload is null: vLLM runs without a KV connector", omit_if_none=True,
+                                       default=None)
     notes: list[str] = field("informational notes (also on stderr)")
     warnings: list[str] = field("things to act on (also on stderr)")
     checks: list[Check] | None = field("with --check: the gates", omit_if_none=True, default=None)

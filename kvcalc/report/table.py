@@ -83,7 +83,7 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     for line in report.gpu.log_lines:
         g.add_row("log", line)
     out += [g, _offload_table(report, style)]
-    if report.offload.backends:
+    if report.offload is not None and report.offload.backends:
         out.append(_backends_table(report, style))
     bars = memory_bars(report, style)
     if bars is not None:
@@ -162,7 +162,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
     host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
-    if off.cpu_bytes_to_use is not None and not off.startup_error:
+    if off is not None and off.cpu_bytes_to_use is not None and not off.startup_error:
         cols = _columns(report)
         t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
 
@@ -186,7 +186,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
 def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
     """A bar per memory tier of one engine: GPU KV cache, CPU resident, CPU budget unused (selected release)."""
     off, gpu = report.offload, report.gpu
-    sel = off.selected
+    sel = None if off is None else off.selected
     if sel is None:
         return None
     world = report.parallel.world_size
@@ -272,6 +272,8 @@ def _backends_table(report: Report, style: Style) -> RenderableType:
 
 def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
+    if off is None:
+        return Text(f"CPU offload: none ({report.offload_reason})", style="bold")
     if off.lmcache is not None:
         return _lmcache_table(report, style)
     if off.cpu_bytes_to_use is None:

@@ -107,12 +107,19 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
 
 def check(layout: Layout, text: str, *, source: str) -> dict:
     """Rows of (series, label, expected, found, match) for every label of every engine's series."""
+    found = parse(text, source=source)
+    notes = []
+    own = backend(layout.offload.backend)
+    if own.no_offload_info and found[OFFLOAD_INFO] and not layout.offload.budget_given:
+        # A layout without a connector, a scrape of a server that ran one: plan the connector the scrape describes
+        # (its budget from the scrape below).
+        layout = own.with_budget(layout, 0, "the scrape")
+        layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=None))
+        notes.append(f"the scrape has {OFFLOAD_INFO}: planned with vLLM's offloading connector")
     unpublished = backend(layout.offload.backend).no_offload_info
     if unpublished:
         raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
                                f"{unpublished}")
-    found = parse(text, source=source)
-    notes = []
     if layout.cache.kv_cache_memory is None and layout.cache.num_gpu_blocks_override is None:
         blocks = {s.get("num_gpu_blocks") for _, s in found[CACHE_INFO]}
         if len(blocks) == 1 and (b := blocks.pop()) and b.isdigit():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
-from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_BACKENDS, PLATFORMS
+from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES, PLATFORMS
 from .records import MISSING, fields, record
 from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
@@ -266,10 +266,11 @@ KEYS: tuple[Key, ...] = (
     _k("offload.blocks_per_chunk", "int", "0.26+: GPU blocks per CPU chunk (instead of block_size)", minimum=1,
        nullable=True, flag=("--blocks-per-chunk",), name="blocks_per_chunk", help="0.26+: GPU blocks per CPU chunk",
        panel="offload"),
-    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)",
-       default="native", choices=OFFLOAD_BACKENDS, flag=("--offload-backend",), name="offload_backend",
-       help="native (vLLM's OffloadingConnector, default) | lmcache (LMCacheConnectorV1: LMCache's pool per rank)",
-       panel="offload"),
+    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | none (no "
+       "KV connector; absent: none when no budget, LMCache key or connector setting is given, else native)",
+       default="native", choices=OFFLOAD_CHOICES, flag=("--offload-backend",), name="offload_backend",
+       help="native (vLLM's OffloadingConnector, the default with a budget) | lmcache (LMCacheConnectorV1: LMCache's "
+            "pool per rank) | none (no KV connector, the default without a budget)", panel="offload"),
     _k("offload.lmcache", "lmcache", "backend lmcache: LMCache config keys under their LMCache names (any key the "
        "release defines; those that do not change the CPU pool are listed in a note)"),
     _k("offload.lmcache.version", "choice", f"the LMCache release whose rules apply ({LMCACHE_RELEASES[0]} - "

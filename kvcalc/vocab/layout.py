@@ -20,7 +20,9 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache")
+OFFLOAD_BACKENDS = ("native", "lmcache")  # the connectors (--compare-backends puts them side by side)
+# offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
+OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -207,13 +209,17 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
+    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | none
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
 
     @property
     def budget_given(self) -> bool:
         """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config."""
         return self.cpu_bytes_to_use is not None or self.lmcache is not None
+
+
+# vLLM without a KV connector (offload.backend none): what a layout without a budget, connector or LMCache key means.
+NO_CONNECTOR = OffloadLayout(backend="none", cpu_bytes_to_use=None, cpu_bytes_source="not given")
 
 
 @record
