@@ -401,8 +401,13 @@ def check_cmd(
         return
     from ..tools.logcheck import check
 
+    from ..vocab.keys import FLAGS
+
+    given = frozenset(FLAGS[name].path for name, value in flags.items() if value is not None and FLAGS[name].path)
     with naming(loaded.source):
-        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None)
+        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None, given=given)
+    for n in result["notes"]:
+        err(f"note: {n}")
     if fmt == "json":
         print_json(result)
     else:
