@@ -432,8 +432,8 @@ def test_plan_help_groups_its_options(capsys):
     code, out, err = run(capsys, "plan", "--help")
     assert code == 0
     sections = [line.rstrip(":") for line in out.splitlines() if line.startswith("Options: ")]
-    assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "offload", "release", "output",
-                                                   "checks", "help")]
+    assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "gpu", "offload", "release",
+                                                   "output", "checks", "help")]
     # The release help is generated from the read releases (versions.RELEASES), default shown.
     from kvcalc.vocab.releases.vllm import DEFAULT_VERSION, RELEASES
 

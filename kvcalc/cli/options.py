@@ -9,7 +9,6 @@ from typing import Literal, Optional, get_args
 import typer
 
 from ..vocab.errors import KvcalcError
-from ..vocab.records import cached
 from .console import err
 
 # --format values as Literal types, which Typer turns into choices (an Enum class per command costs start-up time).
@@ -37,14 +36,48 @@ class FlagCommand:
         self.fn, self.exclude, self.lists = fn, exclude, lists
         self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
         self.__globals__ = fn.__globals__
+        self.selection: frozenset[str] | None = None  # the flags to build (None: all)
+        self.built_for: tuple | None = None
 
-    @cached
+    def select(self, args: list[str] | None) -> None:
+        """Build only the flags `args` spells (each flag costs typer ~0.4 M instructions to build, and a command
+        line names few of them): all of them when `args` is None (help, completion) or holds an option no flag of
+        this command spells (click's own 'No such option' message, with its suggestions, needs the full list)."""
+        from ..vocab.keys import FLAGS
+
+        if args is None:
+            self.selection = None
+            return
+        spelled = {s: f.name for f in FLAGS.values() if f.name not in self.exclude
+                   for pair in f.flag for s in pair.split("/")}
+        # The command's own options (typer's OptionInfo defaults carry their spellings).
+        own = {d for p in self.fn.__defaults__ or () for d in (getattr(p, "param_decls", None) or ())}
+        names = set()
+        for a in args:
+            if a == "--":
+                break
+            word = a.split("=", 1)[0]
+            if word in spelled:
+                names.add(spelled[word])
+            elif word.startswith("-") and len(word) > 1 and word not in own and not word[1:2].isdigit():
+                self.selection = None
+                return
+        self.selection = frozenset(names)
+
+    @property
     def _built(self):
+        key = (self.selection,)
+        if self.built_for is None or self.built_for[0] != key:
+            self.built_for = (key, self._build())
+        return self.built_for[1]
+
+    def _build(self):
         import inspect
 
         from ..vocab.keys import FLAGS
 
-        chosen = [f for f in FLAGS.values() if f.name not in self.exclude]
+        chosen = [f for f in FLAGS.values() if f.name not in self.exclude
+                  and (self.selection is None or f.name in self.selection)]
         # The annotations are strings (postponed evaluation): evaluate each distinct one once (typing.get_type_hints
         # compiles a ForwardRef per parameter, ~30 us each, and start-up time is a target).
         seen: dict[str, object] = {}
@@ -76,7 +109,9 @@ class FlagCommand:
         return self._built[2]
 
     def __call__(self, **kwargs):
-        values = {f.name: kwargs.pop(f.name) for f in self._built[0]}
+        from ..vocab.keys import FLAGS
+
+        values = {name: kwargs.pop(name, None) for name, f in FLAGS.items() if name not in self.exclude}
         return self.fn(flags=values, **kwargs)
 
 
@@ -135,7 +170,7 @@ def check_thresholds(host_memory: str | None, min_cpu_tokens: str | None, shm_si
     return out
 
 
-PANELS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
+PANELS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
 
 def grouped_command_class():

@@ -17,6 +17,7 @@ from ..vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
 from ..vocab.layout import (
     NO_CONNECTOR,
     CacheLayout,
+    GpuLayout,
     HostLayout,
     Layout,
     ModelLayout,
@@ -78,10 +79,28 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
     offload = _offload(r, top.get("offload"), model, cache, backend)
     host = _host(r, top.get("host"))
-    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
+    gpu = _gpu(r, top.get("gpu"))
+    weights = None
+    if gpu.predicts:
+        from .validate_gpu import class_defaults, read_weights  # only a predicted budget needs them
+
+        cache = class_defaults(cache, gpu, version)
+        if cache.kv_cache_memory is None and cache.num_gpu_blocks_override is None:
+            weights = read_weights(top.get("__config__"))
+    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
+                  vllm_version=version,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
+
+
+def _gpu(r: Reader, data: Any) -> GpuLayout:
+    g = r.section(data, "gpu")
+    if not g:
+        return GpuLayout()
+    from .validate_gpu import gpu_section
+
+    return gpu_section(r, g)
 
 
 def _host(r: Reader, data: Any) -> HostLayout:
@@ -176,7 +195,8 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        kv_cache_memory=memory, num_gpu_blocks_override=override, max_model_len=mml,
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
-                       mamba_cache_mode=mode)
+                       mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
+                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None)
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:

@@ -143,7 +143,17 @@ def gpu_section(plan: Plan) -> GpuSection:
             )
             for w in gpu.workers
         ],
+        memory=gpu_memory(plan),
     )
+
+
+def gpu_memory(plan: Plan):
+    """The budget with a GPU named: the prediction, or the flag's budget beside the device."""
+    if plan.memory is not None or not plan.layout.gpu.predicts:
+        return plan.memory
+    from ..engines.vllm.memory import given
+
+    return given(plan.layout, "flag")
 
 
 def lmcache_section(plan: Plan) -> LMCacheSection:

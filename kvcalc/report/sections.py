@@ -14,6 +14,7 @@ from ..backends.base import Capacity, HostMemory, OutOfBounds
 from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
+    from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
 SCHEMA_VERSION = 1
@@ -149,6 +150,8 @@ class GpuSection:
     groups: list[GroupSummary] = field("KV cache groups")
     scheduler_groups: list[SpecSummary] = field("rank 0's groups as the scheduler sees them (UniformType flattened)")
     workers: list[WorkerSection] = field("one per PP stage")
+    memory: GpuMemory | None = field("with a GPU (--gpu / --gpu-total-memory): the KV budget, predicted per release "
+                                     "with each term's basis, or the flag's", omit_if_none=True)
 
 
 @record

@@ -107,6 +107,8 @@ def _layout_table(report: Report, style: Style) -> Table:
         memory = ", ".join(_b(x) for x in cache.kv_cache_memory)
     elif cache.num_gpu_blocks_override is not None:
         memory = f"not given (num_gpu_blocks_override {cache.num_gpu_blocks_override:,})"
+    elif report.gpu.memory is not None and report.gpu.memory.kv_cache_bytes is not None:
+        memory = f"predicted: {_b(report.gpu.memory.kv_cache_bytes)} (the GPU line above; JSON gpu.memory)"
     else:
         memory = "not given: GPU block count unknown (--kv-cache-memory)"
     lay.add_row("KV memory per GPU", memory)
@@ -177,9 +179,38 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
                                      for _, e, _ in cols))
         out.append(t)
+    out += gpu_memory_lines(report)
     text = report.verdict
     unsafe = "UNSAFE" in text or "would not start" in text
     out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
+    return out
+
+
+def _gib(b: int) -> str:
+    return f"{b / (1 << 30):.2f}"
+
+
+def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
+    """One line per GPU (each PP stage's ranks alike): a bar of the device, W weights, A peak activation, N non-torch,
+    G CUDA graphs, K the KV budget, . what vLLM does not request; then the figures in GiB. Letters, not colours."""
+    m = report.gpu.memory
+    if m is None or not m.workers:
+        if m is not None and m.kv_cache_bytes is not None:
+            return [Text(f"GPU KV budget: {_gib(m.kv_cache_bytes)} GiB per GPU (--kv-cache-memory)")]
+        return []
+    out: list[RenderableType] = []
+    for w in m.workers:
+        parts = [("W", w.weights_bytes), ("A", w.activation_peak_bytes), ("N", w.non_torch_bytes),
+                 ("G", w.cudagraph_bytes), ("K", max(w.kv_cache_bytes, 0)),
+                 (".", max(m.total_bytes - m.requested_bytes, 0))]
+        bar = "".join(ch * (b * width // m.total_bytes) for ch, b in parts)[:width].ljust(width, ".")
+        stage = f"stage {w.pp_rank} " if len(m.workers) > 1 else ""
+        out.append(Text(f"GPU {stage}[{bar}] {_gib(m.total_bytes)} GiB: W {_gib(w.weights_bytes)} + A "
+                        f"{_gib(w.activation_peak_bytes)} + N {_gib(w.non_torch_bytes)} + G {_gib(w.cudagraph_bytes)}"
+                        f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(m.total_bytes - m.requested_bytes)}"))
+    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (family {m.family}, util {m.utilization}): "
+                    f"{_gib(m.kv_cache_bytes)} GiB per GPU; weights exact, activation/graphs estimates "
+                    "(JSON gpu.memory.terms)"))
     return out
 
 

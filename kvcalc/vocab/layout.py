@@ -14,6 +14,7 @@ from .records import cached, field, record
 
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
+    from .weights import WeightsSpec
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
@@ -192,6 +193,8 @@ class CacheLayout:
     mamba_ssm_cache_dtype: str = "auto"
     mamba_block_size: int | None = None
     mamba_cache_mode: str = "auto"
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
+    max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -218,6 +221,24 @@ class OffloadLayout:
         return self.cpu_bytes_to_use is not None or self.lmcache is not None
 
 
+@record
+class GpuLayout:
+    """The GPU an engine's workers run on, and what vLLM is told about its memory: the KV budget is predicted from
+    it when cache.kv_cache_memory is not given (engines/vllm/memory.py)."""
+
+    name: str | None = None  # the device's torch name, or a short form (vocab/devices.py)
+    total_memory: int | None = None  # bytes, as torch reports them (mem_get_info total); from the device table or given
+    total_source: str = ""  # where total_memory came from
+    memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
+    enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    quantization: str | None = None  # runtime --quantization (fp8): linear weights stored in fp8
+
+    @property
+    def predicts(self) -> bool:
+        """A total is known: the budget can be predicted."""
+        return self.total_memory is not None
+
+
 # vLLM without a KV connector (offload.backend none): what a layout without a budget, connector or LMCache key means.
 NO_CONNECTOR = OffloadLayout(backend="none", cpu_bytes_to_use=None, cpu_bytes_source="not given")
 
@@ -237,6 +258,10 @@ class Layout:
     cache: CacheLayout = field(factory=CacheLayout)
     offload: OffloadLayout
     host: HostLayout = field(factory=HostLayout)
+    gpu: GpuLayout = field(factory=GpuLayout)
+    # The parameter breakdown the memory model weighs (inputs/hf_weights.py), read only when a budget is predicted;
+    # a string: why there is none.
+    weights: WeightsSpec | str | None = None
     vllm_version: str
     platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
     attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
