@@ -135,7 +135,8 @@ KEYS: tuple[Key, ...] = (
     _k("model.name", "str", "free text, shown in the report", default="unnamed model"),
     _k("model.num_layers", "int", f"decoder layers (at most {MAX_LAYERS:,})", minimum=1, maximum=MAX_LAYERS),
     _k("model.dtype", "choice", "model dtype; the KV dtype when cache.kv_cache_dtype is auto", default="bfloat16",
-       choices=tuple(MODEL_DTYPES), vllm=("--dtype",), vllm_parse="str"),
+       choices=tuple(MODEL_DTYPES), vllm=("--dtype",), vllm_parse="str", flag=("--dtype",), name="dtype",
+       panel="gpu", help="the dtype vLLM serves the model in (the weights' bytes; the KV dtype when auto)"),
     _k("model.layer_types", "kinds", "one kind per layer (full_attention, sliding_attention, chunked_attention, mla, "
        "mamba, none, full_attention+mamba)", choices=LAYER_KINDS),
     _k("model.layer_pattern", "kinds", "kinds repeated cyclically up to num_layers (default: every layer "

@@ -154,3 +154,12 @@ def test_the_table_draws_the_gpu_line(capsys):
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("GPU ["))
     assert "79.19 GiB: W 14.99" in line
+
+
+def test_dtype_float32_doubles_the_weights():
+    # --dtype float32: 8,030,261,248 x 4 B + the rope cache 131,072 x 128 x 4 B = 32,188,153,856 B = 29.98 GiB, the
+    # llm-d-planner float32 run's logged weights (accuracy_report.md: "float32 | 29.98").
+    m = plan(layout_from_dict({"model": {"hf_config": LLAMA, "dtype": "float32"}, "vllm": {"version": "0.19.0"},
+                               "cache": {"max_model_len": 8192}, "gpu": {"name": "H100"}}, source="t.yaml")).memory
+    assert m.weights_bytes == 8_030_261_248 * 4 + 131_072 * 128 * 4 == 32_188_153_856
+    assert f"{m.weights_bytes / GIB:.2f}" == "29.98"
