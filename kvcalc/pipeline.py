@@ -112,7 +112,8 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         notes.append("hybrid manager off: sliding-window/chunked layers are allocated as full attention")
     if grouping.padding_layers:
         notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
-    base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
+    base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings) + (
+        stage.memory.warnings if stage.memory is not None else ())
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=stage.hma_enabled, hma_reason=stage.hma_reason,
                 layers=layer_plan, grouping=grouping, gpu=gpu, pool=pool, notes=tuple(notes), base_warnings=base,

@@ -595,9 +595,11 @@ def memory_plan(version, gpu=None, cache=None, model=None):
     from kvcalc.inputs.yaml_layout import layout_from_dict
     from kvcalc.pipeline import plan
 
+    gpu = {"memory_utilization": 0.95, **(gpu or {})}
+    gpu.setdefault("name", None if "total_memory" in gpu else "H100")
     data = {"model": model or {"hf_config": LLAMA_CONFIG},
             "cache": {"max_model_len": 16384, "enable_prefix_caching": False, **(cache or {})},
-            "gpu": {"name": "H100", "memory_utilization": 0.95, **(gpu or {})}, "vllm": {"version": version}}
+            "gpu": {k: v for k, v in gpu.items() if v is not None}, "vllm": {"version": version}}
     return plan(layout_from_dict(data, source="test.yaml")).memory
 
 
@@ -718,6 +720,16 @@ def _(old, new):
 
     assert a.cudagraph_sizes == 51
     assert (sizes(old), sizes(new)) == (51, 83)
+
+
+@boundary("refusal_text", "0.22.0")
+def _(old, new):
+    # 16 GiB device at 0.92: one 131,072-token request needs 131,072 x 128 KiB = 16 GiB; vLLM's message names
+    # "models's" up to 0.21.0 and "model's" (and the CPU backend) from 0.22.0.
+    for version, whose in ((old, "the models's max seq len"), (new, "the model's max seq len")):
+        with pytest.raises(StartupRefusal, match="To serve at least one request with " + whose):
+            memory_plan(version, gpu={"total_memory": "24GiB", "memory_utilization": None},
+                        cache={"max_model_len": 131072})
 
 
 # ----------------------------------------------------------------------------------------------- the runner

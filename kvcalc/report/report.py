@@ -147,13 +147,25 @@ def gpu_section(plan: Plan) -> GpuSection:
     )
 
 
-def gpu_memory(plan: Plan):
-    """The budget with a GPU named: the prediction, or the flag's budget beside the device."""
-    if plan.memory is not None or not plan.layout.gpu.predicts:
-        return plan.memory
-    from ..engines.vllm.memory import given
+FIT_SEARCH = 1 << 24  # max_model_len_that_fits is searched up to this many tokens
 
-    return given(plan.layout, "flag")
+
+def gpu_memory(plan: Plan):
+    """The budget with a GPU named: the prediction, or the flag's budget beside the device; with the longest
+    max_model_len it fits."""
+    memory = plan.memory
+    if memory is None:
+        if not plan.layout.gpu.predicts:
+            return None
+        from ..engines.vllm.memory import given
+
+        memory = given(plan.layout, "flag")
+    from ..engines.vllm.tensors import largest_fitting_len
+
+    budgets = [w.kv_cache_bytes for w in memory.workers] or [memory.kv_cache_bytes] * len(plan.gpu.workers)
+    fits = [largest_fitting_len(w.groups, plan.layers.usage, w.num_tensors, b, FIT_SEARCH)
+            for w, b in zip(plan.gpu.workers, budgets) if w.groups and b is not None and b > 0]
+    return replace(memory, max_model_len_that_fits=min(fits) if fits else None)
 
 
 def lmcache_section(plan: Plan) -> LMCacheSection:

@@ -109,7 +109,7 @@ def test_a_budget_below_zero_is_vllms_refusal(capsys):
     code, out, err = run(capsys, "plan", LLAMA, "--vllm-version", "0.19.0", "--gpu-total-memory", "8GiB",
                          "--gpu-memory-utilization", "0.5", "--max-model-len", "4096")
     assert code == 2
-    assert "no available memory for the cache blocks" in err
+    assert "No available memory for the cache blocks" in err
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -163,3 +163,29 @@ def test_dtype_float32_doubles_the_weights():
                                "cache": {"max_model_len": 8192}, "gpu": {"name": "H100"}}, source="t.yaml")).memory
     assert m.weights_bytes == 8_030_261_248 * 4 + 131_072 * 128 * 4 == 32_188_153_856
     assert f"{m.weights_bytes / GIB:.2f}" == "29.98"
+
+
+def test_the_longest_max_model_len_that_fits_and_vllms_estimate(capsys):
+    # Llama-3.1-8B: a token takes 32 layers x 4,096 B = 128 KiB; a request takes cdiv(L, 16) blocks of 2 MiB. On a
+    # 24 GiB device at 0.92 the prediction leaves B bytes; the longest request is (B // 2 MiB) x 16 tokens, and vLLM
+    # 0.22.0 refuses 131,072 naming that estimate ("the estimated maximum model length is N").
+    p = plan(layout_from_dict({"model": {"hf_config": LLAMA}, "vllm": {"version": "0.22.0"},
+                               "cache": {"max_model_len": 8192}, "gpu": {"total_memory": "24GiB"}}, source="t.yaml"))
+    from kvcalc.report.report import gpu_memory
+
+    m = gpu_memory(p)
+    fits = m.kv_cache_bytes // (2 << 20) * 16
+    assert m.max_model_len_that_fits == fits
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu-total-memory", "24GiB", "--vllm-version", "0.22.0",
+                         "--max-model-len", "131072")
+    assert code == 2
+    assert f"the estimated maximum model length is {fits}." in err
+
+
+def test_vllms_double_counted_graphs_are_a_warning_from_0_27():
+    # 0.27+ gpu_worker.py puts the applied CUDA-graph estimate in peak_activation_memory and adds the captured graphs
+    # again in the --kv-cache-memory suggestion (vllm#57936); 0.26 does not.
+    warned = [w for w in _plan(version="0.30.0").warnings if "vllm#57936" in w]
+    assert len(warned) == 1
+    assert "0.84 GiB" in warned[0]  # 897,581,050 B of graphs (test_boundaries: the 0.20.0 step)
+    assert not [w for w in _plan(version="0.26.0").warnings if "vllm#57936" in w]

@@ -54,7 +54,7 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
     gpu = build_gpu_plan(
         grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
         memory=cache.least_memory,
-        num_gpu_blocks_override=cache.num_gpu_blocks_override,
+        num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
     )
     return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
                     grouping=grouping, gpu=gpu, memory=memory)

@@ -95,6 +95,10 @@ class GpuMemory:
     max_num_seqs: int | None = field("the scheduler's sequences per step (the sampler's profile rows)")
     max_num_batched_tokens: int | None = field("the profile run's tokens")
     cudagraph_sizes: int = field("CUDA-graph capture sizes (0: eager)")
+    warnings: tuple[str, ...] = field(json=False, default=())  # vLLM's own memory bugs that touch this plan
+    max_model_len_that_fits: int | None = field("the longest max_model_len one request of which fits this budget on "
+                                                "every worker (vLLM's start-up check; searched up to 16,777,216)",
+                                                default=None)
 
 
 def model_runner(behaviour: Behaviour, spec: WeightsSpec, hybrid: bool) -> str:
@@ -189,7 +193,7 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
         kv_cache_bytes=bind.kv_cache_bytes,
         workers=tuple(out), terms=_terms(layout, behaviour, spec, bind, requested, util, runner, graphs),
         family=behaviour.memory_budget, runner=runner, max_num_seqs=seqs, max_num_batched_tokens=mnbt,
-        cudagraph_sizes=graphs[0])
+        cudagraph_sizes=graphs[0], warnings=_bugs(layout, behaviour, bind.cudagraph_bytes))
 
 
 def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageMemory, requested: int, util: float,
@@ -221,6 +225,22 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                           + ("; 0.27+ measures weights + non-torch as the total consumed since the init snapshot"
                              if behaviour.memory_budget == "D" else "")),
     )
+
+
+def _bugs(layout: Layout, behaviour: Behaviour, cg: int) -> tuple[str, ...]:
+    """vLLM's own memory bugs where they change what this plan's user gets, each with its size here."""
+    out = []
+    if behaviour.memory_budget == "D" and cg:
+        # gpu_worker.py:527-529 @0.27.0 puts the applied estimate in peak_activation_memory, and :751-755 adds the
+        # captured graphs again to the suggestion's non-KV memory (unchanged in the 0.33.0 wheel).
+        out.append(f"vLLM {behaviour.version}'s start-up suggestion 'Replace gpu_memory_utilization config with "
+                   f"--kv-cache-memory=N' counts CUDA-graph memory twice (vllm#57936): N is about "
+                   f"{cg / GIB:.2f} GiB (this plan's graph estimate) below the budget it runs with")
+    kind = layout.model.mamba.kind if layout.model.mamba is not None else None
+    if kind == "gated_delta_net" and cg:
+        out.append(f"vLLM's CUDA-graph estimate over-counts hybrid gated-delta-net models (vllm#50780): vLLM "
+                   f"{behaviour.version} may subtract more than kvcalc's {cg / GIB:.2f} GiB graph estimate")
+    return tuple(out)
 
 
 def _why_no_cg(behaviour: Behaviour, runner: str) -> str:

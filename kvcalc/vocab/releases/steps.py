@@ -50,6 +50,10 @@ MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
     "batch_class_gb10_other": (
         Step((0, 0, 0), False, "0.32.0 engine/arg_utils.py get_batch_defaults: >= 70 GiB and not A100"),
         Step((0, 33, 0), True, "0.33.0 engine/arg_utils.py:2963, 2983-2987: GB10 (capability 12.1) in 'other'")),
+    # vLLM's start-up refusal wording (No available memory for the cache blocks / To serve at least one request ...).
+    "refusal_text": (
+        Step((0, 0, 0), "v1", "0.21.0 v1/core/kv_cache_utils.py:615-643: \"models's max seq len\", no CPU clause"),
+        Step((0, 22, 0), "v2", "0.22.0 v1/core/kv_cache_utils.py:697-728: \"model's\", CPU-backend clauses")),
     "max_capture_sm100": (
         Step((0, 0, 0), 512, "0.27.0 config/vllm.py _set_cudagraph_sizes: min(max_num_seqs x 2, 512)"),
         Step((0, 28, 0), 1024, "0.28.0 config/vllm.py:1938: 1024 on device capability family 100 (SM10x)")),

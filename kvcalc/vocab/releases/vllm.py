@@ -378,6 +378,7 @@ class Behaviour:
     batch_class_large: bool
     batch_class_gb10_other: bool
     max_capture_sm100: int
+    refusal_text: str
 
     @property
     def formula(self) -> str:
