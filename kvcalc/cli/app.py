@@ -10,7 +10,8 @@ import typer
 
 from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, name_source, naming, plain, print_json, report_checks
+from .console import (RENDERERS, console, err, name_source, naming, plain, print_json, report_checks,
+                      write_sweep)
 from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, from_manifest,
                       layout_flags, layout_overrides, load_input, split_overrides)
 
@@ -255,6 +256,10 @@ def size_cmd(
                                              rich_help_panel="offload"),
     resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
                                            f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
+    gpu_tokens: Optional[str] = typer.Option(None, "--gpu-tokens", help="GPU KV tokens to hold (2M = 2,097,152)",
+                                             rich_help_panel="gpu"),
+    concurrency: Optional[float] = typer.Option(None, "--concurrency", help="max_model_len requests held at once",
+                                                rich_help_panel="gpu"),
     fmt: OutputFormat = format_option(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
@@ -266,8 +271,13 @@ def size_cmd(
     from ..tools.sizing import size
     from ..vocab.units import SizeError, parse_size
 
-    if [cpu_tokens, cpu_blocks, resident].count(None) != 2:
-        raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks or --resident")
+    if [cpu_tokens, cpu_blocks, resident, gpu_tokens, concurrency].count(None) != 4:
+        raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks, --resident, --gpu-tokens or --concurrency")
+    if gpu_tokens is not None or concurrency is not None:
+        from .gpu_size import size_gpu_command
+
+        size_gpu_command(layout, gpu_tokens, concurrency, fmt, layout_overrides(flags))
+        return
     tokens = None if cpu_tokens is None else Reader("--cpu-tokens", {}).human_int(cpu_tokens, "", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
@@ -331,29 +341,7 @@ def sweep(
         from rich.progress import track
 
         rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
-    _write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
-
-
-def _write_sweep(rows, fmt: str, source: str, total: int, shown: list[str]) -> None:
-    """A sweep's rows as they come (the grid is never held): JSON lines, CSV, or a table of the `shown` columns."""
-    if fmt == "jsonl":
-        import json
-
-        for row in rows:
-            sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
-    elif fmt == "csv":
-        import csv
-
-        from ..tools.sweep import COLUMNS
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    else:
-        from ..report.commands import render_sweep
-
-        console(140).print(render_sweep(rows, shown, source, total))
+    write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
 
 
 @app.command("check")
