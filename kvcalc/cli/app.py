@@ -324,6 +324,14 @@ def sweep(
             if not parts or not all(p.isascii() and p.isdigit() for p in parts):  # not '²', which isdigit()
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of integers, got {text!r}")
             return [int(p) for p in parts]
+        if FLAGS[name].cli_type is float:
+            try:
+                numbers = [float(p) for p in parts]
+            except ValueError:
+                numbers = []
+            if not numbers:
+                raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of numbers, got {text!r}")
+            return numbers
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}

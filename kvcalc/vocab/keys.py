@@ -259,14 +259,14 @@ KEYS: tuple[Key, ...] = (
     _k("gpu", "section", "the GPU the workers run on: with a total (name or total_memory) and no "
        "cache.kv_cache_memory, the KV budget is predicted per release"),
     _k("gpu.name", "str", "the device as torch names it (NVIDIA H100 80GB HBM3) or a short form (H100): its total "
-       "from kvcalc's table of logged totals", flag=("--gpu",), name="gpu", panel="gpu",
+       "from kvcalc's table of logged totals", flag=("--gpu",), name="gpu", panel="gpu", sweep=9,
        help="the GPU as torch names it or a short form (H100, A100-80GB, A10, GB10): predicts the KV budget"),
     _k("gpu.total_memory", "size", "the device's total as torch reports it (mem_get_info), instead of a name",
        flag=("--gpu-total-memory",), name="gpu_total_memory", panel="gpu",
        help=f"the device total as torch reports it (vLLM logs it as total_memory). SIZE: {SIZE_HELP}"),
     _k("gpu.memory_utilization", "fraction", "vLLM's --gpu-memory-utilization (null: the release's default, 0.9 "
        "up to 0.19.1, 0.92 from 0.20.0)", nullable=True, flag=("--gpu-memory-utilization",),
-       name="gpu_memory_utilization", panel="gpu", help="fraction of the device vLLM requests (default: the "
+       name="gpu_memory_utilization", panel="gpu", sweep=8, help="fraction of the device vLLM requests (default: the "
        "release's)", vllm=("--gpu-memory-utilization",), vllm_parse="float", vllm_args="changed"),
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",

@@ -65,3 +65,20 @@ def test_bad_targets_are_one_line(capsys, args, needle):
     code, out, err = run(capsys, *BASE, *args)
     assert code == 2
     assert needle in err
+
+
+def test_sweep_axes_for_the_gpu_and_its_utilization(capsys):
+    # One row per (utilization, GPU); each row's predicted budget is the plan's (gpu.memory.kv_cache_bytes).
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpu", "H100,A10", "--gpu-memory-utilization", "0.8,0.9",
+                         "--vllm-version", "0.19.0", "--max-model-len", "8192", "--format", "jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["gpu_memory_utilization"], r["gpu"]) for r in rows] == [(0.8, "H100"), (0.8, "A10"), (0.9, "H100"),
+                                                                       (0.9, "A10")]
+    for r in rows:
+        data = {"model": {"hf_config": LLAMA}, "vllm": {"version": "0.19.0"}, "cache": {"max_model_len": 8192},
+                "gpu": {"name": r["gpu"], "memory_utilization": r["gpu_memory_utilization"]}}
+        assert r["gpu_kv_cache_bytes"] == plan(layout_from_dict(data, source="t.yaml")).memory.kv_cache_bytes
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpu-memory-utilization", "0.9,x")
+    assert code == 2
+    assert "--gpu-memory-utilization: expected a comma-separated list of numbers" in err
