@@ -94,7 +94,10 @@ def plan(
         from ..tools.logcheck import gpu_blocks_from_log
 
         text = read_bytes(memory_log, "a readable file").decode("utf-8", "replace")
-        loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
+        from ..vocab.keys import FLAGS
+
+        given = frozenset(FLAGS[k].path for k, v in flags.items() if v is not None and FLAGS[k].path)
+        loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given)
         err(f"note: {note}")
     if check and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "

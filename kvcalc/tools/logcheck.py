@@ -187,15 +187,42 @@ def _compare(logs, max_model_len: int, logged: StartupLog, n: int) -> list[dict]
     return rows
 
 
-def gpu_blocks_from_log(layout: Layout, text: str, source: str) -> tuple[Layout, str]:
+# Settings that change the non-KV memory: a log measured under other values cannot give this run's budget.
+NOT_REUSABLE = {"parallel.tensor_parallel_size": "tensor_parallel_size",
+                "parallel.pipeline_parallel_size": "pipeline_parallel_size", "model.dtype": "dtype",
+                "gpu.quantization": "quantization", "cache.max_num_seqs": "max_num_seqs",
+                "gpu.enforce_eager": "enforce_eager", "cache.max_num_batched_tokens": "max_num_batched_tokens"}
+# Settings that keep the budget and change only the block arithmetic (the budget is reused in bytes).
+REBLOCK = ("cache.kv_cache_dtype", "cache.block_size", "gpu.memory_utilization")
+
+
+def _refuse_changed(layout: Layout, logged: StartupLog, given: frozenset[str], source: str) -> None:
+    for path, key in NOT_REUSABLE.items():
+        stated = logged.setting(key)
+        if path not in given or stated is None:
+            continue
+        section, leaf = path.split(".")
+        mine = getattr(getattr(layout, section), leaf)
+        if str(stated).removeprefix("torch.").strip("'") != str(mine):
+            raise KvcalcError(f"{source}: --kv-cache-memory-from-log: the log's budget was measured with {key} "
+                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu instead")
+
+
+def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset[str] = frozenset()
+                        ) -> tuple[Layout, str]:
     """The GPU side of a real start: the block count the log's lines allow (check's candidates, the one that
-    reproduces every logged number), as num_gpu_blocks_override, and a note saying how it was pinned; the plan
-    itself keeps the layout's release and max_model_len."""
+    reproduces every logged number), as num_gpu_blocks_override; or, when a flag changes the KV dtype, the block
+    size or the utilization, the budget in bytes those counts imply (moved by exactly ceil(T u') - ceil(T u) for a
+    new utilization), with a note saying how it was pinned. The plan keeps the layout's release and max_model_len."""
     if "Available KV cache memory" not in text:
         raise KvcalcError(f"{source}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
+    logged = parse_log(text, source)
+    _refuse_changed(layout, logged, given, source)
     probe = replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
-    # The block count is the logged run's: its release and max_model_len (when the log names them) decide which
-    # candidate reproduces the logged lines.
+    if any(path in given for path in REBLOCK):  # the log's own run, to read its budget
+        keep = given - set(REBLOCK) | {"vllm.version"}
+        probe, _ = with_log_settings(replace(probe, cache=replace(probe.cache, kv_cache_dtype="auto", block_size=None)),
+                                     logged, keep)
     result = check(probe, text, source=source)
     lo, hi = result["num_gpu_blocks_range"]
     n = result["num_gpu_blocks"]
@@ -203,5 +230,28 @@ def gpu_blocks_from_log(layout: Layout, text: str, source: str) -> tuple[Layout,
     pinned = ("matched by its KV cache size line" + (f" ({match[0]:,}..{match[1]:,} all match)" if match and
                                                       match[0] != match[1] else "")) if result["match"] else (
         f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
-    note = f"{n:,} GPU blocks from {source} ({result['memory']}; {pinned})"
-    return replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=n)), note
+    if not any(path in given for path in REBLOCK):
+        note = f"{n:,} GPU blocks from {source} ({result['memory']}; {pinned})"
+        return replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=n)), note
+    return _budget_from_log(layout, logged, probe, match or [n, n], given, source, pinned)
+
+
+def _budget_from_log(layout, logged: StartupLog, probe, match, given, source, pinned) -> tuple[Layout, str]:
+    """The budget in bytes the matching counts imply on the log's own layout, moved for a new utilization."""
+    per_block = plan(replace(probe, cache=replace(probe.cache, num_gpu_blocks_override=match[0]))).gpu.workers[0]
+    budget = match[0] * per_block.bytes_per_block
+    top = (match[1] + 1) * per_block.bytes_per_block - 1
+    moved = ""
+    if "gpu.memory_utilization" in given:
+        if logged.total_gib is None or logged.utilization is None:
+            raise KvcalcError(f"{source}: --kv-cache-memory-from-log with --gpu-memory-utilization: the log states no "
+                              "device total and utilization (DEBUG 'worker init memory snapshot' / 'Requested memory' "
+                              "lines, or the 0.26+ 'Free memory on device' line)")
+        total = int(Fraction(logged.total_gib) * (1 << 30))
+        old, new = float(logged.utilization), layout.gpu.memory_utilization
+        delta = ceil(total * new) - ceil(total * old)  # v1/worker/utils.py request_memory, both sides
+        budget, top = budget + delta, top + delta
+        moved = f", moved by ceil(T x {new}) - ceil(T x {old}) = {delta:,} B (T = {logged.total_gib} GiB logged)"
+    note = (f"KV budget {budget:,}..{top:,} B from {source} ({pinned}{moved}); the smallest is planned with this "
+            "run's KV dtype and block size")
+    return replace(layout, cache=replace(layout.cache, kv_cache_memory=(budget,), num_gpu_blocks_override=None)), note

@@ -144,3 +144,39 @@ def test_the_logs_settings_win_over_the_layouts_unless_a_flag_set_them(capsys, t
     assert "max_model_len 4096" in note
     code, out, err = run(capsys, "check", str(path), "--log", log, "--vllm-version", "0.22.1", "--format", "json")
     assert json.loads(out)["vllm_version"] == "0.22.1"
+
+
+LLAMA_CFG = os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json")
+LLAMA_LOG = os.path.join(LOGS, "llama-3.1-8b-h100-tp1-v0.19.0-debug.log")
+
+
+def _from_log(capsys, *flags):
+    code, out, err = run(capsys, "plan", LLAMA_CFG, "--kv-cache-memory-from-log", LLAMA_LOG, "--vllm-version",
+                         "0.19.0", "--max-model-len", "16384", *flags, "--format", "json")
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def test_what_if_another_kv_dtype_reuses_the_logged_budget(capsys):
+    # The log pins 29,751 blocks of 2 MiB: a budget of at least 29,751 x 2,097,152 = 62,392,369,152 B. In fp8 a block
+    # is 1 MiB: 62,392,369,152 // 1,048,576 = 59,502 blocks.
+    code, doc, err = _from_log(capsys, "--kv-cache-dtype", "fp8")
+    assert code == 0, err
+    assert doc["cache"]["kv_cache_memory"] == [29_751 * 2_097_152] == [62_392_369_152]
+    assert doc["gpu"]["num_blocks"] == 62_392_369_152 // 1_048_576 == 59_502
+
+
+def test_what_if_another_utilization_moves_the_budget_exactly(capsys):
+    # T = 79.19 GiB = 85,029,615,042 B (its snapshot line); ceil(T x 0.9) - ceil(T x 0.95) = 76,526,653,538 -
+    # 80,778,134,290 = -4,251,480,752 B: 62,392,369,152 - 4,251,480,752 = 58,140,888,400 B, // 2 MiB = 27,723 blocks.
+    code, doc, err = _from_log(capsys, "--gpu-memory-utilization", "0.9")
+    assert code == 0, err
+    assert doc["cache"]["kv_cache_memory"] == [58_140_888_400]
+    assert doc["gpu"]["num_blocks"] == 58_140_888_400 // 2_097_152 == 27_723
+    assert "-4,251,480,752 B" in err
+
+
+def test_a_log_is_not_reused_for_another_tp(capsys):
+    # Its engine line states tensor_parallel_size=1: TP 2 changes the weights and non-torch memory.
+    code, doc, err = _from_log(capsys, "--tp", "2")
+    assert code == 2
+    assert "measured with tensor_parallel_size 1" in err
