@@ -246,6 +246,8 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     arch = data.get("architectures")
     experts = _int(cfg, "num_local_experts") or _int(cfg, "num_experts") or _int(cfg, "n_routed_experts")
     index = checkpoint_bytes(directory)
+    stored = {"float32": 4, "bfloat16": 2, "float16": 2}.get(str(cfg.get("torch_dtype") or data.get("torch_dtype")
+                                                                 or cfg.get("dtype") or data.get("dtype")), 2)
     return WeightsSpec(
         blocks=tuple(blocks + vision), num_layers=_int(cfg, "num_hidden_layers", 1), hidden_size=hidden,
         intermediate_size=_int(cfg, "intermediate_size"), vocab_size=_int(cfg, "vocab_size", 32000),
@@ -254,4 +256,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         moe_intermediate_size=_int(cfg, "moe_intermediate_size") or (_int(cfg, "intermediate_size") if experts
                                                                      else 0),
         quantization=method, linear_bytes=linear, expert_bytes=expert, checkpoint_bytes=index,
-        source=f"{source}: {mt} parameter shapes" + (" + vision_config" if vision else ""), has_vision=bool(vision))
+        checkpoint_dtype_bytes=stored,
+        source=f"{source}: {mt} parameter shapes" + (" + vision_config" if vision else "")
+        + (f", scaled to model.safetensors.index.json's total_size {index:,} B" if index else ""),
+        has_vision=bool(vision))

@@ -56,5 +56,7 @@ class WeightsSpec:
     expert_bytes: tuple[int, int] | None = field("MXFP4-style checkpoints: bytes per expert element", default=None)
     checkpoint_bytes: int | None = field("model.safetensors.index.json metadata.total_size (the checkpoint's own "
                                          "bytes), when the model directory has it", default=None)
+    checkpoint_dtype_bytes: int = field("bytes per element of the checkpoint's torch_dtype (its unquantized "
+                                        "tensors)", default=2)
     source: str = field("where the breakdown came from")
     has_vision: bool = field("a multimodal model (its encoder is loaded and profiled too)", default=False)

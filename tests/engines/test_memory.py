@@ -189,3 +189,18 @@ def test_vllms_double_counted_graphs_are_a_warning_from_0_27():
     assert len(warned) == 1
     assert "0.84 GiB" in warned[0]  # 897,581,050 B of graphs (test_boundaries: the 0.20.0 step)
     assert not [w for w in _plan(version="0.26.0").warnings if "vllm#57936" in w]
+
+
+def test_a_safetensors_index_sets_the_total(tmp_path):
+    # A model directory whose model.safetensors.index.json says total_size = the 8,030,261,248 parameters x 2 B + 2 GiB:
+    # every block but the rope cache scales by total_size / 16,060,522,496 (the split over stages and ranks stays the
+    # parameter rules'): weights = 16,060,522,496 + 2 GiB + 33,554,432 at TP 1.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(LLAMA, model / "config.json")
+    total = 8_030_261_248 * 2 + 2 * GIB
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                    "weight_map": {}}))
+    m = _plan(str(model / "config.json")).memory
+    assert abs(m.weights_bytes - (total + 131_072 * 128 * 2)) <= 16  # integer division per block
+    assert "total_size" in next(t for t in m.terms if t.name == "weights").source

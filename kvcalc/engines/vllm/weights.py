@@ -57,10 +57,27 @@ def _bytes_per_element(block: ParamBlock, spec: WeightsSpec, dtype_bytes: int, r
     return dtype_bytes, 1
 
 
+def _checkpoint_scale(spec: WeightsSpec, runtime_quant: str | None) -> tuple[int, int]:
+    """(num, den): the checkpoint's own bytes (model.safetensors.index.json total_size) over the breakdown's at the
+    checkpoint dtype, applied to every block but the rotary cache (not in the checkpoint): the parameter rules stay
+    the split over PP and TP, the checkpoint the total. (1, 1) without an index, or under runtime quantization."""
+    if spec.checkpoint_bytes is None or runtime_quant is not None:
+        return 1, 1
+    mine = 0
+    for block in spec.blocks:
+        if block.dtype_bytes is None and block.name != "rotary cos/sin cache":
+            layers = spec.num_layers if block.layers is None else len(block.layers)
+            count = block.params * (block.kv_heads or 1) * (layers if block.placement == "layers" else 1)
+            num, den = _bytes_per_element(block, spec, spec.checkpoint_dtype_bytes, None)
+            mine += count * num // den
+    return (spec.checkpoint_bytes, mine) if mine else (1, 1)
+
+
 def stage_weights(spec: WeightsSpec, *, dtype: str, tp: int, stages: list[tuple[int, int]],
                   runtime_quant: str | None = None) -> list[StageWeights]:
     """Bytes one TP rank of each PP stage holds. `stages`: each stage's decoder layers [start, end)."""
     dtype_bytes = DTYPE_BYTES.get(dtype, 2)
+    scale_num, scale_den = _checkpoint_scale(spec, runtime_quant)
     last = len(stages) - 1
     out = []
     for rank, (start, end) in enumerate(stages):
@@ -75,6 +92,8 @@ def stage_weights(spec: WeightsSpec, *, dtype: str, tp: int, stages: list[tuple[
             if not layers:
                 continue
             num, den = _bytes_per_element(block, spec, dtype_bytes, runtime_quant)
+            if block.name != "rotary cos/sin cache":
+                num, den = num * scale_num, den * scale_den
             parts.append((block.name, _elements(block, spec, tp, layers) * num // den))
         out.append(StageWeights(pp_rank=rank, bytes_per_rank=sum(b for _, b in parts), parts=tuple(parts)))
     return out
