@@ -236,6 +236,9 @@ def _bugs(layout: Layout, behaviour: Behaviour, cg: int) -> tuple[str, ...]:
         out.append(f"vLLM {behaviour.version}'s start-up suggestion 'Replace gpu_memory_utilization config with "
                    f"--kv-cache-memory=N' counts CUDA-graph memory twice (vllm#57936): N is about "
                    f"{cg / GIB:.2f} GiB (this plan's graph estimate) below the budget it runs with")
+    if layout.model.draft is not None:
+        out.append(f"the predicted KV budget leaves out the {layout.model.draft.method} drafter's weights and "
+                   "activation (not modelled): vLLM's budget on the last PP stage is smaller by that much")
     kind = layout.model.mamba.kind if layout.model.mamba is not None else None
     if kind == "gated_delta_net" and cg:
         out.append(f"vLLM's CUDA-graph estimate over-counts hybrid gated-delta-net models (vllm#50780): vLLM "
