@@ -722,6 +722,14 @@ def _(old, new):
     assert (sizes(old), sizes(new)) == (51, 83)
 
 
+@boundary("sampler_quarters", "0.17.0")
+def _(old, new):
+    # The profile run's sampler over 1,024 rows x 128,256 logits: the pre-0.17 sort keeps fp32 values and int64
+    # indices, 12 B a logit more: 1,024 x 128,256 x 12 = 1,576,009,728 B more activation on 0.16.0.
+    a, b = memory_plan(old), memory_plan(new)
+    assert a.activation_peak_bytes - b.activation_peak_bytes == 1024 * 128_256 * 12 == 1_576_009_728
+
+
 @boundary("refusal_text", "0.22.0")
 def _(old, new):
     # 16 GiB device at 0.92: one 131,072-token request needs 131,072 x 128 KiB = 16 GiB; vLLM's message names

@@ -33,7 +33,7 @@ GIB, MIB = 1 << 30, 1 << 20
 # gpu_model_runner.py), in quarters: 61 / 4 = 15.25 B. Fitted on the vLLM 0.19.0 H100 DEBUG logs of
 # llm-d-incubation/llm-d-planner (torch peak increase at 1,024 rows: Llama-3.1-8B 1.89 GiB over 128,256 logits a
 # row, Qwen2.5-7B 2.21 GiB over 152,064, Gemma-3-12B 3.94 GiB over 262,208, Phi-4 1.52 GiB over 100,352, less the
-# hidden states): 14.8 - 15.6 B.
+# hidden states): 14.8 - 15.6 B. Before 0.17 (steps.py sampler_quarters) the full sort adds 12 B: 27.25 B.
 SAMPLER_QUARTERS = 61
 # The forward pass's peak per token in elements (x dtype bytes): 3.6 x the MLP width on the rank + 4 x hidden. Fitted
 # on the same logs' PP-stage-0 peak (Llama-3.1-8B, no sampler: 1.10 GiB at 8,192 tokens) and CodeLlama-7B (0.77 GiB,
@@ -127,7 +127,8 @@ def capture_sizes(max_num_seqs: int, mnbt: int, decode_len: int, ceiling: int) -
     return len(sizes), sum(s <= max_num_seqs * decode_len for s in sizes)
 
 
-def _activation(spec: WeightsSpec, dtype_bytes: int, tp: int, tokens: int, rows: int, last: bool) -> int:
+def _activation(spec: WeightsSpec, dtype_bytes: int, tp: int, tokens: int, rows: int, last: bool,
+                quarters: int = SAMPLER_QUARTERS) -> int:
     if spec.num_experts:
         width = cdiv(spec.experts_per_token * spec.moe_intermediate_size, tp)
     else:
@@ -136,7 +137,7 @@ def _activation(spec: WeightsSpec, dtype_bytes: int, tp: int, tokens: int, rows:
     if not last:
         return forward
     vocab = cdiv(spec.vocab_size, VOCAB_PADDING) * VOCAB_PADDING
-    sampler = rows * vocab * SAMPLER_QUARTERS // 4 + tokens * spec.hidden_size * dtype_bytes
+    sampler = rows * vocab * quarters // 4 + tokens * spec.hidden_size * dtype_bytes
     return max(forward, sampler)
 
 
@@ -176,7 +177,8 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
     out, estimate = [], None
     for w, (start, end) in zip(weights, stages):
         last = w.pp_rank == len(stages) - 1
-        act = _activation(spec, dtype_bytes, par.tensor_parallel_size, mnbt, min(seqs, mnbt), last)
+        act = _activation(spec, dtype_bytes, par.tensor_parallel_size, mnbt, min(seqs, mnbt), last,
+                          behaviour.sampler_quarters)
         nt = _non_torch(par.tensor_parallel_size, par.pipeline_parallel_size)
         cg = _cudagraph(end - start, graphs) if profiled else 0
         if w.pp_rank == 0 and profiled:
@@ -214,7 +216,8 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                           f"to 64" + (f", {quant} weights" if quant else "")),
         MemoryTerm(name="activation_peak", bytes=bind.activation_peak_bytes, basis="estimate",
                    source=f"profile run ({runner}): forward at {layout.cache.max_num_batched_tokens:,} tokens"
-                          + (", sampler over min(max_num_seqs, tokens) x vocabulary logits at 15.25 B" if
+                          + (f", sampler over min(max_num_seqs, tokens) x vocabulary logits at "
+                             f"{behaviour.sampler_quarters / 4} B" if
                              bind.pp_rank == par.pipeline_parallel_size - 1 else "") + " (fit: vLLM 0.19.0 H100 logs)"),
         MemoryTerm(name="non_torch", bytes=bind.non_torch_bytes, basis="table",
                    source=f"TP {par.tensor_parallel_size} / PP {par.pipeline_parallel_size} (vLLM 0.19.0 H100 logs: "

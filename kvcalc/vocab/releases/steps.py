@@ -54,6 +54,13 @@ MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
     "refusal_text": (
         Step((0, 0, 0), "v1", "0.21.0 v1/core/kv_cache_utils.py:615-643: \"models's max seq len\", no CPU clause"),
         Step((0, 22, 0), "v2", "0.22.0 v1/core/kv_cache_utils.py:697-728: \"model's\", CPU-backend clauses")),
+    # The profile run's sampler, bytes per logit in quarters (engines/vllm/memory.py): before 0.17 top-k / top-p sort
+    # every row (torch.sort: fp32 values and int64 indices, 12 B a logit more); 0.17 uses a Triton kernel for >= 8 rows.
+    "sampler_quarters": (
+        Step((0, 0, 0), 109, "0.16.0 v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p: logits.sort(dim=-1) on "
+                             "every row"),
+        Step((0, 17, 0), 61, "0.17.0 v1/sample/ops/topk_topp_sampler.py:245-255: a Triton top-k/top-p kernel for >= 8 "
+                             "rows (no full-vocabulary sort)")),
     "max_capture_sm100": (
         Step((0, 0, 0), 512, "0.27.0 config/vllm.py _set_cudagraph_sizes: min(max_num_seqs x 2, 512)"),
         Step((0, 28, 0), 1024, "0.28.0 config/vllm.py:1938: 1024 on device capability family 100 (SM10x)")),

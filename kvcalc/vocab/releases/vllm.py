@@ -379,6 +379,7 @@ class Behaviour:
     batch_class_gb10_other: bool
     max_capture_sm100: int
     refusal_text: str
+    sampler_quarters: int
 
     @property
     def formula(self) -> str:
