@@ -57,7 +57,7 @@ MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
     # The profile run's sampler, bytes per logit in quarters (engines/vllm/memory.py): before 0.17 top-k / top-p sort
     # every row (torch.sort: fp32 values and int64 indices, 12 B a logit more); 0.17 uses a Triton kernel for >= 8 rows.
     "sampler_quarters": (
-        Step((0, 0, 0), 109, "0.16.0 v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p: logits.sort(dim=-1) on "
+        Step((0, 0, 0), 109, "0.16.0 v1/sample/ops/topk_topp_sampler.py:262 apply_top_k_top_p: logits.sort(dim=-1) on "
                              "every row"),
         Step((0, 17, 0), 61, "0.17.0 v1/sample/ops/topk_topp_sampler.py:245-255: a Triton top-k/top-p kernel for >= 8 "
                              "rows (no full-vocabulary sort)")),
