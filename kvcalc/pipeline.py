@@ -17,6 +17,7 @@ from .vocab.units import parse_size
 
 if TYPE_CHECKING:
     from .backends.base import OffloadBackend
+    from .engines.vllm.memory import GpuMemory
 from .vocab.releases.vllm import REPRESENTATIVE, Behaviour, behaviour_for
 
 
@@ -34,6 +35,7 @@ class Plan:
     pool: Pool  # the connector's host pool (backends/): NativePool, LMCachePool
     notes: tuple[str, ...]  # informational, for stderr
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
+    memory: GpuMemory | None = None  # the KV budget predicted from the layout's gpu section (engines/vllm/memory.py)
 
     @cached
     def logs(self) -> LogNumbers | None:
@@ -110,13 +112,15 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
         notes.append("hybrid manager off: sliding-window/chunked layers are allocated as full attention")
     if grouping.padding_layers:
         notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
-    base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
+    base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings) + (
+        stage.memory.warnings if stage.memory is not None else ())
     if layout.vllm_version_from == "default":
         base = (f"no vLLM release named (no --vllm-version, vllm.version, image tag or log banner): planned as "
                 f"{layout.vllm_version}, the newest kvcalc models; name the release you run",) + base
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=stage.hma_enabled, hma_reason=stage.hma_reason,
-                layers=layer_plan, grouping=grouping, gpu=gpu, pool=pool, notes=tuple(notes), base_warnings=base)
+                layers=layer_plan, grouping=grouping, gpu=gpu, pool=pool, notes=tuple(notes), base_warnings=base,
+                memory=stage.memory)
 
 
 def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | KvcalcError]]:

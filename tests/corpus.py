@@ -57,10 +57,11 @@ def commands() -> list[list[str]]:
         out.append(["init", cfg])
     for log in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "logs", "*.log"))):
         name = os.path.basename(log)
-        layout = {"gpt": "gpt-oss-120b.yaml", "kimi": "kimi-k2.5-eagle3-tp4.yaml",
-                  "llama": "llama-3.1-8b.yaml"}[name.split("-")[0]]
+        layout = {"gpt": "examples/gpt-oss-120b.yaml", "kimi": "examples/kimi-k2.5-eagle3-tp4.yaml",
+                  "llama": "examples/llama-3.1-8b.yaml", "gemma": "tests/fixtures/hf/gemma-3-12b-it.json"}[
+            name.split("-")[0]]
         tp = ["--tp", "2"] if "tp2" in name else []
-        out.append(["check", os.path.join("examples", layout), "--log", _rel(log), *tp, "--format", "json"])
+        out.append(["check", os.path.join(*layout.split("/")), "--log", _rel(log), *tp, "--format", "json"])
     for prom in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "metrics", "*.prom"))):
         out.append(["check", os.path.join("examples", "kimi-k2.5-eagle3-tp4.yaml"), "--metrics", _rel(prom),
                     "--vllm-version", "0.33.0", "--format", "json"])

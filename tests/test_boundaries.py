@@ -5,6 +5,8 @@ from the formulas the releases' sources use (the evidence is next to each Step i
 A new Step or Family without a check here fails test_every_boundary_has_a_check.
 """
 
+import os
+
 import pytest
 
 from conftest import GIB, lmcache_plan, make_plan
@@ -615,6 +617,160 @@ def _(old, new):
     p = lmcache_plan(layout, new, offload={"kv_offloading_size": 64})
     assert (p.pool.lmcache.connector, p.pool.lmcache.modelled) == ("LMCacheMPConnector", False)
     assert any("has no effect" in w for w in p.warnings)
+
+
+# ----------------------------------------------------------------------------------------------- the KV budget
+
+LLAMA_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "models", "llama-3.1-8b.json")
+
+
+def memory_plan(version, gpu=None, cache=None, model=None):
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.pipeline import plan
+
+    gpu = {"memory_utilization": 0.95, **(gpu or {})}
+    gpu.setdefault("name", None if "total_memory" in gpu else "H100")
+    data = {"model": model or {"hf_config": LLAMA_CONFIG},
+            "cache": {"max_model_len": 16384, "enable_prefix_caching": False, **(cache or {})},
+            "gpu": {k: v for k, v in gpu.items() if v is not None}, "vllm": {"version": version}}
+    return plan(layout_from_dict(data, source="test.yaml")).memory
+
+
+@boundary("memory_budget", "0.18.0")
+def _(old, new):
+    # 0.17.0 profiles no CUDA graphs during determine_available_memory; 0.18.0 profiles and logs the estimate
+    # ("Estimated CUDA graph memory") without subtracting it: the budget is the same.
+    a, b = memory_plan(old), memory_plan(new)
+    assert a.cudagraph_estimate_bytes is None
+    assert b.cudagraph_estimate_bytes > 0
+    assert a.kv_cache_bytes == b.kv_cache_bytes
+
+
+@boundary("memory_budget", "0.20.0")
+def _(old, new):
+    # 0.20.0 subtracts the estimate: Llama-3.1-8B on an H100 (1,024 seqs, 8,192 tokens) captures 51 piecewise and 51
+    # full graphs (1, 2, 4, every 8 to 248, every 16 to 512); kvcalc's extrapolation: 200 MiB + 50 x (2 MiB + 32
+    # layers x 0.16 MiB) + 50 x 6 MiB = 209,715,200 + 50 x (2,097,152 + 5,368,709) + 314,572,800 = 897,581,050 B.
+    a, b = memory_plan(old), memory_plan(new)
+    assert a.cudagraph_bytes == 0
+    assert b.cudagraph_bytes == b.cudagraph_estimate_bytes == 897_581_050
+    assert a.kv_cache_bytes - b.kv_cache_bytes == 897_581_050
+
+
+@boundary("memory_budget", "0.27.0")
+def _(old, new):
+    # 0.27.0 measures the total consumed since the init snapshot plus the transient peak (mem_utils.py:317-326).
+    a, b = memory_plan(old), memory_plan(new)
+    assert (a.family, b.family) == ("C", "D")
+    assert "total consumed" in b.terms[-1].source
+    assert "total consumed" not in a.terms[-1].source
+
+
+@boundary("default_gpu_memory_utilization", "0.20.0")
+def _(old, new):
+    # H100 total 79.19 GiB = 85,029,615,042 B: ceil(x 0.9) = 76,526,653,538 (0.19.1); ceil(x 0.92) = 78,227,245,839.
+    a, b = memory_plan(old, gpu={"memory_utilization": None}), memory_plan(new, gpu={"memory_utilization": None})
+    assert a.total_bytes == 7919 * GIB // 100 == 85_029_615_042
+    assert (a.utilization, a.requested_bytes) == (0.9, 76_526_653_538)
+    assert (b.utilization, b.requested_bytes) == (0.92, 78_227_245_839)
+
+
+def _runner(version, architecture, experts=0, quantization=None):
+    from kvcalc.engines.vllm.memory import model_runner
+    from kvcalc.vocab.weights import WeightsSpec
+
+    spec = WeightsSpec(blocks=(), num_layers=1, hidden_size=1, intermediate_size=1, vocab_size=1,
+                       architecture=architecture, num_experts=experts, quantization=quantization, source="test")
+    return model_runner(behaviour_for(version), spec, hybrid=False)
+
+
+@boundary("mrv2_rule", "0.22.0")
+def _(old, new):
+    # config/vllm.py:69 @0.22.0: Qwen3ForCausalLM (dense, not quantized) runs on Model Runner V2.
+    assert (_runner(old, "Qwen3ForCausalLM"), _runner(new, "Qwen3ForCausalLM")) == ("v1", "v2")
+    assert _runner(new, "LlamaForCausalLM") == "v1"
+
+
+@boundary("mrv2_rule", "0.23.0")
+def _(old, new):
+    assert (_runner(old, "LlamaForCausalLM"), _runner(new, "LlamaForCausalLM")) == ("v1", "v2")
+    assert _runner(new, "Qwen3ForCausalLM", quantization="fp8") == "v1"
+
+
+@boundary("mrv2_rule", "0.24.0")
+def _(old, new):
+    # MoE allowed for the listed classes.
+    assert (_runner(old, "Qwen2MoeForCausalLM", experts=60), _runner(new, "Qwen2MoeForCausalLM", experts=60)) == \
+        ("v1", "v2")
+
+
+@boundary("mrv2_rule", "0.25.0")
+def _(old, new):
+    # Every dense generate model: Gemma-3 included; an unlisted MoE stays on V1.
+    assert (_runner(old, "Gemma3ForConditionalGeneration"), _runner(new, "Gemma3ForConditionalGeneration")) == \
+        ("v1", "v2")
+    assert _runner(new, "Qwen3MoeForCausalLM", experts=128) == "v1"
+
+
+@boundary("mrv2_rule", "0.29.0")
+def _(old, new):
+    # Every model on V2, and V2's CUDA-graph estimate is real (0 up to 0.28): Llama subtracts its graphs again.
+    assert (_runner(old, "Qwen3MoeForCausalLM", experts=128), _runner(new, "Qwen3MoeForCausalLM", experts=128)) == \
+        ("v1", "v2")
+    assert (memory_plan(old).cudagraph_bytes, memory_plan(new).cudagraph_bytes) == (0, 897_581_050)
+
+
+@boundary("batch_class_large", "0.28.0")
+def _(old, new):
+    # A 180 GiB device: 8,192 tokens / 1,024 seqs up to 0.27.1, 16,384 / 1,024 from 0.28.0.
+    from kvcalc.inputs.validate_gpu import batch_defaults
+
+    assert batch_defaults(180 * GIB, None, old)[:2] == (8192, 1024)
+    assert batch_defaults(180 * GIB, None, new)[:2] == (16384, 1024)
+
+
+@boundary("batch_class_gb10_other", "0.33.0")
+def _(old, new):
+    from kvcalc.inputs.validate_gpu import batch_defaults
+
+    total = 12169 * GIB // 100
+    assert batch_defaults(total, "NVIDIA GB10", old)[:2] == (8192, 1024)
+    assert batch_defaults(total, "NVIDIA GB10", new)[:2] == (2048, 256)
+
+
+@boundary("max_capture_sm100", "0.28.0")
+def _(old, new):
+    # SM100, 1,024 seqs: the largest capture 512 (51 sizes) up to 0.27.1; 1,024 from 0.28.0: 3 + 31 + 49 (256 to
+    # 1,024 by 16) = 83 sizes.
+    a = memory_plan(old, model={"hf_config": LLAMA_CONFIG}, gpu={}, cache={})
+    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.pipeline import plan
+
+    def sizes(version):
+        data = {"model": {"hf_config": LLAMA_CONFIG}, "cache": {"max_model_len": 16384},
+                "gpu": {"name": "H100"}, "vllm": {"version": version, "gpu_arch": "sm100"}}
+        return plan(layout_from_dict(data, source="t.yaml")).memory.cudagraph_sizes
+
+    assert a.cudagraph_sizes == 51
+    assert (sizes(old), sizes(new)) == (51, 83)
+
+
+@boundary("sampler_quarters", "0.17.0")
+def _(old, new):
+    # The profile run's sampler over 1,024 rows x 128,256 logits: the pre-0.17 sort keeps fp32 values and int64
+    # indices, 12 B a logit more: 1,024 x 128,256 x 12 = 1,576,009,728 B more activation on 0.16.0.
+    a, b = memory_plan(old), memory_plan(new)
+    assert a.activation_peak_bytes - b.activation_peak_bytes == 1024 * 128_256 * 12 == 1_576_009_728
+
+
+@boundary("refusal_text", "0.22.0")
+def _(old, new):
+    # 16 GiB device at 0.92: one 131,072-token request needs 131,072 x 128 KiB = 16 GiB; vLLM's message names
+    # "models's" up to 0.21.0 and "model's" (and the CPU backend) from 0.22.0.
+    for version, whose in ((old, "the models's max seq len"), (new, "the model's max seq len")):
+        with pytest.raises(StartupRefusal, match="To serve at least one request with " + whose):
+            memory_plan(version, gpu={"total_memory": "24GiB", "memory_utilization": None},
+                        cache={"max_model_len": 131072})
 
 
 # ----------------------------------------------------------------------------------------------- the runner

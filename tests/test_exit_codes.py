@@ -329,7 +329,18 @@ def test_plan_without_a_cpu_budget_plans_the_gpu_side(capsys, tmp_path):
     doc = json.loads(out)
     assert doc["gpu"]["num_blocks"] == 40 * (1 << 30) // (32 * 65536) == 20480
     assert doc["gpu"]["workers"][0]["bytes_per_block"] == 32 * 65536
-    off = doc["offload"]
+    # No budget, no connector, no LMCache key: vLLM without a KV connector (issue 19): no offload section.
+    assert doc["offload"] is None
+    assert doc["offload_reason"].startswith("no KV connector")
+    assert "note: no KV connector" in err
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 0
+    assert "CPU offload: none (no KV connector" in out
+    assert "Memory tiers" not in out
+    # Naming the connector without a budget keeps today's plan: the connector configured, CPU figures null.
+    code, out, err = run(capsys, "plan", str(path), "--offload-backend", "native", "--format", "json")
+    assert code == 0, err
+    off = json.loads(out)["offload"]
     assert off["cpu_bytes_to_use"] is None
     assert off["selected"] is None
     assert off["host"] is None
@@ -337,10 +348,6 @@ def test_plan_without_a_cpu_budget_plans_the_gpu_side(capsys, tmp_path):
     assert off["fixed"] is None
     assert off["out_of_bounds"] is None
     assert "no CPU budget given" in err
-    code, out, err = run(capsys, "plan", str(path))
-    assert code == 0
-    assert "no CPU budget given" in out
-    assert "Memory tiers" not in out
     # What needs a budget says so, exit 2.
     code, out, err = run(capsys, "plan", str(path), "--check", "--vllm-version", "0.33.0")
     assert code == 2
@@ -425,8 +432,8 @@ def test_plan_help_groups_its_options(capsys):
     code, out, err = run(capsys, "plan", "--help")
     assert code == 0
     sections = [line.rstrip(":") for line in out.splitlines() if line.startswith("Options: ")]
-    assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "offload", "release", "output",
-                                                   "checks", "help")]
+    assert sections == [f"Options: {p}" for p in ("input", "parallelism", "cache", "gpu", "offload", "release",
+                                                   "output", "checks", "help")]
     # The release help is generated from the read releases (versions.RELEASES), default shown.
     from kvcalc.vocab.releases.vllm import DEFAULT_VERSION, RELEASES
 

@@ -24,9 +24,13 @@ def app_for(args: list[str]) -> typer.Typer:
     """The full app, or one holding only the command asked for: typer builds every command's parameters
     before it parses, which costs more start-up time than planning the model."""
     commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
+    helped = any(a in ("-h", "--help") for a in args[1:])
+    for name, c in commands.items():
+        if hasattr(c.callback, "select"):  # a layout command: only the flags this line spells are built
+            c.callback.select(args[1:] if args and name == args[0] and not helped else None)
     if not args or args[0] not in commands:
         return app  # --help, completion, an unknown command: the full app answers
-    if any(a in ("-h", "--help") for a in args[1:]):
+    if helped:
         # Grouped help, built only when help is asked for (start-up time is a target).
         commands[args[0]].cls = grouped_command_class()  # (typer's default: TyperCommand, one block)
     one = typer.Typer(add_completion=False, **APP_SETTINGS)
@@ -56,22 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     be written (a closed or full stderr) turn an exit 0 into 74: a failed write is never a silent success."""
     from .console import LOST
 
-    from . import options
-
     LOST.clear()
+    args = serve_tail(list(sys.argv[1:] if argv is None else argv))
+    encodable_streams()
     try:
-        rc = _run(argv)
+        rc = _run(args)
     finally:
-        options.ARGV_OPTIONS = None  # an API caller inspecting a command afterwards sees every flag
+        for c in app.registered_commands:  # the next caller (the full app, an API user) sees every flag again
+            if hasattr(c.callback, "select"):
+                c.callback.select(None)
     return 74 if rc == 0 and LOST else rc
 
 
-def _run(argv: list[str] | None) -> int:
-    args = serve_tail(list(sys.argv[1:] if argv is None else argv))
-    encodable_streams()
-    from . import options
-
-    options.ARGV_OPTIONS = options.given_options(args[1:])
+def _run(args: list[str]) -> int:
     try:
         rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
         if isinstance(rc, int) and not isinstance(rc, bool):

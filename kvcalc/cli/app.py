@@ -10,10 +10,10 @@ import typer
 
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, naming, plain, print_json, report_checks
+from .console import RENDERERS, console, err, naming, plain, print_json, report_checks, write_sweep
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option,
                       from_manifest, gate, plan_or_refusal, releases_of, verified,
-                      layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
+                      layout_flags, layout_overrides, load_input, split_overrides)
 
 
 APP_SETTINGS = dict(
@@ -98,9 +98,11 @@ def plan(
         from ..tools.logcheck import gpu_blocks_from_log
 
         from ..inputs.files import decode
+        from ..vocab.keys import FLAGS
 
         text = decode(read_bytes(memory_log, "a readable file"), memory_log)
-        loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
+        given = frozenset(FLAGS[k].path for k, v in flags.items() if v is not None and FLAGS[k].path)
+        loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given)
         err(f"note: {note}")
     if check and loaded.vllm_version_from == "default":
         raise KvcalcError(f"{loaded.source}: --check gates one vLLM release and none is named (no --vllm-version, "
@@ -260,6 +262,10 @@ def size_cmd(
                                              rich_help_panel="offload"),
     resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
                                            f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
+    gpu_tokens: Optional[str] = typer.Option(None, "--gpu-tokens", help="GPU KV tokens to hold (2M = 2,097,152)",
+                                             rich_help_panel="gpu"),
+    concurrency: Optional[float] = typer.Option(None, "--concurrency", help="max_model_len requests held at once",
+                                                rich_help_panel="gpu"),
     fmt: OutputFormat = format_option(rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
@@ -271,8 +277,13 @@ def size_cmd(
     from ..tools.sizing import size
     from ..vocab.units import SizeError, parse_size
 
-    if [cpu_tokens, cpu_blocks, resident].count(None) != 2:
-        raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks or --resident")
+    if [cpu_tokens, cpu_blocks, resident, gpu_tokens, concurrency].count(None) != 4:
+        raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks, --resident, --gpu-tokens or --concurrency")
+    if gpu_tokens is not None or concurrency is not None:
+        from .gpu_size import size_gpu_command
+
+        size_gpu_command(layout, gpu_tokens, concurrency, fmt, layout_overrides(flags))
+        return
     tokens = None if cpu_tokens is None else Reader("--cpu-tokens", {}).human_int(cpu_tokens, "", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
@@ -290,7 +301,8 @@ def size_cmd(
     if fmt == "json":
         print_json(answer.document(loaded.source, target))
         return
-    from ..report.table import Style, render_size
+    from ..report.table import Style
+    from ..report.table_size import render_size
 
     console(140).print(render_size(answer, target, Style(plain=plain())))
 
@@ -319,6 +331,14 @@ def sweep(
             if not parts or not all(p.isascii() and p.isdigit() for p in parts):  # not '²', which isdigit()
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of integers, got {text!r}")
             return [int(p) for p in parts]
+        if FLAGS[name].cli_type is float:
+            try:
+                numbers = [float(p) for p in parts]
+            except ValueError:
+                numbers = []
+            if not numbers:
+                raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of numbers, got {text!r}")
+            return numbers
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
@@ -336,29 +356,7 @@ def sweep(
         from rich.progress import track
 
         rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
-    _write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
-
-
-def _write_sweep(rows, fmt: str, source: str, total: int, shown: list[str]) -> None:
-    """A sweep's rows as they come (the grid is never held): JSON lines, CSV, or a table of the `shown` columns."""
-    if fmt == "jsonl":
-        import json
-
-        for row in rows:
-            sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
-    elif fmt == "csv":
-        import csv
-
-        from ..tools.sweep import COLUMNS
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    else:
-        from ..report.commands import render_sweep
-
-        console(140).print(render_sweep(rows, shown, source, total))
+    write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
 
 
 @app.command("check")
@@ -382,8 +380,6 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     loaded = load_layout(layout, overrides=layout_overrides(flags))
-    if log is not None:
-        loaded = with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
     text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
@@ -408,8 +404,13 @@ def check_cmd(
         return
     from ..tools.logcheck import check
 
+    from ..vocab.keys import FLAGS
+
+    given = frozenset(FLAGS[name].path for name, value in flags.items() if value is not None and FLAGS[name].path)
     with naming(loaded.source):
-        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None)
+        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None, given=given)
+    for n in result["notes"]:
+        err(f"note: {n}")
     if fmt == "json":
         print_json(result)
     else:

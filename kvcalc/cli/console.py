@@ -179,3 +179,25 @@ def print_json(report) -> None:
 
 # Every --format value maps to exactly one renderer (a test walks the enum).
 RENDERERS = {"table": print_table, "json": print_json}
+
+
+def write_sweep(rows, fmt: str, source: str, total: int, shown: list[str]) -> None:
+    """A sweep's rows as they come (the grid is never held): JSON lines, CSV, or a table of the `shown` columns."""
+    if fmt == "jsonl":
+        import json
+
+        for row in rows:
+            sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
+    elif fmt == "csv":
+        import csv
+
+        from ..tools.sweep import COLUMNS
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    else:
+        from ..report.commands import render_sweep
+
+        console(140).print(render_sweep(rows, shown, source, total))

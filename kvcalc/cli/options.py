@@ -28,20 +28,6 @@ def format_option(help: str = "", **kw):
     return typer.Option("table", "--format", help=help or None, **kw)
 
 
-# The option words of the command line being run (`--tp` of `--tp=4` too), set by the entry point; None: every
-# layout flag is built (help, completion, an API caller).
-ARGV_OPTIONS: set[str] | None = None
-
-
-def given_options(args: list[str]) -> set[str] | None:
-    """The option words in `args`, or None when every layout flag must be built: help asked for, or an option no
-    command knows (click's "No such option" then suggests the closest of them all)."""
-    words = {a.split("=", 1)[0] for a in args if a.startswith("-") and a != "-"}
-    if words & {"-h", "--help"} or "--" in args:
-        return None
-    return words
-
-
 class FlagCommand:
     """A command with the layout flags of the key table (vocab/keys.FLAGS) added as Typer options, built when Typer
     first reads its signature (only the command being run is built: start-up time is a target). Only the flags the
@@ -52,25 +38,48 @@ class FlagCommand:
         self.fn, self.exclude, self.lists = fn, exclude, lists
         self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
         self.__globals__ = fn.__globals__
+        self.selection: frozenset[str] | None = None  # the flags to build (None: all)
+        self.built_for: tuple | None = None
+
+    def select(self, args: list[str] | None) -> None:
+        """Build only the flags `args` spells (each flag costs typer ~0.4 M instructions to build, and a command
+        line names few of them): all of them when `args` is None (help, completion) or holds an option no flag of
+        this command spells (click's own 'No such option' message, with its suggestions, needs the full list)."""
+        from ..vocab.keys import FLAGS
+
+        if args is None:
+            self.selection = None
+            return
+        spelled = {s: f.name for f in FLAGS.values() if f.name not in self.exclude
+                   for pair in f.flag for s in pair.split("/")}
+        # The command's own options (typer's OptionInfo defaults carry their spellings).
+        own = {d for p in self.fn.__defaults__ or () for d in (getattr(p, "param_decls", None) or ())}
+        names = set()
+        for a in args:
+            if a == "--":
+                break
+            word = a.split("=", 1)[0]
+            if word in spelled:
+                names.add(spelled[word])
+            elif word.startswith("-") and len(word) > 1 and word not in own and not word[1:2].isdigit():
+                self.selection = None
+                return
+        self.selection = frozenset(names)
 
     @property
     def _built(self):
-        """(flags, signature, annotations) for the command line being run (one entry per distinct set of option
-        words: an API caller running main() again with other flags gets its own)."""
-        key = None if ARGV_OPTIONS is None else frozenset(ARGV_OPTIONS)
-        memo = self.__dict__.setdefault("_memo", {})
-        if key not in memo:
-            if len(memo) > 64:
-                memo.clear()
-            memo[key] = self._build()
-        return memo[key]
+        key = (self.selection,)
+        if self.built_for is None or self.built_for[0] != key:
+            self.built_for = (key, self._build())
+        return self.built_for[1]
 
     def _build(self):
         import inspect
 
         from ..vocab.keys import FLAGS
 
-        chosen = [f for f in FLAGS.values() if f.name not in self.exclude]
+        chosen = [f for f in FLAGS.values() if f.name not in self.exclude
+                  and (self.selection is None or f.name in self.selection)]
         # The annotations are strings (postponed evaluation): evaluate each distinct one once (typing.get_type_hints
         # compiles a ForwardRef per parameter, ~30 us each, and start-up time is a target).
         seen: dict[str, object] = {}
@@ -83,13 +92,6 @@ class FlagCommand:
             hints[key] = ann
         own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
                for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"]
-        given = ARGV_OPTIONS
-        if given is not None:
-            own_words = {w for p in own for decl in (getattr(p.default, "param_decls", None) or ())
-                         for w in decl.split("/")}
-            spellings = {s for f in chosen for decl in f.flag for s in decl.split("/")}
-            if given <= spellings | own_words:
-                chosen = [f for f in chosen if any(s in given for decl in f.flag for s in decl.split("/"))]
         added = []
         for f in chosen:
             listed = self.lists and f.sweep
@@ -111,8 +113,7 @@ class FlagCommand:
     def __call__(self, **kwargs):
         from ..vocab.keys import FLAGS
 
-        # Every layout flag reaches the command: the ones not built (not on the command line) as None.
-        values = {f.name: kwargs.pop(f.name, None) for f in FLAGS.values() if f.name not in self.exclude}
+        values = {name: kwargs.pop(name, None) for name, f in FLAGS.items() if name not in self.exclude}
         return self.fn(flags=values, **kwargs)
 
 
@@ -188,7 +189,7 @@ def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: 
     return out
 
 
-PANELS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
+PANELS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
 
 def grouped_command_class():

@@ -28,13 +28,13 @@ JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--hf-overrides")
 # Flags that do not change the KV cache or the offload pool: accepted, listed in a note. Switches take no value.
 IGNORED_SWITCHES = frozenset((
     "--trust-remote-code", "--disable-log-requests", "--enable-log-requests", "--disable-log-stats",
-    "--enable-chunked-prefill", "--enforce-eager", "--enable-auto-tool-choice", "--enable-expert-parallel",
+    "--enable-chunked-prefill", "--enable-auto-tool-choice", "--enable-expert-parallel",
     "--enable-lora", "--async-scheduling", "--disable-custom-all-reduce", "--disable-fastapi-docs",
     "--enable-prompt-tokens-details", "--enable-force-include-usage", "--enable-server-load-tracking", "--headless",
 ))
 IGNORED = IGNORED_SWITCHES | frozenset((
     "--host", "--port", "--served-model-name", "--tokenizer", "--tokenizer-mode", "--api-key",
-    "--uvicorn-log-level", "--no-enable-chunked-prefill", "--max-num-seqs", "--seed", "--quantization", "-q",
+    "--uvicorn-log-level", "--no-enable-chunked-prefill", "--seed",
     "--swap-space", "--load-format", "--chat-template", "--tool-call-parser", "--reasoning-parser",
     "--limit-mm-per-prompt", "--max-logprobs", "--compilation-config", "-O", "--cuda-graph-sizes",
     "--generation-config", "--override-generation-config", "--max-loras", "--max-lora-rank", "--lora-modules",
@@ -42,15 +42,12 @@ IGNORED = IGNORED_SWITCHES | frozenset((
     "--ssl-keyfile", "--ssl-certfile", "--allowed-origins", "--root-path", "--middleware",
     "--max-parallel-loading-workers", "--worker-cls", "--api-server-count", "--data-parallel-address",
     "--data-parallel-rpc-port", "--data-parallel-start-rank", "--node-rank", "--master-addr", "--master-port",
-    "--gpu-memory-utilization", "--cpu-offload-gb", "--revision", "--download-dir",
+    "--cpu-offload-gb", "--revision", "--download-dir",
     "--model", "--config",
 ))
 # Ignored but worth a word: what it changes that kvcalc takes from elsewhere.
 NOTE = {
-    "--gpu-memory-utilization": "without --kv-cache-memory-bytes vLLM sizes the KV cache from it after profiling "
-                                "the model; kvcalc needs that result (--kv-cache-memory-bytes)",
-    "--cpu-offload-gb": "offloads weights, not the KV cache",
-    "--quantization": "quantizes weights; the KV cache follows --kv-cache-dtype",
+    "--cpu-offload-gb": "offloads weights, not the KV cache (not modelled in the KV budget prediction)",
 }
 
 
@@ -391,6 +388,8 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")
+    # The connector is configured even without a budget (its GPU side: the hybrid manager as it allows it).
+    overrides["offload.backend"] = ("native", "--kv-transfer-config kv_connector OffloadingConnector")
     for key, path in (("cpu_bytes_to_use", "offload.cpu_bytes_to_use"), ("block_size", "offload.block_size"),
                       ("blocks_per_chunk", "offload.blocks_per_chunk")):
         if key in extra:

@@ -15,7 +15,9 @@ from ..vocab.errors import UnsupportedError
 from ..vocab.keys import KEY, UNMODELLED
 from ..vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
 from ..vocab.layout import (
+    NO_CONNECTOR,
     CacheLayout,
+    GpuLayout,
     HostLayout,
     Layout,
     ModelLayout,
@@ -30,6 +32,8 @@ from .validate_model import model_section
 from .values import Reader, written
 
 SCHEMA_VERSION = KEY["schema_version"].default
+# The offload keys that configure a connector: any of them (or offload.backend) means vLLM runs one.
+CONNECTOR_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
 
 
 def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
@@ -76,10 +80,28 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
     offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
-    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
-                  vllm_version_from=version_from, source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+    gpu = _gpu(r, top.get("gpu"))
+    weights = None
+    if gpu.predicts:
+        from .validate_gpu import class_defaults, read_weights  # only a predicted budget needs them
+
+        cache = class_defaults(cache, gpu, version)
+        if cache.kv_cache_memory is None and cache.num_gpu_blocks_override is None:
+            weights = read_weights(top.get("__config__"))
+    return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
+                  vllm_version=version, vllm_version_from=version_from,
+                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
+
+
+def _gpu(r: Reader, data: Any) -> GpuLayout:
+    g = r.section(data, "gpu")
+    if not g:
+        return GpuLayout()
+    from .validate_gpu import gpu_section
+
+    return gpu_section(r, g)
 
 
 def _host(r: Reader, data: Any) -> HostLayout:
@@ -175,7 +197,8 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        kv_cache_memory=memory, num_gpu_blocks_override=override, max_model_len=mml,
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
-                       mamba_cache_mode=mode)
+                       mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
+                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None)
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:
@@ -230,16 +253,17 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if o.get("simple") is not None:
         raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
                      "--offload-backend simple)")
+    which, section = _lmcache_or_none(r, o, which)
     if which == "lmcache":
         from .validate_lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
 
         return replace(lmcache_offload(r, o), notes=notes)
-    section = o.get("lmcache")
-    # LMCACHE_* variables in a manifest's environment do not make the native connector LMCache's: not read.
-    if isinstance(section, dict):
-        from ..vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
-    if isinstance(section, dict) and all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
-        section = None
+    if which == "none":
+        for k in CONNECTOR_KEYS + ("lmcache",):
+            if (section if k == "lmcache" else o.get(k)) is not None:
+                raise r.fail(f"offload.{k}", "no offloading setting with offload.backend none (no KV connector)",
+                             o.get(k))
+        return NO_CONNECTOR
     if section is not None:
         raise r.fail("offload.lmcache", "no lmcache section with the native backend (set offload.backend: lmcache, "
                      "or --offload-backend lmcache)")
@@ -275,6 +299,21 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
                          block_size=block, blocks_per_chunk=bpc, notes=notes)
+
+
+def _lmcache_or_none(r: Reader, o: dict, which: str) -> tuple[str, Any]:
+    """(the backend, the lmcache section that counts): LMCACHE_* variables in a manifest's environment make no
+    connector LMCache's (and configure none); no budget, no connector named and no LMCache key is vLLM without a
+    KV connector (backends/none.py)."""
+    section = o.get("lmcache")
+    if isinstance(section, dict) and which != "lmcache":
+        from ..vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
+
+        if all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
+            section = None
+    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
+        which = "none"
+    return which, section
 
 
 def _connector(r: Reader, o: dict, version: str) -> tuple[str, tuple[str, ...], str]:

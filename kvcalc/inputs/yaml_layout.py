@@ -42,6 +42,9 @@ def _apply(top: dict, overrides: dict[str, tuple[Any, str]]) -> dict[str, str]:
     return origin
 
 
+CONFIG_KEY = "__config__"  # not a layout key: the model's config.json (path, contents), when one was read
+
+
 def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
            base_dir: str = ".") -> tuple[dict, dict]:
     """Apply CLI overrides and pull in `model.hf_config` / `model.draft.hf_config`.
@@ -50,6 +53,10 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     overrides = overrides or {}
     if data is None:
         data = {}
+    carried = None
+    if isinstance(data, dict) and CONFIG_KEY in data:  # an expanded layout expanded again (a sweep point)
+        carried = data[CONFIG_KEY]
+        data = {k: v for k, v in data.items() if k != CONFIG_KEY}
     r = Reader(source, {path: flag for path, (_, flag) in overrides.items()})
     top = r.mapping(data, "", CHILDREN[""])
     top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
@@ -57,25 +64,7 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     model = top.get("model")
     nextn = 0
     if isinstance(model, dict) and model.get("hf_config") is not None:
-        from .hf_config import map_config
-
-        model = dict(model)
-        path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
-        mapped = map_config(read_json(path), source=path)
-        for key in model:  # the layout's own keys win over the config's
-            origin[f"model.{key}"] = "layout file"
-        if "layer_pattern" in model or "layer_types" in model:
-            mapped.model.pop("layer_types", None)
-        model = {**mapped.model, **model}
-        origin = {**mapped.origin, **origin}
-        cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
-        for key, (value, why) in mapped.cache.items():
-            if key not in cache:
-                cache[key] = value
-                origin[f"cache.{key}"] = why
-        top["cache"] = cache
-        nextn = mapped.num_nextn_predict_layers
-        top["model"] = model
+        model, origin, nextn = _model_config(r, top, dict(model), origin, base_dir)
     draft = model.get("draft") if isinstance(model, dict) else None
     if isinstance(draft, dict):
         draft = dict(draft)
@@ -99,7 +88,34 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
             draft["num_layers"] = nextn
             origin["model.draft.num_layers"] = "num_nextn_predict_layers"
         model["draft"] = draft
+    if carried is not None:
+        top.setdefault(CONFIG_KEY, carried)
     return top, origin
+
+
+def _model_config(r: Reader, top: dict, model: dict, origin: dict, base_dir: str) -> tuple[dict, dict, int]:
+    """`model.hf_config` read in: the config's fields under the layout's own model keys (which win), its cache
+    defaults, and (model section, origin, MTP layers). `top` gets the cache section and the config itself."""
+    from .hf_config import map_config
+
+    path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
+    config = read_json(path)
+    mapped = map_config(config, source=path)
+    top[CONFIG_KEY] = (path, config)  # for the memory model's weights (validate reads it only when predicting)
+    for key in model:  # the layout's own keys win over the config's
+        origin[f"model.{key}"] = "layout file"
+    if "layer_pattern" in model or "layer_types" in model:
+        mapped.model.pop("layer_types", None)
+    model = {**mapped.model, **model}
+    origin = {**mapped.origin, **origin}
+    cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
+    for key, (value, why) in mapped.cache.items():
+        if key not in cache:
+            cache[key] = value
+            origin[f"cache.{key}"] = why
+    top["cache"] = cache
+    top["model"] = model
+    return model, origin, mapped.num_nextn_predict_layers
 
 
 def _config_path(r: Reader, value: Any, key: str, base_dir: str) -> str:

@@ -155,3 +155,22 @@ def releases_table() -> list[dict]:
         rows.append({"family": fam.id, "versions": fam.versions, "formula": fam.summary, "action": fam.action,
                      "releases_read": read})
     return rows
+
+
+def gpu_size_text(doc: dict) -> str:
+    """`kvcalc size --gpu-tokens / --concurrency`: the blocks, the budget flag, the utilization, the parallelism."""
+    tokens, conc = doc["gpu_tokens"], doc["concurrency"]
+    target = f"{tokens:,} GPU KV cache tokens" if tokens is not None else \
+        f"{conc:g} concurrent requests of {doc['max_model_len']:,} tokens"
+    lines = [f"To hold {target} on vLLM {doc['vllm_version']}: {doc['num_gpu_blocks']:,} GPU blocks "
+             f"({doc['kv_cache_size_tokens']:,} tokens, {doc['max_concurrency']:.2f}x)",
+             f"--kv-cache-memory-bytes {doc['kv_cache_memory_bytes']} (per GPU)"]
+    if doc["gpu_memory_utilization"] is not None:
+        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU ({doc['utilization_note']})")
+    elif doc["utilization_note"]:
+        lines.append(f"no utilization reaches it on this GPU: {doc['utilization_note']}")
+    par = doc["smallest_parallel"]
+    if par is not None:
+        lines.append(f"smallest TP x PP at the layout's utilization: TP {par['tensor_parallel_size']} x PP "
+                     f"{par['pipeline_parallel_size']} ({par['kv_cache_size_tokens']:,} tokens)")
+    return "\n".join(lines) + "\n"

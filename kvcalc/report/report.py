@@ -143,7 +143,29 @@ def gpu_section(plan: Plan) -> GpuSection:
             )
             for w in gpu.workers
         ],
+        memory=gpu_memory(plan),
     )
+
+
+FIT_SEARCH = 1 << 24  # max_model_len_that_fits is searched up to this many tokens
+
+
+def gpu_memory(plan: Plan):
+    """The budget with a GPU named: the prediction, or the flag's budget beside the device; with the longest
+    max_model_len it fits."""
+    memory = plan.memory
+    if memory is None:
+        if not plan.layout.gpu.predicts:
+            return None
+        from ..engines.vllm.memory import given
+
+        memory = given(plan.layout, "flag")
+    from ..engines.vllm.tensors import largest_fitting_len
+
+    budgets = [w.kv_cache_bytes for w in memory.workers] or [memory.kv_cache_bytes] * len(plan.gpu.workers)
+    fits = [largest_fitting_len(w.groups, plan.layers.usage, w.num_tensors, b, FIT_SEARCH)
+            for w, b in zip(plan.gpu.workers, budgets) if w.groups and b is not None and b > 0]
+    return replace(memory, max_model_len_that_fits=min(fits) if fits else None)
 
 
 def lmcache_section(plan: Plan) -> LMCacheSection:
@@ -232,9 +254,15 @@ def simple_offload_section(plan: Plan, families, backends) -> OffloadSection:
     return simple_section(plan, backends)
 
 
+def no_offload_section(plan: Plan, families, backends) -> None:
+    """No KV connector: no offload section (the report's offload_reason says why)."""
+    return None
+
+
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
-OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section}
+OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section,
+                    "none": no_offload_section}
 
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
@@ -329,7 +357,8 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
             mamba_block_size=plan.layers.mamba_block_size, hybrid_kv_cache_manager=plan.hma_enabled,
             hybrid_kv_cache_manager_reason=plan.hma_reason,
         ),
-        gpu=gpu, offload=offload, notes=list(plan.notes), warnings=list(plan.warnings),
+        gpu=gpu, offload=offload, offload_reason=None if offload is not None else plan.pool.notes[0],
+        notes=list(plan.notes), warnings=list(plan.warnings),
         checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict,
         error=None if not plan.pool.startup_error else
         f"vLLM {plan.behaviour.version} refuses to start {plan.pool.connector}: {plan.pool.startup_error}",

@@ -13,8 +13,9 @@ def output_schema() -> dict:
     sections name records their modules import for type checkers only (shown on request, LMCache's): all are
     given to the generator."""
     from ..backends import lmcache_plan, simple_plan
+    from ..engines.vllm import memory
 
-    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan)
+    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory)
              for name, value in vars(module).items() if is_record(value)}
     defs: dict = {}
     full = json_schema(Report, defs=defs, extra_types=types)

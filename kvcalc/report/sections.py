@@ -15,6 +15,7 @@ from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
     from ..backends.simple_plan import SimplePlan
+    from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
 SCHEMA_VERSION = 1
@@ -150,6 +151,8 @@ class GpuSection:
     groups: list[GroupSummary] = field("KV cache groups")
     scheduler_groups: list[SpecSummary] = field("rank 0's groups as the scheduler sees them (UniformType flattened)")
     workers: list[WorkerSection] = field("one per PP stage")
+    memory: GpuMemory | None = field("with a GPU (--gpu / --gpu-total-memory): the KV budget, predicted per release "
+                                     "with each term's basis, or the flag's", omit_if_none=True)
 
 
 @record
@@ -233,7 +236,10 @@ class Report:
     parallel: ParallelSection = field("parallelism")
     cache: CacheSection = field("cache settings")
     gpu: GpuSection = field("the GPU KV cache")
-    offload: OffloadSection = field("the CPU offload pool")
+    offload: OffloadSection | None = field("the CPU offload pool; null without a KV connector (offload_reason says "
+                                           "why)")
+    offload_reason: str | None = field("why offload is null: vLLM runs without a KV connector", omit_if_none=True,
+                                       default=None)
     notes: list[str] = field("informational notes (also on stderr)")
     warnings: list[str] = field("things to act on (also on stderr)")
     checks: list[Check] | None = field("with --check: the gates", omit_if_none=True, default=None)

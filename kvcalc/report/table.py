@@ -87,7 +87,7 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     for line in report.gpu.log_lines:
         g.add_row("log", line)
     out += [g, _offload_table(report, style)]
-    if report.offload.backends:
+    if report.offload is not None and report.offload.backends:
         out.append(_backends_table(report, style))
     bars = memory_bars(report, style)
     if bars is not None:
@@ -136,6 +136,8 @@ def _layout_table(report: Report, style: Style) -> Table:
         memory = ", ".join(_b(x) for x in cache.kv_cache_memory)
     elif cache.num_gpu_blocks_override is not None:
         memory = f"not given (num_gpu_blocks_override {cache.num_gpu_blocks_override:,})"
+    elif report.gpu.memory is not None and report.gpu.memory.kv_cache_bytes is not None:
+        memory = f"predicted: {_b(report.gpu.memory.kv_cache_bytes)} (the GPU line above; JSON gpu.memory)"
     else:
         memory = "not given: GPU block count unknown (--kv-cache-memory)"
     lay.add_row("KV memory per GPU", memory)
@@ -191,7 +193,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
     host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
-    if off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
+    if off is not None and off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
         cols = _columns(report)
         t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
 
@@ -206,16 +208,45 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
                                      for _, e, _ in cols))
         out.append(t)
+    out += gpu_memory_lines(report)
     text = report.verdict
     unsafe = "UNSAFE" in text or "would not start" in text
     out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
     return out
 
 
+def _gib(b: int) -> str:
+    return f"{b / (1 << 30):.2f}"
+
+
+def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
+    """One line per GPU (each PP stage's ranks alike): a bar of the device, W weights, A peak activation, N non-torch,
+    G CUDA graphs, K the KV budget, . what vLLM does not request; then the figures in GiB. Letters, not colours."""
+    m = report.gpu.memory
+    if m is None or not m.workers:
+        if m is not None and m.kv_cache_bytes is not None:
+            return [Text(f"GPU KV budget: {_gib(m.kv_cache_bytes)} GiB per GPU (--kv-cache-memory)")]
+        return []
+    out: list[RenderableType] = []
+    for w in m.workers:
+        parts = [("W", w.weights_bytes), ("A", w.activation_peak_bytes), ("N", w.non_torch_bytes),
+                 ("G", w.cudagraph_bytes), ("K", max(w.kv_cache_bytes, 0)),
+                 (".", max(m.total_bytes - m.requested_bytes, 0))]
+        bar = "".join(ch * (b * width // m.total_bytes) for ch, b in parts)[:width].ljust(width, ".")
+        stage = f"stage {w.pp_rank} " if len(m.workers) > 1 else ""
+        out.append(Text(f"GPU {stage}[{bar}] {_gib(m.total_bytes)} GiB: W {_gib(w.weights_bytes)} + A "
+                        f"{_gib(w.activation_peak_bytes)} + N {_gib(w.non_torch_bytes)} + G {_gib(w.cudagraph_bytes)}"
+                        f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(m.total_bytes - m.requested_bytes)}"))
+    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (family {m.family}, util {m.utilization}): "
+                    f"{_gib(m.kv_cache_bytes)} GiB per GPU; weights exact, activation/graphs estimates "
+                    "(JSON gpu.memory.terms)"))
+    return out
+
+
 def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
     """A bar per memory tier of one engine: GPU KV cache, CPU resident, CPU budget unused (selected release)."""
     off, gpu = report.offload, report.gpu
-    sel = off.selected
+    sel = None if off is None else off.selected
     if sel is None:
         return None
     world = report.parallel.world_size
@@ -301,6 +332,8 @@ def _backends_table(report: Report, style: Style) -> RenderableType:
 
 def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
+    if off is None:
+        return Text(f"CPU offload: none ({report.offload_reason})", style="bold")
     if off.lmcache is not None:
         return _lmcache_table(report, style)
     if off.simple is not None:
@@ -415,75 +448,4 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     return Group(t, *notes)
 
 
-def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, resident: int | None) -> str:
-    """The title of a `size` answer: the smallest `key` for a token or unit count, else the largest under a
-    resident-memory cap."""
-    if tokens is not None:
-        return f"Smallest {key} holding {tokens:,} CPU tokens"
-    if count is not None:
-        return f"Smallest {key} holding {count:,} {unit}"
-    return f"Largest {key} keeping one node's resident host memory under {_b(resident)}"
-
-
-def render_size(answer, target, style: Style = Style()) -> RenderableType:
-    """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one; a
-    backend without a table of its own: its JSON answer as rows)."""
-    if answer.backend == "lmcache":
-        return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
-    if answer.backend == "simple":
-        from .table_simple import render_simple_sizing
-
-        return render_simple_sizing(answer, target, style, _table)
-    if answer.backend == "native":
-        return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
-    t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)
-    for key, value in answer.document("", target).items():
-        t.add_row(key, "—" if value is None else str(value))
-    return t
-
-
-def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
-                  style: Style = Style()) -> RenderableType:
-    title = _sizing_title("cpu_bytes_to_use", tokens, blocks, "CPU blocks", resident)
-    t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
-               "resident, node", "/dev/shm, node", "safe?")
-    for col in t.columns[2:8]:
-        col.no_wrap = True
-    notes = []
-    for r in rows:
-        if r.startup_error:
-            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
-            notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
-            continue
-        if r.cpu_bytes_to_use is None:  # no budget helps: the note says why
-            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—",
-                      "NO: out of bounds at any budget")
-            notes.append(Text(f"{r.family}: {r.note}"))
-            continue
-        t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
-                  f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
-                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"
-                  if r.out_of_bounds_at_any_budget else "yes")
-        if r.note:
-            notes.append(Text(f"{r.family}: {r.note}"))
-    return Group(t, *notes)
-
-
-def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,
-                          style: Style = Style()) -> RenderableType:
-    title = _sizing_title(f"LMCache {row.key}", tokens, chunks, "chunks per rank", resident)
-    t = _table(style, title, "", "", header=False)
-    if row.gib is None:
-        t.add_row("answer", "none")
-    else:
-        t.add_row(row.key, f"{row.gib:g} (GiB per rank)")
-        t.add_row("pinned per storing rank", _b(row.pool_bytes_per_rank))
-        t.add_row("chunks per rank (worst stage)", _n(row.chunks_per_rank))
-        t.add_row("tokens held", _n(row.tokens))
-        t.add_row("storing ranks", _n(row.storing_ranks))
-        t.add_row("pool, engine", _b(row.pool_bytes_per_engine))
-        t.add_row("resident, node", _b(row.resident_bytes_per_node))
-    parts: list[RenderableType] = [t]
-    if row.note:
-        parts.append(Text(row.note))
-    return Group(*parts)
+new_table = _table  # the size renderers' (report/table_size.py) way to the same table style

@@ -1,62 +1,30 @@
 """Compare kvcalc's prediction with what a vLLM server logged at startup (section 7's lines). Pure: text in.
 
-vLLM logs the available KV memory rounded to 0.01 GiB, so the exact byte count is unknown within
-+-0.005 GiB; kvcalc tries every GPU block count that interval allows and reports a match when one of them
-reproduces every logged number.
+The log is read by inputs/vllm_log.py (every format 0.14 - 0.33). The run's own settings come from the log where it
+states them and no flag set them: its release, max_model_len (the concurrency line), max_num_batched_tokens, and the
+engine config line's TP, PP, KV cache dtype, model dtype and prefix caching (a sliding-window model's concurrency
+depends on several of them).
+
+vLLM logs the available KV memory rounded to 0.01 GiB, so the exact byte count is unknown within +-0.005 GiB;
+kvcalc tries every GPU block count that interval allows and keeps those that reproduce every logged number (the
+"GPU KV cache size" line pins the count up to the group count): the smallest of them is reported, with the range.
 """
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from math import ceil, floor
 
-from ..vocab.errors import KvcalcError, LayoutError
-from ..vocab.layout import Layout
-from ..pipeline import plan
-from ..vocab.records import replace
 from ..engines.vllm.tensors import log_numbers
+from ..inputs.vllm_log import StartupLog, parse as parse_log
+from ..pipeline import plan
+from ..vocab.errors import KvcalcError, UnsupportedError
+from ..vocab.layout import NO_CONNECTOR, Layout
+from ..vocab.records import replace
 
-_AVAILABLE = re.compile(r"Available KV cache memory:\s*([0-9.,]+)\s*GiB")
-_TOKENS = re.compile(r"\b([A-Z]{2,4}) KV cache size:\s*([0-9,]+)\s*tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for\s*([0-9,]+)\s*tokens per request:\s*([0-9.]+)x")
-_BLOCKS = re.compile(r"num_gpu_blocks(?:\s+is)?\s*[:=]\s*([0-9,]+)")
-_VERSION = re.compile(r"(?:vLLM API server version|LLM engine \(v|vLLM version)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 MAX_CANDIDATES = 4096
-
-
-_DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{1,6})?")
-_GROUPED = re.compile(r"[0-9]{1,3}(,[0-9]{3}){0,6}|[0-9]{1,21}")  # 602,368 or 602368, at most 10^21
-
-
-def _number(text: str, pattern: re.Pattern, source: str, no: int, what: str) -> str:
-    """A number as vLLM prints it, or a LayoutError naming the log's line (1.2.3 GiB is no number)."""
-    if not pattern.fullmatch(text):
-        raise LayoutError(source, f"line {no}", what, text)
-    return text
-
-
-def parse(text: str, source: str = "<log>") -> dict:
-    out: dict = {"available_gib": [], "kv_cache_size_tokens": None, "max_model_len": None, "max_concurrency": None,
-                 "num_gpu_blocks": None, "vllm_version": None}
-    for no, line in enumerate(text.splitlines(), 1):
-        if m := _AVAILABLE.search(line):
-            out["available_gib"].append(_number(m.group(1), _DECIMAL, source, no, "a number of GiB such as 37.79"))
-        if (m := _TOKENS.search(line)) and out["kv_cache_size_tokens"] is None:
-            out["kv_cache_size_tokens"] = int(_number(m.group(2), _GROUPED, source, no, "a token count such as "
-                                                      "602,368").replace(",", ""))
-        if (m := _CONCURRENCY.search(line)) and out["max_concurrency"] is None:
-            mml = int(_number(m.group(1), _GROUPED, source, no, "a token count such as 131,072").replace(",", ""))
-            if mml < 1:
-                raise LayoutError(source, f"line {no}", "a max_model_len of at least 1 token", m.group(1))
-            out["max_model_len"] = mml
-            out["max_concurrency"] = _number(m.group(2), _DECIMAL, source, no, "a concurrency such as 4.60")
-        if (m := _BLOCKS.search(line)) and out["num_gpu_blocks"] is None:
-            out["num_gpu_blocks"] = int(_number(m.group(1), _GROUPED, source, no, "a block count such as "
-                                                "9,412").replace(",", ""))
-        if (m := _VERSION.search(line)) and out["vllm_version"] is None:
-            out["vllm_version"] = m.group(1)
-    return out
+# vLLM's arguments that configure a KV connector (engine/arg_utils.py): any of them in the log's non-default args.
+CONNECTOR_ARGS = ("kv_transfer_config", "kv_offloading_size", "kv_offloading_backend")
 
 
 def _blocks_for(layout: Layout, memory: int) -> int | None:
@@ -64,29 +32,105 @@ def _blocks_for(layout: Layout, memory: int) -> int | None:
     return p.gpu.num_blocks
 
 
-def check(layout: Layout, text: str, *, source: str, version_given: bool = False) -> dict:
-    """The prediction against the log's numbers. The release is the flag's (`version_given`: --vllm-version set
-    it), else the one the log names, else the layout's."""
-    logged = parse(text, source)
-    if logged["vllm_version"] and not version_given and layout.vllm_version != logged["vllm_version"]:
-        layout = replace(layout, vllm_version=logged["vllm_version"], vllm_version_from=f"{source}: the log's banner")
-    if logged["max_model_len"] is not None and logged["max_model_len"] != layout.cache.max_model_len:
-        layout = replace(layout, cache=replace(layout.cache, max_model_len=logged["max_model_len"]))
-    if logged["available_gib"]:
+def _release(logged: StartupLog) -> str | None:
+    """The log's release when kvcalc models it (a dev build or an unknown string: None)."""
+    from ..vocab.releases.vllm import behaviour_for
+
+    v = logged.vllm_version or logged.tag_release
+    if not v:
+        return None
+    base = v.split("rc")[0].split(".dev")[0].split("+")[0]
+    try:
+        behaviour_for(base)
+    except UnsupportedError:
+        return None
+    return base
+
+
+def _bool(text) -> bool | None:
+    return {"True": True, "False": False, True: True, False: False}.get(text)
+
+
+def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str]) -> tuple[Layout, list[str]]:
+    """The layout with the run's settings the log states (those no flag set: `given`, key paths), and what was
+    taken, for a note."""
+    taken: list[str] = []
+    args = dict(logged.args)
+    if args and not any(k in args for k in CONNECTOR_ARGS) and layout.offload != NO_CONNECTOR \
+            and "offload.cpu_bytes_to_use" not in given and "offload.kv_offloading_size" not in given:
+        # The log's non-default args name every setting the user gave: no connector among them, none ran.
+        layout = replace(layout, offload=NO_CONNECTOR)
+        taken.append("no KV connector (its non-default args name none)")
+    cache, par, model = layout.cache, layout.parallel, layout.model
+    version = _release(logged)
+    if version and "vllm.version" not in given and version != layout.vllm_version:
+        layout = replace(layout, vllm_version=version, vllm_version_from="the log's banner" if logged.vllm_version
+                         else "the log's gpu_worker.py tag")
+        taken.append(f"vLLM {version}" + ("" if logged.vllm_version else " (its Available line's gpu_worker.py tag)"))
+    changes: dict = {}
+    if logged.max_model_len is not None and "cache.max_model_len" not in given:
+        changes["max_model_len"] = logged.max_model_len
+    mnbt = logged.setting("max_num_batched_tokens") or logged.max_num_batched_tokens
+    if isinstance(mnbt, int) and "cache.max_num_batched_tokens" not in given:
+        changes["max_num_batched_tokens"] = mnbt
+    kv = logged.setting("kv_cache_dtype")
+    if isinstance(kv, str) and kv and "cache.kv_cache_dtype" not in given:
+        changes["kv_cache_dtype"] = kv.strip("'")
+    prefix = _bool(logged.setting("enable_prefix_caching"))
+    if prefix is not None and "cache.enable_prefix_caching" not in given:
+        changes["enable_prefix_caching"] = prefix
+    block = logged.setting("block_size")
+    if isinstance(block, int) and "cache.block_size" not in given:
+        changes["block_size"] = block
+    changes = {k: v for k, v in changes.items() if getattr(cache, k) != v}
+    if changes:
+        layout = replace(layout, cache=replace(cache, **changes))
+        taken += [f"{k} {v}" for k, v in changes.items()]
+    sizes = {}
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = logged.setting(key)
+        value = int(value) if isinstance(value, str) and value.isdigit() else value
+        if isinstance(value, int) and f"parallel.{key}" not in given and value != getattr(par, key):
+            sizes[key] = value
+    if sizes:
+        layout = replace(layout, parallel=replace(par, **sizes))
+        taken += [f"{k} {v}" for k, v in sizes.items()]
+    dtype = str(logged.setting("dtype") or "").removeprefix("torch.")
+    if dtype in ("bfloat16", "float16", "float32") and "model.dtype" not in given and dtype != model.dtype:
+        layout = replace(layout, model=replace(model, dtype=dtype))
+        taken.append(f"dtype {dtype}")
+    return layout, taken
+
+
+def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int, int, str]:
+    """(the smallest and largest GPU block count the log's memory allows, where the memory came from)."""
+    gibs = logged.available_gib or ((logged.reserved_gib,) if logged.reserved_gib else ())
+    if gibs:
         # The smallest worker's memory bounds the engine's block count (the min over workers).
-        gib = min(Fraction(g) for g in logged["available_gib"])
+        gib = min(Fraction(g) for g in gibs)
         lo, hi = (gib - Fraction(1, 200)) * (1 << 30), (gib + Fraction(1, 200)) * (1 << 30)
         n_lo, n_hi = _blocks_for(layout, max(ceil(lo), 1)), _blocks_for(layout, floor(hi))
-        memory_source = f"{min(logged['available_gib'], key=Fraction)} GiB logged (+-0.005 GiB)"
-    elif layout.cache.kv_cache_memory is not None or layout.cache.num_gpu_blocks_override is not None:
-        n_lo = n_hi = plan(layout).gpu.num_blocks
-        memory_source = "the layout's KV memory"
-    else:
-        raise KvcalcError(f"{source}: no 'Available KV cache memory' line, and the layout gives no KV memory")
+        what = "Available KV cache memory" if logged.available_gib else "kv_cache_memory_bytes reserved"
+        return n_lo, n_hi, f"{min(gibs, key=Fraction)} GiB logged ({what}, +-0.005 GiB)"
+    if layout.cache.kv_cache_memory is not None or layout.cache.num_gpu_blocks_override is not None:
+        n = plan(layout).gpu.num_blocks
+        return n, n, "the layout's KV memory"
+    raise KvcalcError(f"{source}: no 'Available KV cache memory' line, and the layout gives no KV memory")
+
+
+def check(layout: Layout, text: str, *, source: str, version_given: bool = False,
+          given: frozenset[str] = frozenset()) -> dict:
+    """The prediction against the log's numbers. The release is the flag's (`version_given`: --vllm-version set
+    it), else the one the log names, else the layout's; `given`: the key paths flags set (the log does not
+    override them)."""
+    logged = parse_log(text, source)
+    layout, taken = with_log_settings(layout, logged, given | ({"vllm.version"} if version_given else set()))
+    n_lo, n_hi, memory_source = _memory_range(layout, logged, source)
     if n_lo is None or n_hi - n_lo > MAX_CANDIDATES:
         raise KvcalcError(f"{source}: the logged memory allows too many GPU block counts to check")
-    if logged["num_gpu_blocks"] is not None:
-        candidates = [logged["num_gpu_blocks"]] if n_lo <= logged["num_gpu_blocks"] <= n_hi else []
+    stated = logged.num_gpu_blocks
+    if stated is not None:
+        candidates = [stated] if n_lo <= stated <= n_hi else []
     else:
         candidates = list(range(n_lo, n_hi + 1))
     # The logged numbers depend on the block count alone once the layout is fixed, so the layout is planned
@@ -94,59 +138,121 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     base = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_lo)))
     worker, usage = base.gpu.workers[0], base.layers.usage
     family, device = base.behaviour.log_family, base.logs.device if base.logs else None
-    best = None
+    best, matching = None, []
     for n in candidates or [n_lo]:
         logs = log_numbers(replace(worker, num_blocks=n), usage, family, device)
         rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
-        if best is None or sum(r["match"] is True for r in rows) > sum(r["match"] is True for r in best[1]):
-            best = (n, rows)
-        if all(r["match"] is not False for r in rows) and candidates:
-            best = (n, rows)
-            break
-    n_best, rows = best
+        score = sum(r["match"] is True for r in rows)
+        if candidates and all(r["match"] is not False for r in rows):
+            matching.append(n)
+            score += len(rows) + 1  # a count that reproduces every line beats one that reproduces more of them
+        if best is None or score > best[0]:
+            best = (score, n, rows)
+    _, n_best, rows = best
     p = base if n_best == n_lo else plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_best)))
-    if logged["num_gpu_blocks"] is not None and not candidates:
+    if stated is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
-                        "logged": f"{logged['num_gpu_blocks']:,}", "match": False})
+                        "logged": f"{stated:,}", "match": False})
+    notes = [f"taken from the log: {', '.join(taken)}"] if taken else []
+    if logged.profiling_override is not None:
+        o = logged.profiling_override
+        notes.append(f"line {o.line} (Overriding num_gpu_blocks=0 with num_gpu_blocks_override={o.override}) is "
+                     "CUDA-graph memory profiling's minimal KV cache (vLLM 0.18 - 0.19.1), not the plan's count")
+    if logged.vllm_version and not _release(logged):
+        notes.append(f"the log's version {logged.vllm_version!r} is no release kvcalc models: vLLM "
+                     f"{layout.vllm_version}'s rules are used")
     return {"source": source, "vllm_version": p.behaviour.version, "memory": memory_source,
-            "num_gpu_blocks": p.gpu.num_blocks,
-            "num_gpu_blocks_range": [n_lo, n_hi], "rows": rows,
-            "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
+            "num_gpu_blocks": p.gpu.num_blocks, "num_gpu_blocks_range": [n_lo, n_hi],
+            "num_gpu_blocks_matching": [matching[0], matching[-1]] if matching else None, "notes": notes,
+            "rows": rows, "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
 
 
-def _compare(logs, max_model_len: int, logged: dict, n: int) -> list[dict]:
+def _compare(logs, max_model_len: int, logged: StartupLog, n: int) -> list[dict]:
     rows = []
     if logs is None:  # no KV cache layers: nothing vLLM would log to compare
         return [{"quantity": "GPU KV cache size (tokens)", "predicted": "none (no KV cache layers)",
-                 "logged": str(logged["kv_cache_size_tokens"]), "match": False}]
-    if logged["num_gpu_blocks"] is not None:
-        rows.append({"quantity": "num_gpu_blocks", "predicted": f"{n:,}", "logged": f"{logged['num_gpu_blocks']:,}",
-                     "match": n == logged["num_gpu_blocks"]})
-    if logged["kv_cache_size_tokens"] is not None:
+                 "logged": str(logged.kv_cache_size_tokens), "match": False}]
+    stated = logged.num_gpu_blocks
+    if stated is not None:
+        rows.append({"quantity": "num_gpu_blocks", "predicted": f"{n:,}", "logged": f"{stated:,}",
+                     "match": n == stated})
+    if logged.kv_cache_size_tokens is not None:
         rows.append({"quantity": "GPU KV cache size (tokens)", "predicted": f"{logs.kv_cache_size_tokens:,}",
-                     "logged": f"{logged['kv_cache_size_tokens']:,}",
-                     "match": logs.kv_cache_size_tokens == logged["kv_cache_size_tokens"]})
-    if logged["max_concurrency"] is not None:
+                     "logged": f"{logged.kv_cache_size_tokens:,}",
+                     "match": logs.kv_cache_size_tokens == logged.kv_cache_size_tokens})
+    if logged.max_concurrency is not None:
         predicted = f"{logs.max_concurrency:.2f}"
         rows.append({"quantity": f"maximum concurrency ({max_model_len:,} tokens)",
-                     "predicted": predicted + "x", "logged": logged["max_concurrency"] + "x",
-                     "match": predicted == logged["max_concurrency"]})
+                     "predicted": predicted + "x", "logged": logged.max_concurrency + "x",
+                     "match": predicted == logged.max_concurrency})
     return rows
 
 
-def gpu_blocks_from_log(layout: Layout, text: str, source: str) -> tuple[Layout, str]:
+# Settings that change the non-KV memory: a log measured under other values cannot give this run's budget.
+NOT_REUSABLE = {"parallel.tensor_parallel_size": "tensor_parallel_size",
+                "parallel.pipeline_parallel_size": "pipeline_parallel_size", "model.dtype": "dtype",
+                "gpu.quantization": "quantization", "cache.max_num_seqs": "max_num_seqs",
+                "gpu.enforce_eager": "enforce_eager", "cache.max_num_batched_tokens": "max_num_batched_tokens"}
+# Settings that keep the budget and change only the block arithmetic (the budget is reused in bytes).
+REBLOCK = ("cache.kv_cache_dtype", "cache.block_size", "gpu.memory_utilization")
+
+
+def _refuse_changed(layout: Layout, logged: StartupLog, given: frozenset[str], source: str) -> None:
+    for path, key in NOT_REUSABLE.items():
+        stated = logged.setting(key)
+        if path not in given or stated is None:
+            continue
+        section, leaf = path.split(".")
+        mine = getattr(getattr(layout, section), leaf)
+        if str(stated).removeprefix("torch.").strip("'") != str(mine):
+            raise KvcalcError(f"{source}: --kv-cache-memory-from-log: the log's budget was measured with {key} "
+                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu instead")
+
+
+def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset[str] = frozenset()
+                        ) -> tuple[Layout, str]:
     """The GPU side of a real start: the block count the log's lines allow (check's candidates, the one that
-    reproduces every logged number), as num_gpu_blocks_override, and a note saying how it was pinned; the plan
-    itself keeps the layout's release and max_model_len."""
+    reproduces every logged number), as num_gpu_blocks_override; or, when a flag changes the KV dtype, the block
+    size or the utilization, the budget in bytes those counts imply (moved by exactly ceil(T u') - ceil(T u) for a
+    new utilization), with a note saying how it was pinned. The plan keeps the layout's release and max_model_len."""
     if "Available KV cache memory" not in text:
         raise KvcalcError(f"{source}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
+    logged = parse_log(text, source)
+    _refuse_changed(layout, logged, given, source)
     probe = replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
-    # The block count is the logged run's: its release and max_model_len (when the log names them) decide which
-    # candidate reproduces the logged lines.
+    if any(path in given for path in REBLOCK):  # the log's own run, to read its budget
+        keep = given - set(REBLOCK) | {"vllm.version"}
+        probe, _ = with_log_settings(replace(probe, cache=replace(probe.cache, kv_cache_dtype="auto", block_size=None)),
+                                     logged, keep)
     result = check(probe, text, source=source)
     lo, hi = result["num_gpu_blocks_range"]
     n = result["num_gpu_blocks"]
-    pinned = "matched by its KV cache size line" if result["match"] else (
+    match = result["num_gpu_blocks_matching"]
+    pinned = ("matched by its KV cache size line" + (f" ({match[0]:,}..{match[1]:,} all match)" if match and
+                                                      match[0] != match[1] else "")) if result["match"] else (
         f"the smallest of {lo:,}..{hi:,} its 0.01 GiB rounding allows" if lo != hi else "exact")
-    note = f"{n:,} GPU blocks from {source} ({result['memory']}; {pinned})"
-    return replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=n)), note
+    if not any(path in given for path in REBLOCK):
+        note = f"{n:,} GPU blocks from {source} ({result['memory']}; {pinned})"
+        return replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=n)), note
+    return _budget_from_log(layout, logged, probe, match or [n, n], given, source, pinned)
+
+
+def _budget_from_log(layout, logged: StartupLog, probe, match, given, source, pinned) -> tuple[Layout, str]:
+    """The budget in bytes the matching counts imply on the log's own layout, moved for a new utilization."""
+    per_block = plan(replace(probe, cache=replace(probe.cache, num_gpu_blocks_override=match[0]))).gpu.workers[0]
+    budget = match[0] * per_block.bytes_per_block
+    top = (match[1] + 1) * per_block.bytes_per_block - 1
+    moved = ""
+    if "gpu.memory_utilization" in given:
+        if logged.total_gib is None or logged.utilization is None:
+            raise KvcalcError(f"{source}: --kv-cache-memory-from-log with --gpu-memory-utilization: the log states no "
+                              "device total and utilization (DEBUG 'worker init memory snapshot' / 'Requested memory' "
+                              "lines, or the 0.26+ 'Free memory on device' line)")
+        total = int(Fraction(logged.total_gib) * (1 << 30))
+        old, new = float(logged.utilization), layout.gpu.memory_utilization
+        delta = ceil(total * new) - ceil(total * old)  # v1/worker/utils.py request_memory, both sides
+        budget, top = budget + delta, top + delta
+        moved = f", moved by ceil(T x {new}) - ceil(T x {old}) = {delta:,} B (T = {logged.total_gib} GiB logged)"
+    note = (f"KV budget {budget:,}..{top:,} B from {source} ({pinned}{moved}); the smallest is planned with this "
+            "run's KV dtype and block size")
+    return replace(layout, cache=replace(layout.cache, kv_cache_memory=(budget,), num_gpu_blocks_override=None)), note

@@ -132,16 +132,25 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
     """Rows of (series, label, expected, found, match) for every label of every engine's series. A value kvcalc
     took from the scrape itself (the GPU block count, the CPU budget) is marked `from_scrape` and proves nothing:
     the scrape matches only when some other row compares a prediction."""
-    unpublished = backend(layout.offload.backend).no_offload_info
-    if unpublished:
-        raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
-                               f"{unpublished}")
     if layout.vllm_version_from == "default":
         # vLLM's /metrics names no release (0.33.0 v1/metrics/loggers.py publishes no version or build info).
         raise LayoutError(source, "", "a release to compare against: a scrape names none, give --vllm-version (or "
                                       "vllm.version)", detail=f"kvcalc would assume {layout.vllm_version}")
     found = parse(text, source=source)
+    planned_as: list[str] = []
+    own = backend(layout.offload.backend)
+    if own.no_offload_info and found[OFFLOAD_INFO] and not layout.offload.budget_given:
+        # A layout without a connector, a scrape of a server that ran one: plan the connector the scrape describes
+        # (its budget from the scrape below).
+        layout = own.with_budget(layout, 0, "the scrape")
+        layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=None))
+        planned_as.append(f"the scrape has {OFFLOAD_INFO}: planned with vLLM's offloading connector")
+    unpublished = backend(layout.offload.backend).no_offload_info
+    if unpublished:
+        raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
+                               f"{unpublished}")
     layout, notes, taken = _from_scrape(layout, found)
+    notes = planned_as + notes
     p = plan(layout)
     if found[OFFLOAD_INFO] and not p.behaviour.capacity_metric:
         # The series exists from 0.33.0 (versions.STEPS capacity_metric); a scrape that has it came from a later

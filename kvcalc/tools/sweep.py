@@ -15,7 +15,7 @@ from ..pipeline import plan, plan_gpu
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
 # result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
-RESULTS = ("family", "cpu_bytes_to_use", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
+RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
            "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",
            "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
@@ -84,6 +84,7 @@ def fill(row: dict, p) -> None:
     row["family"] = pool.family
     row["cpu_bytes_to_use"] = pool.budget_bytes
     row["gpu_num_blocks"] = p.gpu.num_blocks
+    row["gpu_kv_cache_bytes"] = None if p.memory is None else p.memory.kv_cache_bytes  # predicted (--gpu)
     if pool.not_modelled is not None:
         nm = pool.not_modelled
         row["error"] = f"vLLM {p.behaviour.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
-from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_BACKENDS, PLATFORMS
+from .layout import DRAFT_METHODS, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES, PLATFORMS
 from .records import MISSING, fields, record
 from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
 from .units import MODEL_DTYPES, SIZE_HELP
 
 # Help groups, in the order `--help` shows them.
-GROUPS = ("input", "parallelism", "cache", "offload", "release", "output", "checks")
+GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
 # How a key's value is read (inputs/validate.py) and described (inputs/schema.py). The simple kinds are read by
 # their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human (vLLM's
@@ -90,7 +90,7 @@ class Key:
         """The type the CLI parses the flag's value as."""
         if self.pair or self.kind == "bool":
             return bool
-        return {"int": int, "gib": float}.get(self.kind, str)
+        return {"int": int, "gib": float, "fraction": float}.get(self.kind, str)
 
     @property
     def vllm_flag(self) -> str | None:
@@ -135,7 +135,8 @@ KEYS: tuple[Key, ...] = (
     _k("model.name", "str", "free text, shown in the report", default="unnamed model"),
     _k("model.num_layers", "int", f"decoder layers (at most {MAX_LAYERS:,})", minimum=1, maximum=MAX_LAYERS),
     _k("model.dtype", "choice", "model dtype; the KV dtype when cache.kv_cache_dtype is auto", default="bfloat16",
-       choices=tuple(MODEL_DTYPES), vllm=("--dtype",), vllm_parse="str"),
+       choices=tuple(MODEL_DTYPES), vllm=("--dtype",), vllm_parse="str", flag=("--dtype",), name="dtype",
+       panel="gpu", help="the dtype vLLM serves the model in (the weights' bytes; the KV dtype when auto)"),
     _k("model.layer_types", "kinds", "one kind per layer (full_attention, sliding_attention, chunked_attention, mla, "
        "mamba, none, full_attention+mamba)", choices=LAYER_KINDS),
     _k("model.layer_pattern", "kinds", "kinds repeated cyclically up to num_layers (default: every layer "
@@ -246,10 +247,35 @@ KEYS: tuple[Key, ...] = (
        vllm=("--mamba-block-size",), vllm_parse="int"),
     _k("cache.mamba_cache_mode", "choice", "auto | none | align | all (which the release accepts)", default="auto",
        choices=MAMBA_CACHE_MODES, vllm=("--mamba-cache-mode",), vllm_parse="str", vllm_args="plan"),
+    _k("cache.max_num_seqs", "int", "sequences per scheduler step (null: vLLM's default for the GPU class, 1024 or "
+       "256); the profile run's sampler rows and the CUDA-graph sizes follow it", minimum=1, cap=1 << 20,
+       nullable=True, flag=("--max-num-seqs",), name="max_num_seqs", help="sequences per step (default: vLLM's "
+       "for the GPU class)", panel="gpu", vllm=("--max-num-seqs",), vllm_parse="int", vllm_args="changed"),
     _k("cache.hybrid_kv_cache_manager", "choice_or_bool", "auto (what vLLM decides for the release) | on | off",
        default="auto", choices=HMA_CHOICES, flag=("--hma/--no-hma",), name="hma", switch=("on", "off"),
        help="force the hybrid KV cache manager on/off", panel="cache", vllm=("--disable-hybrid-kv-cache-manager",),
        vllm_parse="switch", vllm_switch=("off", "on"), vllm_args="plan"),
+
+    _k("gpu", "section", "the GPU the workers run on: with a total (name or total_memory) and no "
+       "cache.kv_cache_memory, the KV budget is predicted per release"),
+    _k("gpu.name", "str", "the device as torch names it (NVIDIA H100 80GB HBM3) or a short form (H100): its total "
+       "from kvcalc's table of logged totals", flag=("--gpu",), name="gpu", panel="gpu", sweep=9,
+       help="the GPU as torch names it or a short form (H100, A100-80GB, A10, GB10): predicts the KV budget"),
+    _k("gpu.total_memory", "size", "the device's total as torch reports it (mem_get_info), instead of a name",
+       flag=("--gpu-total-memory",), name="gpu_total_memory", panel="gpu",
+       help=f"the device total as torch reports it (vLLM logs it as total_memory). SIZE: {SIZE_HELP}"),
+    _k("gpu.memory_utilization", "fraction", "vLLM's --gpu-memory-utilization (null: the release's default, 0.9 "
+       "up to 0.19.1, 0.92 from 0.20.0)", nullable=True, flag=("--gpu-memory-utilization",),
+       name="gpu_memory_utilization", panel="gpu", sweep=8, help="fraction of the device vLLM requests (default: the "
+       "release's)", vllm=("--gpu-memory-utilization",), vllm_parse="float", vllm_args="changed"),
+    _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
+       flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
+       vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),
+    _k("gpu.quantization", "choice", "vLLM's runtime --quantization of a checkpoint that is not quantized (fp8: "
+       "linear weights in 1 byte); a quantized checkpoint's own method comes from its config", nullable=True,
+       choices=("fp8",), flag=("--quantization",), name="quantization", panel="gpu",
+       help="runtime weight quantization: fp8", vllm=("--quantization", "-q"), vllm_parse="str",
+       vllm_args="changed"),
 
     _k("offload", "section", "the CPU offload pool: the native offloading connector's budget (without one the GPU "
        "side alone is planned), or LMCache's config"),
@@ -267,9 +293,11 @@ KEYS: tuple[Key, ...] = (
        nullable=True, flag=("--blocks-per-chunk",), name="blocks_per_chunk", help="0.26+: GPU blocks per CPU chunk",
        panel="offload"),
     _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
-       "(SimpleCPUOffloadConnector)", default="native", choices=OFFLOAD_BACKENDS, flag=("--offload-backend",),
-       name="offload_backend", help="native (vLLM's OffloadingConnector, default) | lmcache (LMCacheConnectorV1: "
-       "LMCache's pool per rank) | simple (SimpleCPUOffloadConnector)", panel="offload"),
+       "(SimpleCPUOffloadConnector) | none (no KV connector; absent: none when no budget, LMCache key or connector "
+       "setting is given, else native)", default="native", choices=OFFLOAD_CHOICES, flag=("--offload-backend",),
+       name="offload_backend", help="native (vLLM's OffloadingConnector, the default with a budget) | lmcache "
+       "(LMCacheConnectorV1: LMCache's pool per rank) | simple (SimpleCPUOffloadConnector) | none (no KV connector, "
+       "the default without a budget)", panel="offload"),
     _k("offload.use_simple_kv_offload", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 in the engine's environment: with "
        "kv_offloading_size, vLLM 0.19.0+ starts SimpleCPUOffloadConnector instead of OffloadingConnector",
        default=False),

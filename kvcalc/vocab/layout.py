@@ -15,13 +15,16 @@ from .records import cached, field, record
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
     from .releases.simple import SimpleLayout
+    from .weights import WeightsSpec
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp")
 HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache", "simple")
+OFFLOAD_BACKENDS = ("native", "lmcache", "simple")  # the connectors (--compare-backends puts them side by side)
+# offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
+OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -191,6 +194,8 @@ class CacheLayout:
     mamba_ssm_cache_dtype: str = "auto"
     mamba_block_size: int | None = None
     mamba_cache_mode: str = "auto"
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
+    max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -208,7 +213,7 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...)
+    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
     simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
     notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr
@@ -217,6 +222,28 @@ class OffloadLayout:
     def budget_given(self) -> bool:
         """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config."""
         return self.cpu_bytes_to_use is not None or self.lmcache is not None
+
+
+@record
+class GpuLayout:
+    """The GPU an engine's workers run on, and what vLLM is told about its memory: the KV budget is predicted from
+    it when cache.kv_cache_memory is not given (engines/vllm/memory.py)."""
+
+    name: str | None = None  # the device's torch name, or a short form (vocab/devices.py)
+    total_memory: int | None = None  # bytes, as torch reports them (mem_get_info total); from the device table or given
+    total_source: str = ""  # where total_memory came from
+    memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
+    enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    quantization: str | None = None  # runtime --quantization (fp8): linear weights stored in fp8
+
+    @property
+    def predicts(self) -> bool:
+        """A total is known: the budget can be predicted."""
+        return self.total_memory is not None
+
+
+# vLLM without a KV connector (offload.backend none): what a layout without a budget, connector or LMCache key means.
+NO_CONNECTOR = OffloadLayout(backend="none", cpu_bytes_to_use=None, cpu_bytes_source="not given")
 
 
 @record
@@ -234,6 +261,10 @@ class Layout:
     cache: CacheLayout = field(factory=CacheLayout)
     offload: OffloadLayout
     host: HostLayout = field(factory=HostLayout)
+    gpu: GpuLayout = field(factory=GpuLayout)
+    # The parameter breakdown the memory model weighs (inputs/hf_weights.py), read only when a budget is predicted;
+    # a string: why there is none.
+    weights: WeightsSpec | str | None = None
     vllm_version: str
     # where the release came from: a flag, "layout file", a manifest's image, a log's banner; "default" when nothing
     # named one (kvcalc's newest: a warning, and --check refuses to gate on it)

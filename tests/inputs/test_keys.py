@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
 KIMI = os.path.join(CONFIGS, "kimi-k2.5.json")
 MINIMAL = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}
-KINDS = {"section", "const", "int", "choice", "str", "bool", "human", "path", "size", "sizes", "gib", "per_layer",
+KINDS = {"section", "const", "int", "choice", "str", "bool", "human", "path", "size", "sizes", "gib", "fraction", "per_layer",
          "kinds", "ints", "indices", "choice_or_bool", "version", "mamba", "lmcache"}
 
 
@@ -116,7 +116,8 @@ def test_the_validator_refuses_a_key_without_a_row():
 def test_defaults():
     # vLLM's defaults (EngineArgs: tp = pp = dp = 1, mp, max_num_batched_tokens 8192 on the API server's default,
     # kv_cache_dtype auto, one node) and kvcalc's documented ones (README: release 0.33.0, cuda, H100 = sm90,
-    # 4096 B host pages, the native connector), as the validator gives them for a layout that names none.
+    # 4096 B host pages; no KV connector without a budget, as vLLM runs none), as the validator gives them for a
+    # layout that names none.
     lay = layout_from_dict(MINIMAL)
     expected = {
         "parallel.tensor_parallel_size": 1, "parallel.pipeline_parallel_size": 1, "parallel.data_parallel_size": 1,
@@ -124,14 +125,17 @@ def test_defaults():
         "cache.block_size": None, "cache.kv_cache_dtype": "auto", "cache.max_num_batched_tokens": 8192,
         "cache.enable_prefix_caching": None, "cache.hybrid_kv_cache_manager": "auto", "cache.mamba_cache_dtype": "auto",
         "cache.mamba_ssm_cache_dtype": "auto", "cache.mamba_cache_mode": "auto", "cache.kv_cache_memory": None,
-        "cache.num_gpu_blocks_override": None, "offload.backend": "native", "offload.block_size": None,
+        "cache.num_gpu_blocks_override": None, "offload.backend": "none", "offload.block_size": None,
         "offload.blocks_per_chunk": None, "host.page_size": 4096, "host.pinned_round_threshold_mb": None,
         "vllm.version": "0.33.0", "vllm.platform": "cuda", "vllm.gpu_arch": "sm90", "vllm.attention_backend": None,
         "model.name": "unnamed model", "model.kv_head_replication": True,
     }
     for path, value in expected.items():
         assert vllm_args.layout_value(lay, KEY[path]) == value, path
-        assert KEY[path].default == value, path
+        if path != "offload.backend":  # the key's default (native) applies once a budget or connector key is given
+            assert KEY[path].default == value, path
+    with_budget = layout_from_dict({**MINIMAL, "offload": {"cpu_bytes_to_use": "1GiB"}})
+    assert with_budget.offload.backend == KEY["offload.backend"].default == "native"
     assert lay.model.dtype == KEY["model.dtype"].default == "bfloat16"
     draft = layout_from_dict(_with("model.draft", {"method": "eagle", "num_kv_heads": 8, "head_size": 128})).model.draft
     assert draft.num_layers == KEY["model.draft.num_layers"].default == 1

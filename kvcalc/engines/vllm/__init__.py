@@ -3,13 +3,18 @@ computes before a connector's host pool enters (a sweep over budgets reuses it).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...vocab.kinds import LayerKind
 from ...vocab.layout import Layout, ModelLayout
-from ...vocab.records import record
+from ...vocab.records import record, replace
 from ...vocab.releases.vllm import Behaviour
 from .grouping import Grouping, group_layers
 from .layers import LayerPlan, build_layers
 from .tensors import GpuPlan, build_gpu_plan
+
+if TYPE_CHECKING:
+    from .memory import GpuMemory
 
 
 @record
@@ -22,6 +27,7 @@ class GpuStage:
     layers: LayerPlan
     grouping: Grouping
     gpu: GpuPlan
+    memory: GpuMemory | None = None  # the KV budget: given, or predicted from the layout's gpu section
 
 
 def hma_model_veto(model: ModelLayout) -> str | None:
@@ -38,10 +44,17 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
     connector's decision: backends/*.hma)."""
     layer_plan = build_layers(layout, behaviour)
     grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
+    cache, memory = layout.cache, None
+    if layout.gpu.predicts and cache.kv_cache_memory is None and cache.num_gpu_blocks_override is None:
+        from .memory import predict  # only a predicted budget (start-up time is a target)
+
+        memory = predict(layout, behaviour, [s.decoder_layers for s in layer_plan.stages])
+        tp = layout.parallel.tensor_parallel_size
+        cache = replace(cache, kv_cache_memory=tuple(w.kv_cache_bytes for w in memory.workers for _ in range(tp)))
     gpu = build_gpu_plan(
         grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
-        memory=layout.cache.least_memory,
-        num_gpu_blocks_override=layout.cache.num_gpu_blocks_override,
+        memory=cache.least_memory,
+        num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
     )
     return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
-                    grouping=grouping, gpu=gpu)
+                    grouping=grouping, gpu=gpu, memory=memory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...vocab.errors import StartupRefusal
 from .grouping import Grouping, KVCacheGroup
 from .layers import LayerPlan
-from ...vocab.records import cached, record
+from ...vocab.records import cached, record, replace
 from .runs import layer_names, ordered, restrict
 from .specs import UniformTypeKVCacheSpecs, UsageContext
 from ...vocab.units import cdiv
@@ -133,6 +133,48 @@ def _needed_bytes(groups: tuple[KVCacheGroup, ...], usage: UsageContext, group_s
     return group_size * page * sum(cdiv(g.spec.max_usage(usage), page) for g in groups)
 
 
+def _gib(b: int) -> str:
+    return str(round(b / (1 << 30), 2))  # vLLM utils/mem_utils.py format_gib
+
+
+def largest_fitting_len(groups: tuple[KVCacheGroup, ...], usage: UsageContext, group_size: int, avail: int,
+                        hi: int) -> int:
+    """The largest max_model_len in 0..hi whose one request fits `avail` bytes (vLLM's _estimate_max_model_len: a
+    binary search over the same check, v1/core/kv_cache_utils.py)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _needed_bytes(groups, replace(usage, max_model_len=mid), group_size) <= avail:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _check_enough(groups, usage: UsageContext, group_size: int, avail: int, worker: int, text: str) -> None:
+    """vLLM's _check_enough_kv_cache_memory (v1/core/kv_cache_utils.py:609-643 @0.14.0, :697-728 @0.22.0; 0.33.0
+    v1/core/kv_cache_planning.py:50-87), with its messages."""
+    cpu = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if text == "v2" \
+        else ""
+    if avail <= 0:
+        raise StartupRefusal(f"vLLM refuses to start (worker {worker}, KV budget {avail:,} B): No available memory for "
+                             f"the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
+                             f"engine{cpu}. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+                             "more details.")
+    needed = _needed_bytes(groups, usage, group_size)
+    if needed > avail:
+        est = largest_fitting_len(groups, usage, group_size, avail, usage.max_model_len - 1)
+        estimated = f"Based on the available memory, the estimated maximum model length is {est}. " if est else ""
+        whose, flag = ("model's", " (which also controls CPU memory on the CPU backend)") if text == "v2" else (
+            "models's", "")
+        raise StartupRefusal(
+            f"vLLM refuses to start (worker {worker}, {needed:,} B needed, {avail:,} B available): To serve at least "
+            f"one request with the {whose} max seq len ({usage.max_model_len}), ({_gib(needed)} GiB KV cache is "
+            f"needed, which is larger than the available KV cache memory ({_gib(avail)} GiB). {estimated}Try "
+            f"increasing `gpu_memory_utilization`{flag} or decreasing `max_model_len` when initializing the engine. "
+            "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+
 def build_gpu_plan(
     grouping: Grouping,
     layer_plan: LayerPlan,
@@ -140,6 +182,7 @@ def build_gpu_plan(
     tp: int,
     memory,  # callable: a range of worker indices -> (least KV memory, its worker) or None
     num_gpu_blocks_override: int | None,
+    refusal_text: str = "v2",  # the release's wording of its start-up refusals (steps.py refusal_text)
 ) -> GpuPlan:
     warnings: list[str] = []
     groups = grouping.groups
@@ -157,15 +200,7 @@ def build_gpu_plan(
         else:
             avail, worker = least
             if groups:
-                if avail <= 0:
-                    raise StartupRefusal(f"vLLM refuses to start: worker {worker} has no available memory for the cache blocks "
-                                         f"(cache.kv_cache_memory is {avail})")
-                needed = _needed_bytes(proj, usage, num_tensors)
-                if needed > avail:
-                    raise StartupRefusal(
-                        f"worker {worker}: one request of max_model_len {usage.max_model_len:,} tokens needs "
-                        f"{needed:,} B of KV cache, more than the {avail:,} B available; vLLM refuses to start"
-                    )
+                _check_enough(proj, usage, num_tensors, avail, worker, refusal_text)
                 stage_blocks = avail // block_cost if block_cost else 0
             else:
                 stage_blocks = 1  # attention-free: vLLM's placeholder config

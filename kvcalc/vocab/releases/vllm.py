@@ -20,6 +20,7 @@ from functools import cache, lru_cache
 
 from ..errors import StartupRefusal, UnsupportedError
 from ..records import record
+from .steps import MEMORY_STEPS, Step
 
 Release = tuple[int, int, int]
 
@@ -152,17 +153,6 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)',
            representative="0.33.0"),
 )}
-
-
-class Step:
-    """One boundary of a behaviour: from release `first` on, `value` holds; `evidence` is the file (of `first`, and
-    of the release before where it matters) that shows it. (A plain class: a NamedTuple costs ~0.7 M instructions
-    to define, and start-up time is a target.)"""
-
-    __slots__ = ("first", "value", "evidence")
-
-    def __init__(self, first: Release, value: object, evidence: str):
-        self.first, self.value, self.evidence = first, value, evidence
 
 
 # One row per behaviour: steps in release order; a release takes the value of the last step at or below it.
@@ -332,6 +322,7 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 0, 0), "narrow", "0.27.0 offloading/config.py: type(single_group_spec) is MLAAttentionSpec"),
         Step((0, 31, 0), "kv_tp_replicas", "0.31.0 offloading/config.py: kv_cache_config.kv_tp_replicas == "
                                            "tensor_parallel_size")),
+    **MEMORY_STEPS,
 }
 
 # PyTorch's caching host allocator: every pinned allocation is rounded up to PowerOf2Ceil(size); torch 2.13
@@ -388,6 +379,14 @@ class Behaviour:
     torch: str
     replication_test: str
     lmcache_offloading_flag: str
+    memory_budget: str  # the GPU KV budget's formula family (steps.py)
+    default_gpu_memory_utilization: float
+    mrv2_rule: str
+    batch_class_large: bool
+    batch_class_gb10_other: bool
+    max_capture_sm100: int
+    refusal_text: str
+    sampler_quarters: int
 
     @property
     def formula(self) -> str:

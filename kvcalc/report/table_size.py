@@ -1,0 +1,90 @@
+"""`kvcalc size` for people: the budget each family needs for a target (native), LMCache's, the simple
+connector's (report/table_simple.py). Never prints; the CLI owns the console."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ..vocab.units import exact_bytes, format_bytes
+from .table import Style, new_table as _table
+
+_b = exact_bytes
+
+
+def _n(n: int | None) -> str:
+    return "—" if n is None else f"{n:,}"
+
+
+def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, resident: int | None) -> str:
+    """The title of a `size` answer: the smallest `key` for a token or unit count, else the largest under a
+    resident-memory cap."""
+    if tokens is not None:
+        return f"Smallest {key} holding {tokens:,} CPU tokens"
+    if count is not None:
+        return f"Smallest {key} holding {count:,} {unit}"
+    return f"Largest {key} keeping one node's resident host memory under {_b(resident)}"
+
+
+def render_size(answer, target, style: Style = Style()) -> RenderableType:
+    """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one; a
+    backend without a table of its own: its JSON answer as rows)."""
+    if answer.backend == "lmcache":
+        return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
+    if answer.backend == "simple":
+        from .table_simple import render_simple_sizing
+
+        return render_simple_sizing(answer, target, style, _table)
+    if answer.backend == "native":
+        return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
+    t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)
+    for key, value in answer.document("", target).items():
+        t.add_row(key, "—" if value is None else str(value))
+    return t
+
+
+def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | None = None,
+                  style: Style = Style()) -> RenderableType:
+    title = _sizing_title("cpu_bytes_to_use", tokens, blocks, "CPU blocks", resident)
+    t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
+               "resident, node", "/dev/shm, node", "safe?")
+    for col in t.columns[2:8]:
+        col.no_wrap = True
+    notes = []
+    for r in rows:
+        if r.startup_error:
+            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
+            notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
+            continue
+        if r.cpu_bytes_to_use is None:  # no budget helps: the note says why
+            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—",
+                      "NO: out of bounds at any budget")
+            notes.append(Text(f"{r.family}: {r.note}"))
+            continue
+        t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
+                  f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
+                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"
+                  if r.out_of_bounds_at_any_budget else "yes")
+        if r.note:
+            notes.append(Text(f"{r.family}: {r.note}"))
+    return Group(t, *notes)
+
+
+def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,
+                          style: Style = Style()) -> RenderableType:
+    title = _sizing_title(f"LMCache {row.key}", tokens, chunks, "chunks per rank", resident)
+    t = _table(style, title, "", "", header=False)
+    if row.gib is None:
+        t.add_row("answer", "none")
+    else:
+        t.add_row(row.key, f"{row.gib:g} (GiB per rank)")
+        t.add_row("pinned per storing rank", _b(row.pool_bytes_per_rank))
+        t.add_row("chunks per rank (worst stage)", _n(row.chunks_per_rank))
+        t.add_row("tokens held", _n(row.tokens))
+        t.add_row("storing ranks", _n(row.storing_ranks))
+        t.add_row("pool, engine", _b(row.pool_bytes_per_engine))
+        t.add_row("resident, node", _b(row.resident_bytes_per_node))
+    parts: list[RenderableType] = [t]
+    if row.note:
+        parts.append(Text(row.note))
+    return Group(*parts)

@@ -1,0 +1,67 @@
+"""A behaviour step (one row of versions.STEPS), and the GPU memory model's steps: how each release turns the device
+into the KV budget (v1/worker/gpu_worker.py determine_available_memory) and the defaults that feed it. Line numbers
+are each wheel's (the gathered reading: /work/stage/gpu-memory/formula-by-release.md)."""
+
+from __future__ import annotations
+
+
+class Step:
+    """One boundary of a behaviour: from release `first` on, `value` holds; `evidence` is the file (of `first`, and
+    of the release before where it matters) that shows it. (A plain class: a NamedTuple costs ~0.7 M instructions
+    to define, and start-up time is a target.)"""
+
+    __slots__ = ("first", "value", "evidence")
+
+    def __init__(self, first, value: object, evidence: str):
+        self.first, self.value, self.evidence = first, value, evidence
+
+
+MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
+    # A: requested - (weights + torch peak increase + non-torch increase); B: the same, CUDA graphs profiled inside the
+    # measured block and logged, subtracted only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0); C: the
+    # estimate subtracted (default 1; Model Runner V2 estimates 0 up to 0.28); D: requested - (total consumed since
+    # the init snapshot + transient peak headroom) - the estimate, graphs profiled after the measurement.
+    "memory_budget": (
+        Step((0, 0, 0), "A", "0.14.0 v1/worker/gpu_worker.py:341-343: requested_memory - non_kv_cache_memory "
+                             "(weights + torch_peak_increase + non_torch_increase, utils/mem_utils.py:283-285)"),
+        Step((0, 18, 0), "B", "0.18.0 gpu_worker.py:398-413: profile_cudagraph_memory() inside memory_profiling; "
+                              "cg applied only if VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (envs.py:1635-1637: "
+                              "'0'); 0.17.0 gpu_worker.py:351-430 has no CUDA-graph profiling"),
+        Step((0, 20, 0), "C", "0.20.0 envs.py:1724-1726: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default '1'; "
+                              "gpu_worker.py:421-425 subtracts it (0.19.1 envs.py:1654-1656: '0')"),
+        Step((0, 27, 0), "D", "0.27.0 utils/mem_utils.py:317-326: non_kv = total_consumed (init free - after free) "
+                              "+ transient_peak_headroom; gpu_worker.py:512-517 profiles graphs after the block")),
+    "default_gpu_memory_utilization": (
+        Step((0, 0, 0), 0.9, "0.19.1 config/cache.py:41: gpu_memory_utilization = 0.9"),
+        Step((0, 20, 0), 0.92, "0.20.0 config/cache.py:66: gpu_memory_utilization = 0.92")),
+    # Which models run on Model Runner V2 by default (its CUDA-graph estimate is 0 up to 0.28.0).
+    "mrv2_rule": (
+        Step((0, 0, 0), "off", "0.21.0 envs.py:1711-1713: VLLM_USE_V2_MODEL_RUNNER default '0'"),
+        Step((0, 22, 0), "qwen3", "0.22.0 config/vllm.py:69, 492-532: Qwen3ForCausalLM, dense, not quantized"),
+        Step((0, 23, 0), "llama", "0.23.0 config/vllm.py:69-75: + LlamaForCausalLM, MistralForCausalLM"),
+        Step((0, 24, 0), "listed", "0.24.0 config/vllm.py:68-77, 521-561: Qwen3, DeepseekV2, Qwen2Moe, GraniteMoe, "
+                                   "Llama, Mistral; MoE and quantized allowed"),
+        Step((0, 25, 0), "dense", "0.25.0 config/vllm.py:557-574: every dense generate model (+ the listed MoE); not "
+                                  "hybrid"),
+        Step((0, 29, 0), "all", "0.29.0 config/vllm.py:644-677: every model (unsupported features aside)")),
+    "batch_class_large": (
+        Step((0, 0, 0), False, "0.27.0 engine/arg_utils.py get_batch_defaults: >= 70 GiB is the top class"),
+        Step((0, 28, 0), True, "0.28.0 engine/arg_utils.py:2582-2591: >= 160 GiB: 16384 tokens / 1024 seqs")),
+    "batch_class_gb10_other": (
+        Step((0, 0, 0), False, "0.32.0 engine/arg_utils.py get_batch_defaults: >= 70 GiB and not A100"),
+        Step((0, 33, 0), True, "0.33.0 engine/arg_utils.py:2963, 2983-2987: GB10 (capability 12.1) in 'other'")),
+    # vLLM's start-up refusal wording (No available memory for the cache blocks / To serve at least one request ...).
+    "refusal_text": (
+        Step((0, 0, 0), "v1", "0.21.0 v1/core/kv_cache_utils.py:615-643: \"models's max seq len\", no CPU clause"),
+        Step((0, 22, 0), "v2", "0.22.0 v1/core/kv_cache_utils.py:697-728: \"model's\", CPU-backend clauses")),
+    # The profile run's sampler, bytes per logit in quarters (engines/vllm/memory.py): before 0.17 top-k / top-p sort
+    # every row (torch.sort: fp32 values and int64 indices, 12 B a logit more); 0.17 uses a Triton kernel for >= 8 rows.
+    "sampler_quarters": (
+        Step((0, 0, 0), 109, "0.16.0 v1/sample/ops/topk_topp_sampler.py:262 apply_top_k_top_p: logits.sort(dim=-1) on "
+                             "every row"),
+        Step((0, 17, 0), 61, "0.17.0 v1/sample/ops/topk_topp_sampler.py:245-255: a Triton top-k/top-p kernel for >= 8 "
+                             "rows (no full-vocabulary sort)")),
+    "max_capture_sm100": (
+        Step((0, 0, 0), 512, "0.27.0 config/vllm.py _set_cudagraph_sizes: min(max_num_seqs x 2, 512)"),
+        Step((0, 28, 0), 1024, "0.28.0 config/vllm.py:1938: 1024 on device capability family 100 (SM10x)")),
+}
