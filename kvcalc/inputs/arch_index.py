@@ -7,9 +7,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Callable
 
-from ..vocab.errors import UnsupportedError
+from ..vocab.errors import LayoutError, UnsupportedError
 from .arch_table import Arch
-from .hf_attention import attention, pattern_kinds, put_heads, layer_count, sliding_layers
+from . import hf_hybrid, hf_special
+from .hf_attention import (attention, config_layer_types, layer_count, pattern_kinds, put_heads, put_windows,
+                           sliding_layers, window_list)
 from .hf_readers import Cfg, Mapped
 from . import hf_readers as legacy
 
@@ -83,9 +85,33 @@ def _mla(m: Mapped, cfg: Cfg, row: Arch) -> None:
     legacy.mla(m, cfg, indexer=row.reader == "mla_indexer" or cfg.get("index_topk") is not None)
 
 
+def _exaone_moe(m: Mapped, cfg: Cfg, row: Arch) -> None:
+    """exaone_moe.py:233-270: full_attention layers full, the others sliding_windows[layer] when the config has the
+    list, else sliding_window (the generic rule)."""
+    windows = cfg.get("sliding_windows")
+    if windows is None:
+        attention(m, cfg, row.rule)
+        return
+    n = layer_count(m, cfg)
+    put_heads(m, cfg, row.rule)
+    kinds, _ = config_layer_types(m, cfg, n)
+    if not isinstance(windows, list) or len(windows) < n or kinds is None:
+        raise LayoutError(cfg.source, f"{cfg.prefix}sliding_windows", f"a list of {n} windows beside layer_types",
+                          windows)
+    put_windows(m, cfg, [None if k == "full_attention" else windows[i] for i, k in enumerate(kinds)],
+                "sliding_windows")
+
+
 READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "attention": _attention, "qwen2": _qwen2, "gpt_oss": _gpt_oss, "chatglm": _chatglm,
-    "mla": _mla, "mla_indexer": _mla,
+    "mla": _mla, "mla_indexer": _mla, "exaone_moe": _exaone_moe,
+    "window_list": lambda m, cfg, row: window_list(m, cfg, row.rule, "interleaved_sliding_window"),
+    "mamba1": lambda m, cfg, row: hf_hybrid.mamba1(m, cfg, row.rule),
+    "granite_hybrid": lambda m, cfg, row: hf_hybrid.granite_hybrid(m, cfg, row.rule),
+    "lfm2": lambda m, cfg, row: hf_hybrid.lfm2(m, cfg, row.rule),
+    "gdn_hybrid": lambda m, cfg, row: hf_hybrid.gdn_hybrid(m, cfg, row.rule),
+    "gemma3n": lambda m, cfg, row: hf_special.gemma3n(m, cfg, row.rule),
+    "gemma4": lambda m, cfg, row: hf_special.gemma4(m, cfg, row.rule),
     "llama4_text": _legacy(legacy.llama4), "deci": _legacy(legacy.deci), "jamba": _legacy(legacy.jamba),
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),

@@ -34,6 +34,8 @@ R = Rule
 LT = Rule()  # head_dim (else hidden // heads), num_key_value_heads, per-layer window from layer_types
 GLOBAL = Rule(layer_types=False)  # no per-layer window: only vLLM's model-level window
 HIDDEN = Rule(head="hidden", layer_types=False)  # head size hidden // heads whatever head_dim says
+TRANSFORMERS = Rule(heads="aliases", head="generic")
+_HF = "transformers/base.py:608-700 (the Transformers backend's Attention per layer)"
 FULL_KV = "full attention (sliding on every layer when the config sets one window and no interleaving)"
 SWA_KV = "full / sliding attention per layer_types"
 NOT_READ = "not modelled: "
@@ -186,6 +188,63 @@ ROWS: tuple[Arch, ...] = (
        "falcon_h1.py:118-127,225-277"),
     _r("Qwen3NextForCausalLM", "qwen3_next.Qwen3NextForCausalLM", "qwen3_next", "full attention / gated delta net",
        "qwen3_next.py:298-357,501-509"),
+    _a("Rnj1ForCausalLM", "rnj1.Rnj1ForCausalLM", "rnj1.py:109-169 (chunked_attention layers: a sliding window "
+       "with a one-chunk lookback kernel, SlidingWindowSpec)", R(head="head_dim!", slides="chunked_attention")),
+    _a("MiniCPM3ForCausalLM", "minicpm3.MiniCPM3ForCausalLM", "minicpm3.py:52-135 (MLA projections, plain attention: "
+       "one KV head per query head of qk_nope_head_dim + qk_rope_head_dim)", R(heads="mha", head="qk",
+                                                                             layer_types=False)),
+    _a("Plamo3ForCausalLM", "plamo3.Plamo3ForCausalLM", "plamo3.py:131-205 (interleaved_sliding_window[layer])",
+       R(head="head_dim!"), kv="full / sliding attention per interleaved_sliding_window", reader="window_list"),
+    _a("ExaoneMoeForCausalLM", "exaone_moe.ExaoneMoeForCausalLM", "exaone_moe.py:184-270 (sliding_windows[layer] "
+       "on the sliding layers, else sliding_window)", reader="exaone_moe"),
+    _a("ExaoneMoEForCausalLM", "exaone_moe.ExaoneMoeForCausalLM", "exaone_moe.py:184-270 (sliding_windows[layer] "
+       "on the sliding layers, else sliding_window)", reader="exaone_moe"),
+    _a("Gemma3nForCausalLM", "gemma3n.Gemma3nForCausalLM", "gemma3n.py:296-399 (KV shared by the last "
+       "num_kv_shared_layers)", R(head="head_dim!"), kv="full / sliding attention per layer_types; none (KV shared)",
+       reader="gemma3n"),
+    _a("Gemma4ForCausalLM", "gemma4.Gemma4ForCausalLM", "gemma4.py:388-510,560-590 (per_layer_config head size and "
+       "KV heads; KV shared by the last num_kv_shared_layers)", R(head="head_dim!"),
+       kv="sliding / full attention (full layers: global_head_dim); none (KV shared)", reader="gemma4"),
+    _r("AXK1ForCausalLM", "AXK1.AXK1ForCausalLM", "mla", "MLA", "AXK1.py:572-627 (AXK1MLAAttention)"),
+    _a("Qwen3_5ForCausalLM", "qwen3_5.Qwen3_5ForCausalLM", "qwen3_5.py:125-160,298-415 (Qwen3NextAttention: "
+       "qwen3_next.py:298-357; QwenGatedDeltaNetAttention)", GLOBAL, kv="full attention / gated delta net",
+       reader="gdn_hybrid"),
+    _a("Qwen3_5MoeForCausalLM", "qwen3_5.Qwen3_5MoeForCausalLM", "qwen3_5.py:125-160,298-415 (Qwen3NextAttention: "
+       "qwen3_next.py:298-357; QwenGatedDeltaNetAttention)", GLOBAL, kv="full attention / gated delta net",
+       reader="gdn_hybrid"),
+    _a("OlmoHybridForCausalLM", "olmo_hybrid.OlmoHybridForCausalLM", "olmo_hybrid.py:81-135,226-250,455-470 "
+       "(hidden // heads)", HIDDEN, kv="full attention / gated delta net", reader="gdn_hybrid"),
+    _a("GraniteMoeHybridForCausalLM", "granitemoehybrid.GraniteMoeHybridForCausalLM", "granitemoehybrid.py:72-90,"
+       "240-290,321-324,630-645 (hidden // heads)", HIDDEN, kv="Mamba-2 / full attention", reader="granite_hybrid"),
+    _a("Lfm2ForCausalLM", "lfm2.Lfm2ForCausalLM", "lfm2.py:120-170,435,570-577 (hidden // heads; conv_dim)", HIDDEN,
+       kv="short convolution / full attention", reader="lfm2"),
+    _a("Lfm2MoeForCausalLM", "lfm2_moe.Lfm2MoeForCausalLM", "lfm2_moe.py:190-240,433 (hidden // heads; conv_dim)",
+       HIDDEN, kv="short convolution / full attention", reader="lfm2"),
+    _r("MambaForCausalLM", "mamba.MambaForCausalLM", "mamba1", "Mamba-1", "mamba.py:63-79,234-246"),
+    _r("FalconMambaForCausalLM", "mamba.MambaForCausalLM", "mamba1", "Mamba-1", "mamba.py:63-79,234-246"),
+    # --- vLLM 0.33.0's Transformers backend (_TRANSFORMERS_SUPPORTED_MODELS): transformers/base.py:608-700 builds
+    # one Attention per layer with vLLM's generic heads (config.py:56-63) and head size
+    # (model_arch_config_convertor.py:104-118), the window on layer_types' sliding layers.
+    _a("ArceeForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("CwmForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("FlexOlmoForCausalLM", "transformers.TransformersMoEForCausalLM", _HF, TRANSFORMERS),
+    _a("GlmForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("GPTBigCodeForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("GPTNeoXForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("HunYuanDenseV1ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("HunYuanMoEV1ForCausalLM", "transformers.TransformersMoEForCausalLM", _HF, TRANSFORMERS),
+    _a("Jais2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("Kolibri1ForCausalLM", "transformers.TransformersMoEForCausalLM", _HF, TRANSFORMERS),
+    _a("MellumForCausalLM", "transformers.TransformersMoEForCausalLM", _HF, TRANSFORMERS),
+    _a("NanbeigeForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("OlmoForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("Olmo2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("Olmo3ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("PhiForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("SeedOssForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("SmolLM3ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    _a("Starcoder2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
+    _a("VaultGemmaForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
     # --- not modelled by kvcalc (each for the reason given)
     _x("FalconForCausalLM", "falcon.FalconForCausalLM", NOT_READ + "its rotary and ALiBi attention is built without "
        "the cache config (falcon.py:173-197): the KV cache keeps the model dtype whatever --kv-cache-dtype says"),
@@ -197,8 +256,48 @@ ROWS: tuple[Arch, ...] = (
        "(dory.py:109-133)"),
     _x("DomynEdgeForCausalLM", "domyn_edge.DomynEdgeForCausalLM", NOT_READ + "per-layer head sizes and windows "
        "from per_layer_config / window_sizes (domyn_edge.py:97-170)"),
-    _x("Rnj1ForCausalLM", "rnj1.Rnj1ForCausalLM", NOT_READ + "chunked attention with a one-chunk lookback "
-       "(rnj1.py:141-172), a spec kvcalc does not build"),
     _x("HCXVisionV2ForCausalLM", "hyperclovax_vision_v2.HCXVisionV2ForCausalLM", NOT_READ + "a multimodal model "
        "whose language model kvcalc does not resolve"),
+    _x("AliceAIForCausalLM", "alice_ai.AliceAIForCausalLM", NOT_READ + "Kimi Delta Attention state "
+       "(alice_ai.py:689-700, mamba_utils.py:296-319) with KDA prefill checkpoint blocks"),
+    _x("KimiLinearForCausalLM", "kimi_k3.KimiLinearForCausalLM", NOT_READ + "Kimi Delta Attention layers "
+       "(models/kimi_k3/nvidia/kda.py:901-909: a KDA state with prefill checkpoint blocks and alignment) beside MLA "
+       "layers"),
+    _x("BailingMoeV3ForCausalLM", "bailing_moe_v3.BailingMoeV3ForCausalLM", NOT_READ + "Kimi Delta Attention layers "
+       "(bailing_moe_v3.py:635-900,1480-1493) beside MLA layers"),
+    _x("BailingMoeV2_5ForCausalLM", "bailing_moe_linear.BailingMoeV25ForCausalLM", NOT_READ + "per-layer lightning "
+       "linear attention or MLA chosen by config.attention_type per layer (bailing_moe_linear.py:347-377)"),
+    _x("Glm5NextForCausalLM", "glm5next.Glm5NextForCausalLM", NOT_READ + "KDA linear attention beside indexed MLA "
+       "with a CircularBufferSpec indexer cache (models/glm5next)"),
+    _x("Qwen4ExpForCausalLM", "qwen4_exp.Qwen4ExpForCausalLM", NOT_READ + "gated delta net, full and compressed "
+       "indexed attention (CircularBufferSpec, MLAAttentionSpec) in models/qwen4_exp"),
+    _x("Step5ForCausalLM", "step5.Step5ForCausalLM", NOT_READ + "CircularBufferSpec attention layers (models/step5)"),
+    _x("DeepseekV4ForCausalLM", "deepseek_v4.DeepseekV4ForCausalLM", NOT_READ + "compressed sparse attention "
+       "(SlidingWindowMLASpec with compress_ratio, models/deepseek_v4)"),
+    _x("HYV4ForCausalLM", "hy_v4.HYV4ForCausalLM", NOT_READ + "MLA with a lightning indexer shared between layers "
+       "(indexer_types full / shared, models/hy_v4)"),
+    _x("MiniMaxM3SparseForCausalLM", "minimax_m3.MiniMaxM3SparseForCausalLM", NOT_READ + "sparse attention layers "
+       "with an MLA-spec key cache (models/minimax_m3)"),
+    _x("InklingForCausalLM", "inkling.InklingForCausalLM", NOT_READ + "hybrid / hybrid_sliding layers, each with a "
+       "full and a sliding KV cache (models/inkling)"),
+    _x("InklingForConditionalGeneration", "inkling.InklingForConditionalGeneration", NOT_READ + "hybrid / "
+       "hybrid_sliding layers, each with a full and a sliding KV cache (models/inkling)"),
+    _x("BeamForCausalLM", "beam.BeamForCausalLM", NOT_READ + "its attention is built by platform code under "
+       "models/beam/nvidia that kvcalc has not mapped"),
+    _x("FlintForCausalLM", "flint.FlintForCausalLM", NOT_READ + "its attention is built by models/flint (GGUF NVFP4 "
+       "kernels) that kvcalc has not mapped"),
+    _x("LongcatFlashForCausalLM", "longcat_flash.LongcatFlashForCausalLM", NOT_READ + "two MLA attentions per "
+       "decoder layer (longcat_flash.py:249-290; num_layers counts them, model_arch_config_convertor.py:758-761)"),
+    _x("LongcatFlashNgramForCausalLM", "longcat_flash_ngram.LongcatFlashNgramForCausalLM", NOT_READ + "two MLA "
+       "attentions per decoder layer (longcat_flash.py:249-290) and n-gram embeddings"),
+    _x("MiMoV2FlashForCausalLM", "mimo_v2.MiMoV2FlashForCausalLM", NOT_READ + "K and V head sizes that differ by "
+       "layer kind (swa_v_head_dim, v_head_dim) on the DIFFKV attention backends (mimo_v2.py:318-358,406-440)"),
+    _x("MiMoV2ForCausalLM", "mimo_v2.MiMoV2ForCausalLM", NOT_READ + "K and V head sizes that differ by layer kind "
+       "(swa_v_head_dim, v_head_dim) on the DIFFKV attention backends (mimo_v2.py:318-358,406-440)"),
+    _x("PanguEmbeddedForCausalLM", "openpangu.PanguEmbeddedForCausalLM", NOT_READ + "a per-layer choice between "
+       "MLA, static-sink and windowed attention (openpangu.py:769-880)"),
+    _x("PanguProMoEV2ForCausalLM", "openpangu.PanguProMoEV2ForCausalLM", NOT_READ + "static-sink attention "
+       "(SinkFullAttentionSpec with sink_len, openpangu.py:522-640)"),
+    _x("Zamba2ForCausalLM", "zamba2.Zamba2ForCausalLM", NOT_READ + "attention blocks shared between hybrid layers, "
+       "each use with its own KV cache named out of layer order (zamba2.py:190-200,735-760)"),
 )

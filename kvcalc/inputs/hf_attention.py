@@ -22,10 +22,11 @@ class Rule:
     """How a model file builds its standard attention (vLLM 0.33.0)."""
 
     # "kv": num_key_value_heads (None: num_attention_heads); "mha": num_attention_heads; "1": one head;
-    # any other string: that config key.
+    # "aliases": vLLM's generic reading (n_head_kv, num_kv_heads, ...); any other string: that config key.
     heads: str = "kv"
     # "head_dim": head_dim or hidden_size // num_attention_heads; "hidden": hidden_size // num_attention_heads
-    # (head_dim ignored); "head_dim!": head_dim itself; any other string: that config key.
+    # (head_dim ignored); "head_dim!": head_dim itself; "generic": vLLM's (head_dim, hidden_size_per_head, hidden /
+    # heads); any other string: that config key.
     head: str = "head_dim"
     layer_types: bool = True  # reads config.layer_types for a per-layer window
     plus_one: bool = False  # passes sliding_window + 1 (Cohere2: the window counts the current token)
@@ -56,6 +57,12 @@ def kv_heads(cfg: Cfg, rule: str) -> tuple[int, str]:
             if cfg.get(key) is not None and cfg.get(key) != 0:
                 return cfg.int_(key, minimum=1), cfg.origin(key)
         return 1, "1 (no num_attention_groups / num_key_value_heads)"
+    if rule == "aliases":  # config.py:56-63 CONFIG_FIELD_ALIASES["total_num_kv_heads"], else the attention heads
+        for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+                    "num_attention_groups"):
+            if cfg.get(key) is not None:
+                return cfg.int_(key, minimum=1), cfg.origin(key)
+        rule = "mha"
     if rule == "mha":
         return cfg.int_("num_attention_heads", minimum=1), f"{cfg.origin('num_attention_heads')} (multi-head: " \
                                                            "one KV head per query head)"
@@ -68,8 +75,17 @@ def kv_heads(cfg: Cfg, rule: str) -> tuple[int, str]:
 
 
 def head_size(cfg: Cfg, rule: str) -> tuple[int, str]:
+    if rule == "generic":  # model_arch_config_convertor.py:104-118: head_dim > 0, hidden_size_per_head, hidden / heads
+        if cfg.get("head_dim"):
+            return cfg.int_("head_dim", minimum=1), cfg.origin("head_dim")
+        if cfg.get("hidden_size_per_head") is not None:
+            return cfg.int_("hidden_size_per_head", minimum=1), cfg.origin("hidden_size_per_head")
+        rule = "head_dim"
     if rule in ("head_dim", "head_dim!") and (cfg.get("head_dim") or rule == "head_dim!"):
         return cfg.int_("head_dim", minimum=1), cfg.origin("head_dim")
+    if rule == "qk":  # MLA dimensions run as plain attention (MiniCPM3): one head of qk_nope + qk_rope per head
+        nope, rope = cfg.int_("qk_nope_head_dim"), cfg.int_("qk_rope_head_dim")
+        return nope + rope, f"{cfg.origin('qk_nope_head_dim')} + {cfg.origin('qk_rope_head_dim')} ({nope} + {rope})"
     if rule not in ("head_dim", "hidden", "head_dim!"):
         return cfg.int_(rule, minimum=1), cfg.origin(rule)
     hidden, heads = cfg.int_("hidden_size", minimum=1), cfg.int_("num_attention_heads", minimum=1)
@@ -87,13 +103,18 @@ def put_heads(m: Mapped, cfg: Cfg, rule: Rule) -> None:
 
 
 def config_layer_types(m: Mapped, cfg: Cfg, n: int) -> tuple[list[str] | None, str]:
-    """The config's layer_types: the file's list, else the one its configuration class derives (or None)."""
-    kinds = cfg.data.get("layer_types")
+    """The config's layer_types: the file's list (legacy names remapped as transformers does,
+    configuration_utils.py:94-99), else the one its configuration class derives (or None)."""
+    key = "layer_types" if "layer_types" in cfg.data else "layers_block_type"  # an older spelling (Granite-4)
+    kinds = cfg.data.get(key)
     if kinds is not None:
         if not isinstance(kinds, list) or len(kinds) < n or not all(isinstance(k, str) for k in kinds):
-            raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", f"a list of {n} layer kind names", kinds)
-        return kinds[:n], cfg.origin("layer_types")
+            raise LayoutError(cfg.source, f"{cfg.prefix}{key}", f"a list of {n} layer kind names", kinds)
+        return [_LEGACY_LAYER_TYPES.get(k, k) for k in kinds[:n]], cfg.origin(key)
     return class_layer_types(m.config_type, cfg, n)
+
+
+_LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}
 
 
 def window_of(m: Mapped, cfg: Cfg) -> tuple[int | None, str]:
@@ -148,3 +169,27 @@ def pattern_kinds(n: int, full: Callable[[int], bool]) -> list[str]:
 
 def refuse(cfg: Cfg, what: str) -> None:
     raise UnsupportedError(f"{cfg.source}: {what}; write the layout YAML instead (see the README)")
+
+
+def window_list(m: Mapped, cfg: Cfg, rule: Rule, key: str, *, cyclic: bool = False) -> None:
+    """Per-layer windows from a list (Plamo3's interleaved_sliding_window): a null entry is a full layer."""
+    n = layer_count(m, cfg)
+    put_heads(m, cfg, rule)
+    windows = cfg.get(key)
+    if not isinstance(windows, list) or not windows or (not cyclic and len(windows) < n):
+        raise LayoutError(cfg.source, f"{cfg.prefix}{key}", f"a list of {n} windows (null: full attention)", windows)
+    put_windows(m, cfg, [windows[i % len(windows)] for i in range(n)], key)
+
+
+def put_windows(m: Mapped, cfg: Cfg, per_layer: list, key: str) -> None:
+    """Layer kinds from per-layer windows (None: full); kvcalc's layout holds one window, so they must agree."""
+    sizes = {w for w in per_layer if w is not None}
+    if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in sizes):
+        raise LayoutError(cfg.source, f"{cfg.prefix}{key}", "positive integers or null", sorted(map(str, sizes)))
+    if len(sizes) > 1:
+        raise UnsupportedError(f"{cfg.source}: {cfg.prefix}{key}: {len(sizes)} different windows ({sorted(sizes)}); "
+                               "kvcalc's layout holds one sliding window; write the layout YAML instead")
+    if sizes:
+        m.put("layer_types", ["full_attention" if w is None else "sliding_attention" for w in per_layer],
+              f"{cfg.origin(key)}: a window per layer, null for full attention")
+        m.put("sliding_window", sizes.pop(), cfg.origin(key))

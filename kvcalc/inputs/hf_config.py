@@ -64,7 +64,7 @@ def map_config(data: Any, *, source: str) -> Mapped:
     row, inner, prefix = resolve(data, source)
     config_type = inner.get("model_type") if isinstance(inner.get("model_type"), str) else ""
     m = Mapped(model_type=config_type or row.name, config_type=config_type, arch=row.name)
-    cfg = Cfg(inner, defaults_for(config_type), source, prefix, ATTRIBUTE_MAPS.get(config_type))
+    cfg = Cfg(inner, defaults_for(config_type, sizes=bool(prefix)), source, prefix, ATTRIBUTE_MAPS.get(config_type))
     _name(m, data)
     read_dtype(m, cfg, data)
     READERS[row.reader](m, cfg, row)
@@ -107,28 +107,37 @@ def resolve(data: dict, source: str) -> tuple[Arch, dict, str]:
         raise UnsupportedError(_unmapped(data, source))
     inner, prefix = data, ""
     while row.text:
-        sub = _sub_config(inner, row.text)
+        key, sub = _sub_config(inner, row.text)
         if not isinstance(sub, dict):
-            raise LayoutError(source, prefix + row.text, f"the language model's config (architecture {row.name})",
-                              sub)
-        prefix += row.text + "."
+            raise LayoutError(source, prefix + row.text.split("|")[0], "the language model's config (architecture "
+                              f"{row.name})", sub)
+        prefix += "" if key == "." else key + "."
         inner, wrapper = sub, row
-        row = lookup(sub, default=wrapper.inner)
+        row = lookup(sub, default=wrapper.inner) if key != "." else arch_index()[wrapper.inner]
         if row is None:
             raise UnsupportedError(f"{source}: {prefix}model_type {sub.get('model_type')!r} (the language model of "
                                    f"{wrapper.name}) is not mapped; see `kvcalc models`; write the layout YAML "
                                    "instead (see the README)")
+    if row.reader.startswith("draft_"):
+        raise UnsupportedError(f"{source}: architecture {row.name} is a drafter: give its config with --draft-config "
+                               "(model.draft.hf_config) beside the target's")
     if not row.mapped:
         raise UnsupportedError(f"{source}: architecture {row.name} ({row.vllm or 'not in vLLM 0.33.0'}): "
                                f"{row.reason}; write the layout YAML instead (see the README)")
     return row, inner, prefix
 
 
-def _sub_config(data: dict, path: str) -> Any:
-    node: Any = data
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
+def _sub_config(data: dict, paths: str) -> tuple[str, Any]:
+    """The first of `a|b|...` the config has (a dotted path; `.` is the config itself): (that path, its value)."""
+    for path in paths.split("|"):
+        if path == ".":
+            return path, data
+        node: Any = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return path, node
+    return paths.split("|")[0], None
 
 
 def lookup(data: dict, default: str = "") -> Arch | None:
@@ -176,6 +185,11 @@ def map_draft(data: Any, *, source: str, method: str | None) -> tuple[dict, dict
     inner, prefix = data, ""
     if data.get("model_type") == "eagle" and isinstance(data.get("model"), dict):
         inner, prefix = data["model"], "model."  # EAGLE-1 configs wrap the draft model's own config
+    row = lookup(data)
+    if row is not None and not row.mapped:
+        raise UnsupportedError(f"{source}: drafter architecture {row.name} ({row.vllm}): {row.reason}")
+    if row is not None and row.reader == "draft_mtp":
+        return _mtp_draft(data, source, row)
     archs = " ".join(a for a in data.get("architectures") or [] if isinstance(a, str)).lower()
     if method is None:
         method = "eagle3" if "eagle3" in archs else "eagle"
@@ -188,3 +202,36 @@ def map_draft(data: Any, *, source: str, method: str | None) -> tuple[dict, dict
               "model.draft.num_layers": cfg.origin("num_hidden_layers"), "model.draft.num_kv_heads": ho,
               "model.draft.head_size": so}
     return draft, origin
+
+
+def _mtp_draft(data: dict, source: str, row: Arch) -> tuple[dict, dict]:
+    """An MTP drafter's config (the target's own config under an MTP architecture): its layer count is
+    num_nextn_predict_layers (Qwen3.5: mtp_num_hidden_layers, model_arch_config_convertor.py:699-735)."""
+    cfg = Cfg(data, {}, source)
+    key = "mtp_num_hidden_layers" if cfg.get("mtp_num_hidden_layers") is not None else "num_nextn_predict_layers"
+    draft = {"method": "mtp", "num_layers": cfg.int_(key, minimum=1)}
+    return draft, {"model.draft.method": f"architectures ({row.name})", "model.draft.num_layers": cfg.origin(key)}
+
+
+def map_generic(data: Any, *, source: str, reason: str, model: dict) -> Mapped:
+    """An unmapped architecture planned from the layout's own keys: only the dtype, the length and the name come from
+    the config; the layer kinds are the layout's (every layer full attention, or MLA with kv_lora_rank, when it
+    gives none), and say so."""
+    if not isinstance(data, dict):
+        raise LayoutError(source, "(top level)", "a JSON object (a Hugging Face config.json)", type(data).__name__)
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    m = Mapped(model_type=str(data.get("model_type") or "unmapped"))
+    cfg = Cfg(text, {}, source, "text_config." if text is not data else "")
+    _name(m, data)
+    read_dtype(m, cfg, data)
+    _max_len(m, cfg)
+    why = f"the layout's keys (kvcalc does not map this config: {reason})"
+    if "layer_types" not in model and "layer_pattern" not in model:
+        kind = "mla" if model.get("kv_lora_rank") is not None else "full_attention"
+        n = model.get("num_layers")
+        if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 100_000:
+            m.put("layer_types", [kind] * n, f"{why}: every layer {kind}, the layout giving no layer kinds")
+    else:
+        key = "layer_types" if "layer_types" in model else "layer_pattern"
+        m.user_kinds = f"{why}: the layout's {key}"
+    return m

@@ -70,6 +70,7 @@ class Mapped:
     cache: dict = field(default_factory=dict)  # e.g. Nemotron-H's float32 SSM state dtype
     num_nextn_predict_layers: int = 0
     notes: list = field(default_factory=list)  # what the user should know about this mapping
+    user_kinds: str = ""  # an unmapped config: where the layout's own layer kinds came from (its provenance)
 
     def put(self, key: str, value: Any, origin: str) -> None:
         self.model[key] = value
@@ -121,12 +122,14 @@ MAMBA_SSM_DEFAULTS = {"Mamba2": {"d_state": 128, "d_conv": 4, "expand": 2, "head
 CONFIG_CLASS_OF = {"kimi_k2": "deepseek_v3"}
 
 
-def defaults_for(config_type: str) -> dict:
-    """The configuration class's defaults: transformers' (hf_defaults), the hand-checked rows above over them."""
-    from .hf_defaults import CLASS_DEFAULTS
+def defaults_for(config_type: str, *, sizes: bool = False) -> dict:
+    """The configuration class's defaults: transformers' (hf_defaults), the hand-checked rows above over them; with
+    `sizes`, the model's sizes too (a multimodal wrapper's sub-config relies on its class for them)."""
+    from .hf_defaults import CLASS_DEFAULTS, SIZES
 
     config_type = CONFIG_CLASS_OF.get(config_type, config_type)
-    return {**CLASS_DEFAULTS.get(config_type, {}), **DEFAULTS.get(config_type, {})}
+    base = {**SIZES.get(config_type, {})} if sizes else {}
+    return {**base, **CLASS_DEFAULTS.get(config_type, {}), **DEFAULTS.get(config_type, {})}
 
 
 def read_dtype(m: Mapped, cfg: Cfg, outer: dict) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..vocab.layout import Layout
 from .files import parse_yaml, read_bytes, read_json
-from ..vocab.errors import LayoutError
+from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.keys import CHILDREN
 from .validate import validate
 from .values import Reader
@@ -61,13 +61,15 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
 
         model = dict(model)
         path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
-        mapped = map_config(read_json(path), source=path)
+        mapped = _map_or_user_keys(read_json(path), path, model)
         for key in model:  # the layout's own keys win over the config's
             origin[f"model.{key}"] = "layout file"
         if "layer_pattern" in model or "layer_types" in model:
             mapped.model.pop("layer_types", None)
         model = {**mapped.model, **model}
         origin = {**mapped.origin, **origin}
+        if mapped.user_kinds:
+            origin["model.layer_types"] = mapped.user_kinds
         cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
         for key, (value, why) in mapped.cache.items():
             if key not in cache:
@@ -100,6 +102,25 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
             origin["model.draft.num_layers"] = "num_nextn_predict_layers"
         model["draft"] = draft
     return top, origin
+
+
+def _map_or_user_keys(data: Any, path: str, model: dict):
+    """The config mapped by its architecture; an architecture kvcalc does not map is planned from the layout's own
+    keys beside hf_config (num_layers and the shapes the validator asks for), the config giving only its dtype, length
+    and name, and the layer kinds marked as the user's."""
+    from .hf_config import map_config, map_generic
+
+    try:
+        return map_config(data, source=path)
+    except UnsupportedError as e:
+        reason = str(e).removesuffix(_HINT)
+        if "num_layers" not in model:
+            raise UnsupportedError(f"{reason}; write the layout YAML instead, or give num_layers and the layer shapes "
+                                   "beside model.hf_config (see the README)") from None
+        return map_generic(data, source=path, reason=reason.split(": ", 1)[-1], model=model)
+
+
+_HINT = "; write the layout YAML instead (see the README)"
 
 
 def _config_path(r: Reader, value: Any, key: str, base_dir: str) -> str:

@@ -25,11 +25,13 @@ mamba_n_groups mamba_d_ssm mamba_chunk_size mamba_num_heads mamba_head_dim mamba
 num_mem_blocks attention_head_dim n_mamba_heads use_shared_attention_adapter block_ff_dim linear_num_heads
 linear_head_dim swa_num_key_value_heads swa_head_dim swa_v_head_dim sliding_window_size moe_num_experts
 moe_num_shared_experts num_shared_experts moe_shared_expert_intermediate_size use_mla mlp_only_layers""".split()
+SIZE_FIELDS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size", "vocab_size")
 HEADER = '''"""transformers 5.24.0 configuration classes' defaults for the fields kvcalc reads, and their
 attribute_map (a standard name stored under another: GPT-2's n_head), per model_type. Generated from
 transformers/models/<type>/configuration_*.py (the class attributes' literal defaults) by
 tests/tools/gen_hf_defaults.py; hf_readers.DEFAULTS (hand-checked) wins over these. The model's sizes
-(layers, heads, widths, vocabulary) are left out: a config without them is refused, not defaulted."""
+(layers, heads, widths, vocabulary) are apart, in SIZES: a multimodal wrapper's sub-config takes them from its class
+(llava's text_config names only what differs from LlamaConfig), a top-level config without them is refused."""
 
 from __future__ import annotations
 '''
@@ -91,12 +93,18 @@ def main(root, types, path):
     by_type = {}
     for name, (model_type, _, _, amap) in classes.items():
         if model_type in types and model_type not in by_type:
-            by_type[model_type] = ({k: v for k, v in resolved(classes, name).items() if k in FIELDS}, amap or {})
+            fields = resolved(classes, name)
+            by_type[model_type] = ({k: v for k, v in fields.items() if k in FIELDS}, amap or {},
+                                   {k: v for k, v in fields.items() if k in SIZE_FIELDS and isinstance(v, int)})
     lines = [HEADER, "CLASS_DEFAULTS: dict[str, dict] = {"]
-    for t, (row, _) in sorted(by_type.items()):
+    for t, (row, _, _) in sorted(by_type.items()):
         _wrap(f"    {t!r}: {{{', '.join(f'{k!r}: {v!r}' for k, v in row.items())}}},", lines)
+    lines += ["}", "SIZES: dict[str, dict] = {"]
+    for t, (_, _, sizes) in sorted(by_type.items()):
+        if sizes:
+            _wrap(f"    {t!r}: {{{', '.join(f'{k!r}: {v!r}' for k, v in sizes.items())}}},", lines)
     lines += ["}", "ATTRIBUTE_MAPS: dict[str, dict] = {"]
-    for t, (_, amap) in sorted(by_type.items()):
+    for t, (_, amap, _) in sorted(by_type.items()):
         if amap:
             _wrap(f"    {t!r}: {amap!r},", lines)
     lines.append("}")
