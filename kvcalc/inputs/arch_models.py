@@ -36,7 +36,8 @@ _SPECIAL = {
 _HEADS = {"kv": "`num_key_value_heads`", "mha": "one per query head", "1": "one", "aliases": "vLLM's generic keys",
           "chatglm": "`multi_query_group_num`", "step1": "`num_attention_groups` / `num_key_value_heads` / 1"}
 _HEAD = {"head_dim": "`head_dim` or hidden / heads", "hidden": "hidden / heads", "head_dim!": "`head_dim`",
-         "generic": "`head_dim`, `hidden_size_per_head` or hidden / heads", "qk": "`qk_nope_head_dim` + `qk_rope_head_dim`"}
+         "generic": "`head_dim`, `hidden_size_per_head` or hidden / heads",
+         "qk": "`qk_nope_head_dim` + `qk_rope_head_dim`"}
 
 
 def describe(row: Arch) -> str:

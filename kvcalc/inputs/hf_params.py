@@ -139,7 +139,8 @@ def _mamba(section: dict, hidden: int) -> int:
             + inner * state + inner + inner * hidden
     if kind == "gated_delta_net":
         nk, nv = section["linear_num_key_heads"], section["linear_num_value_heads"]
-        dk, dv, conv = section["linear_key_head_dim"], section["linear_value_head_dim"], section["linear_conv_kernel_dim"]
+        dk, dv = section["linear_key_head_dim"], section["linear_value_head_dim"]
+        conv = section["linear_conv_kernel_dim"]
         conv_dim = 2 * nk * dk + nv * dv
         return hidden * (conv_dim + nv * dv) + hidden * 2 * nv + conv_dim * conv + 2 * nv + dv + nv * dv * hidden
     if kind == "short_conv":
