@@ -68,7 +68,7 @@ def formula_notes(selected: Plan) -> dict[str, str]:
     other = "fixed" if selected.selected == "old" else "old"
     version = REPRESENTATIVE[other]
     try:
-        alt = plan(replace(layout, vllm_version=version))
+        alt = plan(replace(layout, vllm_version=version, vllm_version_from="representative"))
     except KvcalcError as e:
         return {other: f"vLLM {version} would refuse this layout at startup: {e.one_line()}"}
     same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \
@@ -103,7 +103,7 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     stage = stage or plan_gpu(layout, connector)
     behaviour, layer_plan, grouping, gpu = stage.behaviour, stage.layers, stage.grouping, stage.gpu
     pool = connector.estimate(layout, stage, selected_only=selected_only)
-    notes = list(layer_plan.notes) + list(pool.notes)
+    notes = list(layer_plan.notes) + list(layout.offload.notes) + list(pool.notes)
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
     if grouping.folded:
@@ -111,6 +111,9 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     if grouping.padding_layers:
         notes.append(f"{grouping.padding_layers} padding layer slot(s) in the hybrid groups")
     base = ((behaviour.warning,) if behaviour.warning else ()) + tuple(gpu.warnings)
+    if layout.vllm_version_from == "default":
+        base = (f"no vLLM release named (no --vllm-version, vllm.version, image tag or log banner): planned as "
+                f"{layout.vllm_version}, the newest kvcalc models; name the release you run",) + base
     # A start-up failure is not a warning: it is the report's `error` (and exit 2 in the CLI).
     return Plan(layout=layout, behaviour=behaviour, hma_enabled=stage.hma_enabled, hma_reason=stage.hma_reason,
                 layers=layer_plan, grouping=grouping, gpu=gpu, pool=pool, notes=tuple(notes), base_warnings=base)
@@ -126,7 +129,7 @@ def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | Kvcal
     out: list[tuple[str, Plan | KvcalcError]] = []
     for v in versions:
         try:
-            out.append((v, plan(replace(layout, vllm_version=v))))
+            out.append((v, plan(replace(layout, vllm_version=v, vllm_version_from="--compare-versions"))))
         except KvcalcError as e:
             out.append((v, e))
     return out

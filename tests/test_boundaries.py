@@ -395,6 +395,39 @@ def _(old, new):
     assert [(x.count, x.size) for x in a] == [(32, 2 * GIB)]
 
 
+MLA_TP4 = {"model": {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+           "parallel": {"tensor_parallel_size": 4}, "cache": {"block_size": 64}}
+# DeepSeek-V3-like at TP 4, FlashMLA, 64 GiB: page 64 x 576 x 2 = 73,728 B; x 61 layers = 4,497,408 B a block; x 4
+# copies = 17,989,632 -> 68,719,476,736 // that = 3,819 blocks on both sides of both boundaries (old, fixed and
+# packed families alike: one group, sum(sizes) // N = page x 61).
+
+
+def _mla_tensors(version):
+    return sorted((x.count, x.size, x.resident) for x in
+                  sel(make_plan(MLA_TP4, version)).host.allocations_per_worker[0])
+
+
+# One cross-layer tensor: 3,819 x 4,497,408 = 17,175,601,152 B (15.996 GiB) pins 16 GiB; per layer: 61 x (3,819 x
+# 73,728 = 281,567,232 B, 268.5 MiB) pin 512 MiB each (30.5 GiB a worker).
+MLA_ONE = [(1, 3819 * 4497408, 16 * GIB)]
+MLA_PER_LAYER = [(61, 3819 * 73728, 512 << 20)]
+
+
+@boundary("mla_cross_layer", "0.18.0")
+def _(old, new):
+    # 0.17.1 MLACommonBackend orders the layers dimension second (1, 0, 2, 3) and the mixin compares lengths only:
+    # the MLA model gets the cross-layer tensor; 0.18.0 identity order, refused by stride_order[0] != 0.
+    assert _mla_tensors(old) == MLA_ONE
+    assert _mla_tensors(new) == MLA_PER_LAYER
+
+
+@boundary("mla_cross_layer", "0.24.0")
+def _(old, new):
+    # 0.23.0 identity order (per-layer tensors); 0.24.0 flashmla.py (1, 0, 2, 3) -> indexes_kv_by_block_stride.
+    assert _mla_tensors(old) == MLA_PER_LAYER
+    assert _mla_tensors(new) == MLA_ONE
+
+
 TWO_PAGES = {"model": {"num_layers": 2, "num_kv_heads": [8, 4], "head_size": 128}}  # 65,536 + 32,768 B: UniformType
 
 

@@ -34,10 +34,18 @@ def test_check_passes_with_exit_0(capsys):
     code, out, err = run(capsys, "plan", ex("deepseek-v3-tp4.yaml"), "--vllm-version", "0.33.0", "--check",
                          "--format", "json")
     assert code == 0
-    assert err == ''
     checks = checks_of(json.loads(out))
     assert all(c["passed"] for c in checks.values())
-    assert set(checks) == {"startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu"}
+    # Every gate is reported; the ones nothing asked for are skipped, saying what would turn them on.
+    assert set(checks) == {"startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory",
+                           "shm", "min_cpu_tokens"}
+    assert checks["host_memory"]["status"] == "skipped"
+    assert "--host-memory" in checks["host_memory"]["reason"]
+    assert checks["startup"]["status"] == "pass"
+    # A passing --check says which gates ran, on stderr, one line each.
+    assert "check passed: startup: vLLM 0.33.0 starts" in err
+    assert "check skipped: min_cpu_tokens: no target given" in err
+    assert err.strip().splitlines()[-1] == "checks: 4 passed, 3 skipped"
 
 
 def test_check_fails_on_out_of_bounds_with_exit_1(capsys):
@@ -56,8 +64,9 @@ def test_check_fails_on_out_of_bounds_with_exit_1(capsys):
 
 
 def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
-    # Vector a1: 64 GiB pinned per engine; 4 DP replicas on one node need 256 GiB.
-    args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json"]
+    # Vector a1: 64 GiB pinned per engine; 4 DP replicas on one node need 256 GiB (the process overhead set to 0
+    # here: the next test counts it).
+    args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json", "--host-overhead", "0"]
     code, out, _ = run(capsys, *args, "--host-memory", "255GiB")
     assert code == 1
     assert not checks_of(json.loads(out))['host_memory']['passed']
@@ -65,6 +74,28 @@ def test_host_memory_gate_counts_every_replica_on_the_node(capsys):
     assert code == 0
     code, out, _ = run(capsys, *args, "--host-memory", "128GiB", "--data-parallel-size-local", "2")
     assert code == 0
+
+
+def test_host_memory_counts_the_process_overhead(capsys):
+    # 4 engines of TP 1 = 4 GPU workers x 3 GiB (the estimate, vLLM PR #48436's ~3 GiB a worker beyond its pool)
+    # = 12 GiB beside the 256 GiB pool: 268 GiB = 287,762,808,832 B.
+    args = ["plan", ex("llama-3.1-8b.yaml"), "--dp", "4", "--check", "--format", "json"]
+    code, out, _ = run(capsys, *args, "--host-memory", "267GiB")
+    gate = checks_of(json.loads(out))["host_memory"]
+    assert code == 1
+    assert gate["need"] == 268 * 2 ** 30
+    assert gate["margin"] == -(2 ** 30)
+    assert gate["limit_from"] == "--host-memory (a node)"
+    code, out, _ = run(capsys, *args, "--host-memory", "268GiB")
+    assert code == 0
+    assert checks_of(json.loads(out))["host_memory"]["margin"] == 0
+
+
+def test_gate_limits_without_check_are_a_warning(capsys):
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.33.0", "--host-memory", "1GiB",
+                         "--format", "json")
+    assert code == 0
+    assert "warning: --host-memory set --check's limits; without --check nothing is gated" in err
 
 
 def test_zero_budget_fails_a_gate(capsys):

@@ -161,6 +161,9 @@ class Pool:
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
     verdict: str  # the headline, one or two sentences
+    # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
+    # manifest gives the server such a variable kvcalc cannot read.
+    env_dependent: tuple[str, ...] = ()
 
 
 if TYPE_CHECKING:  # the interface, for readers and type checkers (a Protocol class costs start-up time)

@@ -399,10 +399,13 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
     backend = ATTENTION_BACKENDS[s.attention_backend]
     groups = worker.groups
-    if (b.cross_layer_blocks and not backend.mla and len(groups) == 1 and isinstance(groups[0].spec, AttentionSpec)
-            and worker.num_tensors):
+    if (b.cross_layer_blocks and (b.mla_cross_layer or not backend.mla) and len(groups) == 1
+            and isinstance(groups[0].spec, AttentionSpec) and worker.num_tensors):
         # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes
         # (offloading/worker.py register_cross_layers_kv_cache; 0.14.0 cpu_gpu.py "cross-layers tensor").
+        # MLA too where its backend orders the layers dimension after the blocks (STEPS['mla_cross_layer']:
+        # 0.14-0.17 and 0.24+, e.g. 0.26.0 v1/attention/backends/mla/flashmla.py:66 (1, 0, 2, 3) read by
+        # v1/worker/kv_connector_model_runner_mixin.py:158), not the identity order of 0.18-0.23.
         size = rows * worker.bytes_per_block
         return (Allocation(count=1, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb)),)
     split = b.pinned_layout == "per_tensor_split_kv" and backend.kv_first

@@ -100,6 +100,11 @@ class LMCachePool(Pool):
         return self._modelled(self.lmcache.resident_bytes_per_node)
 
     @property
+    def env_dependent(self) -> tuple[str, ...]:
+        """LMCache reads its whole configuration from LMCACHE_* variables (and the file LMCACHE_CONFIG_FILE names)."""
+        return ("LMCACHE_",)
+
+    @property
     def kept(self) -> str:
         return f"pinned by LMCache ({self.lmcache.storing_ranks} rank(s) x {self.lmcache.max_local_cpu_size:g} GiB)"
 

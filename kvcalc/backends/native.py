@@ -247,6 +247,15 @@ class NativePool(Pool):
         return None if self.result is None else self.result.unused_bytes
 
     @property
+    def env_dependent(self) -> tuple[str, ...]:
+        """PYTORCH_ALLOC_CONF, where private pinned tensors are rounded by a torch that reads its
+        pinned_max_round_threshold_mb (formulas.pinned_resident); nothing for the shared region."""
+        r = self.result
+        if r is None or r.host.shared_region or not r.behaviour.torch_round_threshold:
+            return ()
+        return ("PYTORCH_ALLOC_CONF",)
+
+    @property
     def kept(self) -> str:
         host = self.result.host
         return f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B asked per engine)"

@@ -132,7 +132,7 @@ def size_native(layout: Layout, target: SizeTarget, plan: Callable) -> NativeSiz
             continue
         version = layout.vllm_version if fam.id == selected else fam.representative
         try:
-            p = plan(replace(layout, vllm_version=version))
+            p = plan(replace(layout, vllm_version=version, vllm_version_from="representative"))
         except KvcalcError as e:
             rows.append(refused_row(fam.id, version, e.one_line()))
             continue

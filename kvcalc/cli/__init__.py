@@ -42,15 +42,36 @@ def serve_tail(args: list[str]) -> list[str]:
 
         i = args.index("--")
         tail = args[i + 1:]
-        if tail[:1] in (["vllm"], ["serve"]):
+        # `-- VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...` (or `env ...`): the line's environment comes along.
+        j = 1 if tail[:1] == ["env"] else 0
+        while j < len(tail) and "=" in tail[j] and tail[j].split("=", 1)[0].isidentifier():
+            j += 1
+        if tail[j:j + 1] in (["vllm"], ["serve"]):
             return args[:i] + ["--serve", shlex.join(tail)]
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns the exit code instead of raising, so errors stay one line."""
+    """Entry point: returns the exit code instead of raising, so errors stay one line. Diagnostics that could not
+    be written (a closed or full stderr) turn an exit 0 into 74: a failed write is never a silent success."""
+    from .console import LOST
+
+    from . import options
+
+    LOST.clear()
+    try:
+        rc = _run(argv)
+    finally:
+        options.ARGV_OPTIONS = None  # an API caller inspecting a command afterwards sees every flag
+    return 74 if rc == 0 and LOST else rc
+
+
+def _run(argv: list[str] | None) -> int:
     args = serve_tail(list(sys.argv[1:] if argv is None else argv))
     encodable_streams()
+    from . import options
+
+    options.ARGV_OPTIONS = options.given_options(args[1:])
     try:
         rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
         if isinstance(rc, int) and not isinstance(rc, bool):

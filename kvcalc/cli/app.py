@@ -8,10 +8,11 @@ from typing import Literal, Optional
 
 import typer
 
-from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
+from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, name_source, naming, plain, print_json, report_checks
-from .options import (OutputFormat, SweepFormat, VersionsFormat, check_thresholds, format_option, from_manifest,
+from .console import RENDERERS, console, err, naming, plain, print_json, report_checks
+from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option,
+                      from_manifest, gate, plan_or_refusal, releases_of, verified,
                       layout_flags, layout_overrides, load_input, split_overrides, with_a_budget)
 
 
@@ -52,8 +53,8 @@ def plan(
                                 rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
-    compare_backends: bool = typer.Option(False, "--compare-backends", help="native and LMCache side by side for the "
-                                          "same host budget", rich_help_panel="offload"),
+    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
+                                          "side for the same host budget", rich_help_panel="offload"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
@@ -73,6 +74,10 @@ def plan(
     shm_size: Optional[str] = typer.Option(None, "--shm-size",
                                            help=f"--check: the node's or pod's /dev/shm size. SIZE: {SIZE_HELP}",
                                            rich_help_panel="checks"),
+    host_overhead: Optional[str] = typer.Option(None, "--host-overhead",
+                                                help="--check: host memory a node needs besides the CPU pool (default: "
+                                                     f"an estimate of 3 GiB per GPU worker). SIZE: {SIZE_HELP}",
+                                                rich_help_panel="checks"),
     flags: dict = None,
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
@@ -80,11 +85,11 @@ def plan(
     from ..report.report import build_report
 
     base, overrides = split_overrides(flags)
-    thresholds = check_thresholds(host_memory, min_cpu_tokens, shm_size)
+    limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
     if k8s is not None:
         if layout is not None or serve is not None:
             raise KvcalcError("--k8s reads the serve line from the manifest: give no layout or --serve with it")
-        serve, base = from_manifest(k8s, container, overrides, base, thresholds)
+        serve, base = from_manifest(k8s, container, overrides, base, limits)
     elif container is not None:
         raise KvcalcError("--container picks a container of --k8s FILE")
     loaded = load_input(layout, serve, overrides, base)
@@ -92,21 +97,21 @@ def plan(
         from ..inputs.files import read_bytes
         from ..tools.logcheck import gpu_blocks_from_log
 
-        text = read_bytes(memory_log, "a readable file").decode("utf-8", "replace")
+        from ..inputs.files import decode
+
+        text = decode(read_bytes(memory_log, "a readable file"), memory_log)
         loaded, note = gpu_blocks_from_log(loaded, text, memory_log)
         err(f"note: {note}")
+    if check and loaded.vllm_version_from == "default":
+        raise KvcalcError(f"{loaded.source}: --check gates one vLLM release and none is named (no --vllm-version, "
+                          f"vllm.version or image tag): give --vllm-version (kvcalc would assume {loaded.vllm_version})")
     if check and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
     p = plan_or_refusal(loaded, check, fmt)
     checks = None
     if check:
-        from ..tools.gates import evaluate
-
-        checks = evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
-                          engines_per_node=loaded.parallel.engines_per_node,
-                          shm_checked=p.behaviour.shm_free_space_check,
-                          shm_message_named=p.behaviour.shm_message_named, **thresholds)
+        checks = gate(p, loaded, limits)
     report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
                           verify=verified(p) if verify else None,
                           backends=backends_of(loaded) if compare_backends else None)
@@ -361,7 +366,7 @@ def check_cmd(
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
     /metrics (--metrics); exit 1 on a mismatch."""
-    from ..inputs.files import read_bytes
+    from ..inputs.files import decode, read_bytes
     from ..inputs.yaml_layout import load_layout
 
     if log is None and metrics is None:
@@ -372,7 +377,7 @@ def check_cmd(
     if log is not None:
         loaded = with_a_budget(loaded)  # the log's lines are the GPU side's: no CPU budget is needed to match them
     source = log or metrics
-    text = read_bytes(source, "a readable file").decode("utf-8", "replace")
+    text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
         from ..tools.metricscheck import check as check_metrics
 
@@ -421,63 +426,3 @@ def schema(kind: Literal["layout", "output"] = typer.Argument(
 
     doc = layout_schema() if kind == "layout" else output_schema()
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The steps of `kvcalc plan` between reading the input and writing the report.
-
-def plan_or_refusal(loaded, check: bool, fmt: str):
-    """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
-    gate (stdout: the refused report as JSON) and exit 1."""
-    from ..pipeline import plan as make_plan
-
-    try:
-        return make_plan(loaded)
-    except StartupRefusal as e:
-        if not check:
-            name_source(e, loaded.source)
-            raise
-        from ..report.optional import RefusedReport
-        from ..tools.gates import refused
-
-        checks = refused(loaded.vllm_version, e.one_line())
-        if fmt == "json":
-            print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
-                                      checks=checks))
-        report_checks(checks)
-        raise typer.Exit(1) from None
-    except KvcalcError as e:
-        name_source(e, loaded.source)
-        raise
-
-
-def releases_of(loaded, compare_versions: str | None):
-    """--compare-versions: the same layout on each release (a Plan or that release's refusal)."""
-    if compare_versions is None:
-        return None
-    from ..pipeline import compare
-
-    versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
-    if not versions:
-        raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
-    try:
-        return compare(loaded, versions)
-    except UnsupportedError as e:
-        raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
-
-
-def verified(p):
-    from ..tools.verify import verify_plan
-
-    return verify_plan(p)
-
-
-def backends_of(loaded):
-    """--compare-backends: every backend's pool for this layout's budget."""
-    from ..pipeline import compare_backends as every_backend
-    from ..report.report import backend_entries
-
-    if not loaded.offload.budget_given:
-        raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
-                          "--kv-offloading-size (or an LMCache config)")
-    return backend_entries(every_backend(loaded))

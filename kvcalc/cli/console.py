@@ -21,18 +21,64 @@ def console(width_when_piped: int):
     # Pipes and files get a fixed width (rich would pick 80) unless COLUMNS says otherwise; a COLUMNS that is no
     # usable width (0, 1, "abc": rich would print nothing at all) is ignored.
     columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) >= 40:
+    usable = columns.isascii() and columns.isdigit() and len(columns) <= 5 and int(columns) >= 40
+    for name in ("COLUMNS", "LINES"):  # rich reads both itself, with int(): '²' or 5,000 digits would raise there
+        text = os.environ.get(name, "")
+        if text and not (text.isascii() and text.isdigit() and len(text) <= 5):
+            del os.environ[name]
+    if usable:
         width = int(columns)
     elif sys.stdout.isatty():
         width = None if not columns else 80  # the terminal's own width, unless COLUMNS is set and unusable
     else:
         width = width_when_piped
-    return Console(soft_wrap=False, highlight=False, emoji=False, width=width,
+    # markup=False: text from inputs (a path "[red]x[/red]", a model name with "[/]") is shown as written.
+    return Console(soft_wrap=False, highlight=False, emoji=False, markup=False, width=width,
                    no_color=plain() or None, color_system=None if plain() else "auto")
 
 
+LOST: list[str] = []  # diagnostics that could not be written (a closed or full stderr): main exits 74 for them
+
+
 def err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    """One diagnostic line on stderr; control characters from inputs (a terminal escape in a key name) are shown
+    escaped, never sent raw. A stderr that cannot be written is remembered, not a crash."""
+    try:
+        sys.stderr.write(printable(text) + "\n")
+        sys.stderr.flush()
+    except (OSError, AttributeError, ValueError):
+        LOST.append(text)
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (ESC, BEL, CR, …; newlines included: a diagnostic is one line) written as
+    escapes: what an input says cannot move the cursor or recolour the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class ClosedStream:
+    """What sys.stdout is when the process started with it closed (`kvcalc … >&-`): writing fails as a write to a
+    closed descriptor does, which main reports as exit 74."""
+
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("closed")
 
 
 def quiet_stdout() -> None:
@@ -65,8 +111,12 @@ class AsciiStream:
 
 
 def encodable_streams() -> None:
+    if sys.stdout is None:
+        sys.stdout = ClosedStream()  # type: ignore[assignment]
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
+        if stream is None or isinstance(stream, ClosedStream):
+            continue
         encoding = getattr(stream, "encoding", None) or "utf-8"
         try:
             "—×≥█".encode(encoding)
@@ -95,10 +145,17 @@ def naming(source: str):
         raise
 
 
+CHECK_WORDS = {"pass": "passed", "fail": "failed", "unknown": "not evaluated", "skipped": "skipped"}
+
+
 def report_checks(checks) -> None:
+    """Every gate on stderr, one line each (`check failed: …` for the ones that fail the run), then a count."""
+    counts: dict[str, int] = {}
     for c in checks:
-        if not c.passed:
-            err(f"check failed: {c.name}: {c.reason}")
+        status = getattr(c, "status", "pass" if c.passed else "fail")
+        counts[status] = counts.get(status, 0) + 1
+        err(f"check {CHECK_WORDS[status]}: {c.name}: {c.reason}")
+    err("checks: " + ", ".join(f"{n} {CHECK_WORDS[s]}" for s, n in counts.items()))
 
 
 def print_table(report) -> None:

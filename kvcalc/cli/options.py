@@ -8,9 +8,8 @@ from typing import Literal, Optional, get_args
 
 import typer
 
-from ..vocab.errors import KvcalcError
-from ..vocab.records import cached
-from .console import err
+from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
+from .console import err, name_source, print_json, report_checks
 
 # --format values as Literal types, which Typer turns into choices (an Enum class per command costs start-up time).
 OutputFormat = Literal["table", "json"]
@@ -29,17 +28,44 @@ def format_option(help: str = "", **kw):
     return typer.Option("table", "--format", help=help or None, **kw)
 
 
+# The option words of the command line being run (`--tp` of `--tp=4` too), set by the entry point; None: every
+# layout flag is built (help, completion, an API caller).
+ARGV_OPTIONS: set[str] | None = None
+
+
+def given_options(args: list[str]) -> set[str] | None:
+    """The option words in `args`, or None when every layout flag must be built: help asked for, or an option no
+    command knows (click's "No such option" then suggests the closest of them all)."""
+    words = {a.split("=", 1)[0] for a in args if a.startswith("-") and a != "-"}
+    if words & {"-h", "--help"} or "--" in args:
+        return None
+    return words
+
+
 class FlagCommand:
-    """A command with every layout flag of the key table (vocab/keys.FLAGS) added as Typer options, built when Typer
-    first reads its signature (only the command being run is built: start-up time is a target)."""
+    """A command with the layout flags of the key table (vocab/keys.FLAGS) added as Typer options, built when Typer
+    first reads its signature (only the command being run is built: start-up time is a target). Only the flags the
+    command line uses are built: each Typer option costs ~0.4 M instructions of start-up (31 layout flags ~ 13 M
+    of a 432 M budget); help and unknown options build them all."""
 
     def __init__(self, fn, exclude: tuple[str, ...], lists: bool):
         self.fn, self.exclude, self.lists = fn, exclude, lists
         self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
         self.__globals__ = fn.__globals__
 
-    @cached
+    @property
     def _built(self):
+        """(flags, signature, annotations) for the command line being run (one entry per distinct set of option
+        words: an API caller running main() again with other flags gets its own)."""
+        key = None if ARGV_OPTIONS is None else frozenset(ARGV_OPTIONS)
+        memo = self.__dict__.setdefault("_memo", {})
+        if key not in memo:
+            if len(memo) > 64:
+                memo.clear()
+            memo[key] = self._build()
+        return memo[key]
+
+    def _build(self):
         import inspect
 
         from ..vocab.keys import FLAGS
@@ -57,6 +83,13 @@ class FlagCommand:
             hints[key] = ann
         own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
                for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"]
+        given = ARGV_OPTIONS
+        if given is not None:
+            own_words = {w for p in own for decl in (getattr(p.default, "param_decls", None) or ())
+                         for w in decl.split("/")}
+            spellings = {s for f in chosen for decl in f.flag for s in decl.split("/")}
+            if given <= spellings | own_words:
+                chosen = [f for f in chosen if any(s in given for decl in f.flag for s in decl.split("/"))]
         added = []
         for f in chosen:
             listed = self.lists and f.sweep
@@ -76,7 +109,10 @@ class FlagCommand:
         return self._built[2]
 
     def __call__(self, **kwargs):
-        values = {f.name: kwargs.pop(f.name) for f in self._built[0]}
+        from ..vocab.keys import FLAGS
+
+        # Every layout flag reaches the command: the ones not built (not on the command line) as None.
+        values = {f.name: kwargs.pop(f.name, None) for f in FLAGS.values() if f.name not in self.exclude}
         return self.fn(flags=values, **kwargs)
 
 
@@ -118,20 +154,37 @@ def layout_overrides(flags: dict) -> dict:
     return {**base, **own}
 
 
-def check_thresholds(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None) -> dict:
-    from ..inputs.values import Reader
+def _size(flag: str, value: str) -> int:
     from ..vocab.units import SizeError, parse_size
 
+    try:
+        return parse_size(value)
+    except SizeError as e:
+        raise KvcalcError(f"{flag}: expected {e}, got {value[:40]!r}") from None
+
+
+def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None,
+                 host_overhead: str | None, check: bool) -> dict:
+    """The gates' limits the flags give (tools/gates.Gates fields); a warning when they are given without --check,
+    which alone uses them."""
     out: dict = {}
-    for key, flag, value in (("host_memory", "--host-memory", host_memory), ("shm_size", "--shm-size", shm_size)):
-        if value is None:
-            continue
-        try:
-            out[key] = parse_size(value)
-        except SizeError as e:
-            raise KvcalcError(f"{flag}: expected {e}, got {value!r}") from None
+    if host_memory is None and shm_size is None and host_overhead is None and min_cpu_tokens is None:
+        return out  # the common case: nothing to import (start-up time is a target)
+    from ..inputs.values import Reader
+    from ..tools.gates import Limit
+
+    if host_memory is not None:
+        out["host_memory"] = Limit(value=_size("--host-memory", host_memory), source="--host-memory (a node)")
+    if shm_size is not None:
+        out["shm"] = Limit(value=_size("--shm-size", shm_size), source="--shm-size")
+    if host_overhead is not None:
+        out["overhead"] = _size("--host-overhead", host_overhead)
     if min_cpu_tokens is not None:
         out["min_cpu_tokens"] = Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
+    if out and not check:
+        given = [f for f, v in (("--host-memory", host_memory), ("--shm-size", shm_size),
+                                ("--host-overhead", host_overhead), ("--min-cpu-tokens", min_cpu_tokens)) if v]
+        err(f"warning: {', '.join(given)} set --check's limits; without --check nothing is gated")
     return out
 
 
@@ -165,22 +218,43 @@ def grouped_command_class():
     return GroupedCommand
 
 
-def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, thresholds: dict) -> tuple[str, dict]:
+def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, limits: dict) -> tuple[str, dict]:
     """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
-    the pod's grants become the gates' limits unless given on the command line (`thresholds`, `overrides` set)."""
+    the pod's grants become the gates' limits unless given on the command line (`limits`, `overrides` set)."""
     import shlex
 
     from ..inputs.k8s import read as read_manifest
+    from ..tools.gates import Limit
 
     grant = read_manifest(k8s, container=container)
+    _release_of_image(grant, overrides, base)
     if grant.pinned_round_threshold_mb is not None:
         overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
                                                                 "PYTORCH_ALLOC_CONF in the manifest"))
     if grant.memory_limit is not None:
-        thresholds.setdefault("host_memory", grant.memory_limit)
-    thresholds.setdefault("shm_size", grant.shm_size_limit)
+        limits.setdefault("host_memory", Limit(value=grant.memory_limit, pod=True,
+                                               source=f"the pod's memory limit ({grant.source})"))
+    else:
+        asked = ("" if grant.memory_request is None else
+                 f"; requests.memory {grant.memory_request:,} B is what the scheduler reserves, not a cap")
+        limits.setdefault("host_memory", Limit(value=None, pod=True, source=f"the container sets no memory limit"
+                                                                            f"{asked}: pass --host-memory"))
+    limits.setdefault("shm", Limit(value=grant.shm.size, source=f"/dev/shm: {grant.shm.how}"))
+    limits["env_unknown"], limits["env_unread"] = grant.env_unknown, grant.env_unread
+    err(f"note: /dev/shm: {grant.shm.how}")
+    for src in grant.env_unread:
+        err(f"note: {src}: its variables are not read")
     for n in grant.notes:
         err(f"note: {n}")
+    if "VLLM_USE_SIMPLE_KV_OFFLOAD" in grant.env_unknown:
+        err(f"warning: VLLM_USE_SIMPLE_KV_OFFLOAD: {grant.env_unknown['VLLM_USE_SIMPLE_KV_OFFLOAD']}: which connector "
+            "--kv-offloading-size starts (Simple or the OffloadingConnector) cannot be read; planned as unset")
+    if grant.use_simple_kv_offload is not None:
+        # The container's VLLM_USE_SIMPLE_KV_OFFLOAD decides what its --kv-offloading-size starts (the serve line's
+        # own assignments, then kvcalc's flags, override it).
+        on, text = grant.use_simple_kv_offload
+        base = {"offload.use_simple_kv_offload": (on, f"VLLM_USE_SIMPLE_KV_OFFLOAD={text} (the manifest's env)"),
+                **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from ..inputs.lmcache_sources import overrides as lmcache_sources
@@ -190,6 +264,28 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         for n in pod_notes:
             err(f"note: {n}")
     return shlex.join(grant.argv), base
+
+
+def _release_of_image(grant, overrides: dict, base: dict) -> None:
+    """The image tag's vLLM (and LMCache) release, under the flags: --vllm-version / --lmcache-version win."""
+    if grant.image is None:
+        return
+    from ..vocab.releases.images import image_release
+
+    found = image_release(grant.image)
+    if found.vllm is not None and "vllm.version" not in overrides:
+        from ..vocab.errors import UnsupportedError
+        from ..vocab.releases.vllm import behaviour_for
+
+        try:
+            behaviour_for(found.vllm)
+        except UnsupportedError as e:  # refused before the model is looked up: the image decides
+            raise UnsupportedError(f"{grant.source}: {found.how}: {e}") from None
+        overrides["vllm.version"] = (found.vllm, found.how)
+    else:
+        err(f"note: {found.how}")
+    if found.lmcache is not None:
+        base.setdefault("offload.lmcache.version", (found.lmcache, found.how))
 
 
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
@@ -217,3 +313,75 @@ def with_a_budget(loaded):
     from ..vocab.records import replace
 
     return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The steps of `kvcalc plan` between reading the input and writing the report: the plan (or the start-up
+# refusal under --check), the gates, the release and backend comparisons, --verify.
+
+def plan_or_refusal(loaded, check: bool, fmt: str):
+    """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
+    gate (stdout: the refused report as JSON) and exit 1."""
+    from ..pipeline import plan as make_plan
+
+    try:
+        return make_plan(loaded)
+    except StartupRefusal as e:
+        if not check:
+            name_source(e, loaded.source)
+            raise
+        from ..report.optional import RefusedReport
+        from ..tools.gates import refused
+
+        checks = refused(loaded.vllm_version, e.one_line())
+        if fmt == "json":
+            print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
+                                      checks=checks))
+        report_checks(checks)
+        raise typer.Exit(1) from None
+    except KvcalcError as e:
+        name_source(e, loaded.source)
+        raise
+
+
+def gate(p, loaded, limits: dict):
+    """Every gate over the plan (tools/gates), with the limits the flags and the manifest gave."""
+    from ..tools.gates import Gates, evaluate, unreadable_env, workers_on_node
+
+    unreadable = unreadable_env(p.pool, limits.pop("env_unknown", {}), limits.pop("env_unread", []))
+    return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
+                    Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,
+                    workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
+                    shm_message_named=p.behaviour.shm_message_named)
+
+
+def releases_of(loaded, compare_versions: str | None):
+    """--compare-versions: the same layout on each release (a Plan or that release's refusal)."""
+    if compare_versions is None:
+        return None
+    from ..pipeline import compare
+
+    versions = [v.strip() for v in compare_versions.split(",") if v.strip()]
+    if not versions:
+        raise KvcalcError("--compare-versions: expected releases such as 0.19.1,0.20.0,0.33.0")
+    try:
+        return compare(loaded, versions)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"--compare-versions: {e.one_line()}") from None
+
+
+def verified(p):
+    from ..tools.verify import verify_plan
+
+    return verify_plan(p)
+
+
+def backends_of(loaded):
+    """--compare-backends: every backend's pool for this layout's budget."""
+    from ..pipeline import compare_backends as every_backend
+    from ..report.report import backend_entries
+
+    if not loaded.offload.budget_given:
+        raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
+                          "--kv-offloading-size (or an LMCache config)")
+    return backend_entries(every_backend(loaded))

@@ -48,19 +48,29 @@ def read_bytes(path: str, what: str) -> bytes:
 
     if path == "-":
         raise LayoutError(path, "", what, detail="standard input is not read: give a file path")
+    # Opened without blocking (a FIFO swapped in after a stat, or /proc/kmsg, would wait forever), then checked
+    # on the open descriptor itself: what is read is what was checked.
     try:
-        mode = os.stat(path).st_mode
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
-    if not stat.S_ISREG(mode):
-        # A FIFO, socket or device would block or never end: refused without opening it.
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
-        raise LayoutError(path, "", what, detail=kind)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_INPUT_BYTES + 1)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+            raise LayoutError(path, "", what, detail=kind)
+        chunks, size = [], 0
+        while size <= MAX_INPUT_BYTES:
+            chunk = os.read(fd, MAX_INPUT_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        raw = b"".join(chunks)
     except OSError as e:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
+    finally:
+        os.close(fd)
     if len(raw) > MAX_INPUT_BYTES:
         raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
     return raw
@@ -145,13 +155,33 @@ def strict_loader(fast: bool):
 
 
 def parse_yaml(text: str, *, source: str) -> Any:
+    """One YAML document, read strictly (strict_loader) with aliases bounded (yaml_documents)."""
+    docs = yaml_documents(text, source=source)
+    if len(docs) > 1:
+        raise LayoutError(source, "", "one YAML document", f"{len(docs)} documents")
+    return docs[0] if docs else None
+
+
+MAX_YAML_NODES = 200_000  # a manifest of 1 MiB has at most ~100,000 nodes; aliases may not multiply them beyond
+
+
+def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
+    """Every YAML document of `text`, read strictly. Aliases are counted as the nodes they stand for, and more than
+    MAX_YAML_NODES refuse the input before anything is built (a 600-byte alias bomb expands to gigabytes).
+    `octal`: read YAML 1.1 octal integers as Kubernetes does (defaultMode: 0644 = 420) instead of refusing them."""
     import yaml
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise LayoutError(source, "", f"a layout of at most {MAX_INPUT_BYTES} bytes")
+        raise LayoutError(source, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
     fast = len(text) <= 1 << 16 and _shallow(text) and hasattr(yaml, "CSafeLoader")
+    loader = (octal_loader if octal else strict_loader)(fast)(text)
+    docs: list = []
     try:
-        data = yaml.load(text, Loader=strict_loader(fast))  # noqa: S506 - safe loaders only
+        while loader.check_node():
+            node = loader.get_node()
+            if "*" in text:  # only an alias (*name) repeats a node: without one the size bound is the file's
+                _bounded(node, source)
+            docs.append(loader.construct_document(node))
     except StrictYAMLError as e:
         raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
     except yaml.YAMLError as e:
@@ -161,4 +191,62 @@ def parse_yaml(text: str, *, source: str) -> Any:
         raise LayoutError(source, where, "valid YAML", detail=str(problem)) from None
     except RecursionError:
         raise LayoutError(source, "", "YAML nested less deeply") from None
-    return data
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _bounded(root, source: str) -> None:
+    """Refuse a document whose nodes, each alias counted as the whole node it repeats, exceed MAX_YAML_NODES.
+    Iterative, with each distinct node's expanded size computed once (a DAG: aliases share nodes)."""
+    import yaml
+
+    size: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids = ([] if isinstance(node, yaml.ScalarNode) else
+                [x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode) else list(node.value))
+        if not done:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        total = 1 + sum(size.get(id(k), 1) for k in kids)
+        if total > MAX_YAML_NODES:
+            raise LayoutError(source, f"line {node.start_mark.line + 1}",
+                              f"at most {MAX_YAML_NODES:,} YAML nodes with aliases expanded", f"over {total:,}")
+        size[id(node)] = total
+
+
+@cache
+def octal_loader(fast: bool):
+    """strict_loader, but YAML 1.1 non-decimal integers read as YAML 1.1 (and Kubernetes) reads them."""
+    import yaml
+
+    strict = strict_loader(fast)
+
+    class Octal(strict):
+        def construct_yaml_int(self, node):
+            if len(node.value) > MAX_INT_DIGITS:
+                raise StrictYAMLError(node.start_mark.line + 1, f"an integer of at most {MAX_INT_DIGITS} digits",
+                                      f"{len(node.value)} digits")
+            return yaml.SafeLoader.construct_yaml_int(self, node)
+
+    Octal.add_constructor("tag:yaml.org,2002:int", Octal.construct_yaml_int)
+    return Octal
+
+
+def read_yaml_documents(path: str, what: str) -> list:
+    """A Kubernetes manifest's documents: strict UTF-8 (a byte-order mark allowed), aliases bounded."""
+    return yaml_documents(decode(read_bytes(path, what), path), source=path, octal=True)
+
+
+def decode(raw: bytes, source: str) -> str:
+    """UTF-8 text (a leading byte-order mark dropped); anything else is refused rather than read with
+    replacement characters."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LayoutError(source, f"byte {e.start}", "UTF-8 text", raw[e.start:e.start + 4]) from None

@@ -54,6 +54,12 @@ NOTE = {
 }
 
 
+def changes_kv(flag: str) -> bool:
+    """Whether a flag's value can change what kvcalc plans: the model, its revision and --config do, and so does
+    every flag kvcalc reads; the IGNORED ones do not."""
+    return flag in ("--model", "--config", "--revision") or flag not in IGNORED
+
+
 def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
     return LayoutError(SOURCE, key, expected, got, detail=detail)
 
@@ -64,6 +70,18 @@ def split(text: str) -> list[str]:
         return shlex.split(text.replace("\\\n", " "), comments=True)
     except ValueError as e:
         raise _fail("--serve", "a command line a shell can split", text[:60], detail=str(e)) from None
+
+
+def assignments(words: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Leading shell environment assignments (`VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...`, also after `env`) ->
+    ({name: value}, the rest of the words)."""
+    env: dict[str, str] = {}
+    i = 1 if words[:1] == ["env"] else 0
+    while i < len(words) and "=" in words[i] and words[i].split("=", 1)[0].isidentifier():
+        name, _, value = words[i].partition("=")
+        env[name] = value
+        i += 1
+    return (env, words[i:]) if env else ({}, list(words))
 
 
 def _tokens(argv: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
@@ -131,10 +149,14 @@ def _config_file(path: str) -> list[tuple[str, str | None]]:
 def _json(flag: str, text: str | None) -> Any:
     if text is None:
         raise _fail(flag, "a JSON value")
+    if len(text) > 1 << 16:
+        raise _fail(flag, "a JSON value of at most 65,536 characters", f"{len(text):,} characters")
     try:
         return json.loads(text)
     except ValueError as e:
         raise _fail(flag, "valid JSON", text[:60], detail=str(e).split(":")[0]) from None
+    except RecursionError:
+        raise _fail(flag, "JSON nested less deeply", text[:20]) from None
 
 
 def hub_cache_dirs(env: dict[str, str] | None = None) -> list[str]:
@@ -158,13 +180,18 @@ def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL
         return model
     tried = []
     rev = revision or "main"
+    # A revision is a ref name (main, v1.0, refs/pr/1) or a commit hash: never a path out of the cache (a serve
+    # line or a manifest someone else wrote must not make kvcalc read, or print, another file).
+    if not _REF.fullmatch(rev) or ".." in rev.split("/") or rev.startswith("/"):
+        raise _fail("--revision", "a branch, tag or commit hash", rev[:60])
+    if not _REPO.fullmatch(model):
+        raise _fail(flag, "a local model directory or a hub id such as org/name", model[:80])
     for cache in hub_cache_dirs(env):
         repo = os.path.join(cache, "models--" + model.replace("/", "--"))
         ref = os.path.join(repo, "refs", rev)
         commit = rev
         if os.path.isfile(ref):
-            with open(ref, encoding="utf-8") as fh:
-                commit = fh.read().strip()
+            commit = _ref_commit(ref)
         path = os.path.join(repo, "snapshots", commit, "config.json")
         tried.append(path)
         if os.path.isfile(path):
@@ -174,10 +201,30 @@ def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL
                               + (f" --revision {revision}" if revision else ""))
 
 
+_REF = __import__("re").compile(r"[A-Za-z0-9._-][A-Za-z0-9._/-]{0,200}")
+_REPO = __import__("re").compile(r"[A-Za-z0-9._-]{1,96}(/[A-Za-z0-9._-]{1,96})?")
+_COMMIT = __import__("re").compile(r"[0-9A-Za-z]{1,64}")  # the hub writes 40 hex digits; no path characters
+
+
+def _ref_commit(path: str) -> str:
+    """The commit hash a refs/<name> file of the cache holds (the hub client writes 40 hex digits); anything else
+    is refused without echoing it."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(81)
+    except OSError as e:
+        raise _fail("--revision", "a readable ref in the Hugging Face cache", detail=f"{path}: {e.strerror}") from None
+    text = raw.decode("ascii", "replace").strip()
+    if not _COMMIT.fullmatch(text):
+        raise _fail("--revision", "a ref file holding a commit hash", detail=path)
+    return text
+
+
 def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
     """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes)."""
     from .values import Reader
 
+    engine_env, argv = assignments(list(argv))
     positional, given = _tokens(argv)
     flags: list[tuple[str, str | None]] = []
     for name, value in given:
@@ -229,8 +276,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
         else:
             raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
                                    "remove it to plan without it")
-    if offloading_backend == "lmcache":
-        _lmcache_backend(overrides, notes)
+    _offloading(engine_env, offloading_backend, overrides, notes)
     if ignored:
         notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
@@ -267,6 +313,65 @@ def _lmcache_backend(overrides: dict, notes: list[str]) -> None:
         overrides["offload.backend"] = ("lmcache", "--kv-offloading-backend")
 
 
+def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: dict, notes: list[str]) -> None:
+    """What the line's environment and --kv-offloading-backend / --kv-offloading-size make vLLM start."""
+    if engine_env:
+        _engine_env(engine_env, overrides, notes, "the serve line's environment")
+    if offloading_backend == "lmcache":
+        _lmcache_backend(overrides, notes)
+    elif "offload.kv_offloading_size" in overrides:
+        _native_flag(overrides)
+
+
+def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
+    """The engine's environment variables kvcalc reads: VLLM_USE_SIMPLE_KV_OFFLOAD (envs.py, 0.19.0:1666:
+    bool(int(value)), a ValueError for anything int() does not read); the others are listed in a note."""
+    from ..vocab.releases.simple import ENV_VAR, env_enabled
+
+    if ENV_VAR in env:
+        try:
+            on = env_enabled(env[ENV_VAR])
+        except ValueError:
+            raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
+        overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
+    others = sorted(k for k in env if k != ENV_VAR)
+    if others:
+        notes.append(f"environment variables that do not change the KV cache or the offload pool ({where}): "
+                     + ", ".join(others))
+
+
+def _native_flag(overrides: dict) -> None:
+    """--kv-offloading-size with the native offloading backend: config/vllm.py _post_init_kv_transfer_config names
+    the connector itself (SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1, else OffloadingConnector),
+    replacing the one --kv-transfer-config names."""
+    named = overrides.get("offload.backend", (None, ""))
+    simple = overrides.get("offload.use_simple_kv_offload", (False, ""))[0]
+    if named[0] == "simple" and not simple:
+        raise UnsupportedError(f"{SOURCE}: --kv-offloading-size makes vLLM name OffloadingConnector (no "
+                               "VLLM_USE_SIMPLE_KV_OFFLOAD=1), replacing the SimpleCPUOffloadConnector "
+                               "--kv-transfer-config names: give one of them")
+
+
+_SIMPLE_KEYS = ("cpu_bytes_to_use_per_rank", "num_cpu_blocks", "kv_offload_backend", "disk_path",
+                "disk_capacity_bytes", "disk_buffer_slots", "use_page_cache", "lazy_offload")
+
+
+def _simple_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
+    """SimpleCPUOffloadConnector's kv_connector_extra_config (simple_cpu_offload_connector.py, 0.33.0:98-165):
+    cpu_bytes_to_use for the engine, the others under offload.simple."""
+    overrides["offload.backend"] = ("simple", "--kv-transfer-config kv_connector SimpleCPUOffloadConnector")
+    others = []
+    for key, value in extra.items():
+        if key == "cpu_bytes_to_use":
+            overrides["offload.cpu_bytes_to_use"] = (value, "--kv-transfer-config cpu_bytes_to_use")
+        elif key in _SIMPLE_KEYS:
+            overrides[f"offload.simple.{key}"] = (value, f"--kv-transfer-config {key}")
+        else:
+            others.append(str(key))
+    if others:
+        notes.append("kv_connector_extra_config entries SimpleCPUOffloadConnector does not read: " + ", ".join(others))
+
+
 def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--kv-transfer-config", "a JSON object", cfg)
@@ -277,9 +382,12 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if connector == "LMCacheConnectorV1":
         _lmcache_extra(extra, overrides, notes)
         return
+    if connector == "SimpleCPUOffloadConnector":
+        _simple_extra(extra, overrides, notes)
+        return
     if connector != "OffloadingConnector":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
-                               "OffloadingConnector and LMCacheConnectorV1")
+                               "OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector")
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")

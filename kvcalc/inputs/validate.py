@@ -61,6 +61,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
     version = r.str_(version, "vllm.version")
+    version_from = r.flags.get("vllm.version") or ("layout file" if "version" in vllm else "default")
     try:
         behaviour_for(version)
     except UnsupportedError as e:
@@ -73,10 +74,10 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
                      f"{', '.join(names)})", backend)
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
-    offload = _offload(r, top.get("offload"), model, cache, backend)
+    offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, vllm_version=version,
-                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+                  vllm_version_from=version_from, source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
@@ -94,7 +95,8 @@ def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layou
     """`base` with the offload section of `top` (a layout dict that differs from base's only there); `flags`: key
     path -> the flag that set it (named in error messages and in the budget's source)."""
     r = Reader(base.source, flags)
-    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend))
+    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend,
+                                          base.vllm_version))
 
 
 def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
@@ -217,13 +219,21 @@ def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...]
     return (r.size(raw, "cache.kv_cache_memory"),)
 
 
-def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None) -> OffloadLayout:
+def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None,
+             version: str) -> OffloadLayout:
     o = r.section(data, "offload")
-    which = r.key(o, "offload.backend")
+    which, notes, how = _connector(r, o, version)
+    if which == "simple":
+        from .validate_simple import simple_offload  # SimpleCPUOffloadConnector layouts only (start-up time)
+
+        return simple_offload(r, o, selected_by=how)
+    if o.get("simple") is not None:
+        raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
+                     "--offload-backend simple)")
     if which == "lmcache":
         from .validate_lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
 
-        return lmcache_offload(r, o)
+        return replace(lmcache_offload(r, o), notes=notes)
     section = o.get("lmcache")
     # LMCACHE_* variables in a manifest's environment do not make the native connector LMCache's: not read.
     if isinstance(section, dict):
@@ -264,4 +274,17 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
-                         block_size=block, blocks_per_chunk=bpc)
+                         block_size=block, blocks_per_chunk=bpc, notes=notes)
+
+
+def _connector(r: Reader, o: dict, version: str) -> tuple[str, tuple[str, ...], str]:
+    """(the backend, notes on how it was chosen, how, in words): offload.backend, or VLLM_USE_SIMPLE_KV_OFFLOAD's
+    choice for --kv-offloading-size (validate_simple.simple_env)."""
+    which = r.key(o, "offload.backend")
+    how = f"offload.backend simple (from {r.flags['offload.backend']})" if "offload.backend" in r.flags \
+        else "offload.backend simple"
+    if o.get("use_simple_kv_offload") is not None and r.key(o, "offload.use_simple_kv_offload"):
+        from .validate_simple import simple_env  # the variable set: SimpleCPUOffloadConnector's rules only
+
+        return simple_env(r, o, which, version, how)
+    return which, (), how

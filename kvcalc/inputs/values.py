@@ -57,7 +57,8 @@ class Reader:
     def human_int(self, value: Any, path: str, *, minimum: int = 1) -> int:
         """vLLM's human_readable_int: 128K = 131072 (uppercase binary), 128k = 128000 (lowercase decimal)."""
         if isinstance(value, str):
-            m = re.match(_HUMAN_INT, value)
+            # A count longer than 30 characters is no setting (and int() of 4,300 digits raises).
+            m = re.match(_HUMAN_INT, value) if len(value) <= 30 else None
             if not m:
                 raise self.fail(path, "an integer, or digits with one K/M/G/T (binary) or k/m/g/t (decimal) suffix",
                                 value)

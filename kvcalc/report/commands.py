@@ -39,6 +39,9 @@ def render_families(rows: list[dict], default_version: str, plain: bool) -> Tabl
     return t
 
 
+SWEEP_TABLE_ROWS = 1000  # a table is laid out whole (column widths): past this, csv and jsonl stream
+
+
 def render_models(doc: dict, plain: bool) -> Table:
     """`kvcalc models`: every architecture of one release's registry, mapped or not and why."""
     t = _table(f"Architectures in vLLM {doc['vllm_version']}'s registry", ("architecture", "registry", "status",
@@ -56,11 +59,19 @@ def models_counts_line(doc: dict) -> str:
 
 
 def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
-    """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads."""
-    t = _table(f"sweep of {source}: {total} point(s)", tuple(columns))
-    for row in rows:
+    """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads; the first
+    SWEEP_TABLE_ROWS points only (the rest are not planned), and the caption says so."""
+    shown = min(total, SWEEP_TABLE_ROWS)
+    t = _table(f"sweep of {source}: {total:,} point(s)" + (f", the first {shown:,} shown" if shown < total else ""),
+               tuple(columns))
+    for i, row in enumerate(rows):
+        if i == shown:
+            break
         t.add_row(*("" if row[c] is None else (f"{row[c]:,}" if isinstance(row[c], int) and not
                                                 isinstance(row[c], bool) else str(row[c])) for c in columns))
+    if shown < total:
+        t.caption = (f"{total - shown:,} more point(s) not planned: a table stops at {SWEEP_TABLE_ROWS:,} rows; "
+                     "--format csv or jsonl streams every point")
     return t
 
 
@@ -69,7 +80,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{metrics} against {layout_source} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), "yes" if r["match"] else "NO")
+        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
+        t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
 
@@ -104,7 +116,10 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
         if source.endswith(".json"):
             doc["notes"].append(f"replace <model> with the model to serve ({source} is not a model directory's "
                                 "config.json)")
-    out = [f"vllm serve {model} " + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
+    # SimpleCPUOffloadConnector's --kv-offloading-size spelling needs a variable in the engine's environment.
+    env = "".join(f"{k}={v} " for k, v in (doc.get("env_kv_offloading_size") or {}).items())
+    out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
+           + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
            for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
@@ -124,9 +139,14 @@ def boundaries() -> list[dict]:
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
                      "last": rs[-1] if rs else "0.13.0", "evidence": fam.evidence})
-    for name, steps in STEPS.items():
+    from ..vocab.releases.simple import FIRST, SIMPLE_STEPS  # SimpleCPUOffloadConnector's, as simple.<behaviour>
+
+    # The connector's own behaviours start with the connector (0.19.0); only its availability has a row before.
+    steps_of = [(name, steps, (0, 0, 0)) for name, steps in STEPS.items()] + \
+        [(f"simple.{name}", steps, (0, 0, 0) if name == "available" else FIRST) for name, steps in SIMPLE_STEPS.items()]
+    for name, steps, floor in steps_of:
         for i, step in enumerate(steps):
-            first = next((r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first), None)
+            first = next((r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= max(step.first, floor)), None)
             nxt = steps[i + 1].first if i + 1 < len(steps) else None
             last = [r for r, t in zip(RELEASES, RELEASE_TUPLES) if t >= step.first and (nxt is None or t < nxt)]
             rows.append({"flag": name, "value": step.value if not isinstance(step.value, tuple) else list(step.value),

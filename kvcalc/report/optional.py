@@ -10,6 +10,7 @@ from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # LMCache's module is imported only for LMCache layouts
     from ..backends.lmcache_plan import FirstRank, LMCacheStage, VllmFlag
+    from ..backends.simple_plan import SimplePlan
     from .sections import FamilyEntry
 
 
@@ -48,11 +49,12 @@ class LMCacheSection:
 class BackendEntry:
     """One backend's CPU tier for --compare-backends."""
 
-    backend: str = field("native | lmcache")
+    backend: str = field("native | lmcache | simple")
     pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
     resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
     resident_bytes_per_node: int | None = field("the node's")
-    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage)")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage; simple: "
+                               "every rank)")
     unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
     tokens_per_unit: int | None = field("tokens per CPU block/chunk")
     startup_error: str | None = field("why it would not start, or null")
@@ -62,10 +64,16 @@ class BackendEntry:
 class Check:
     """One --check gate."""
 
-    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | "
+    name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | shm | "
                       "min_cpu_tokens")
-    passed: bool = field("the gate passed")
+    passed: bool = field("the gate passed or was skipped (false: it failed, or was asked for and could not be "
+                         "evaluated)")
+    status: str = field("pass | fail | unknown (asked for, not evaluable: exit 1) | skipped (not asked for)")
     reason: str = field("why, with the numbers")
+    limit: int | None = field("what the gate allows (bytes or tokens)", omit_if_none=True, default=None)
+    limit_from: str | None = field("where the limit came from (a flag, the manifest)", omit_if_none=True, default=None)
+    need: int | None = field("what the plan needs, in the limit's unit", omit_if_none=True, default=None)
+    margin: int | None = field("limit - need (negative: short)", omit_if_none=True, default=None)
 
 
 @record
@@ -82,7 +90,9 @@ class PlannedRelease:
     kv_cache_size_tokens: int | None = field("logged GPU KV cache tokens")
     max_concurrency: float | None = field("logged maximum concurrency")
     startup_error: str | None = field("why its offloading connector fails at start-up, or null")
-    offload: FamilyEntry | None = field("its family entry")
+    offload: FamilyEntry | None = field("its family entry (the native connector's)")
+    simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool on that release",
+                                      omit_if_none=True, default=None)
 
 
 @record

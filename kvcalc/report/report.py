@@ -226,9 +226,15 @@ def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            startup_error=plan.pool.startup_error, errors={}, lmcache=None)
 
 
+def simple_offload_section(plan: Plan, families, backends) -> OffloadSection:
+    from .simple_section import simple_section  # that backend's reports only (start-up time is a target)
+
+    return simple_section(plan, backends)
+
+
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
-OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section}
+OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section}
 
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
@@ -274,7 +280,8 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
         startup_error=result.pool.startup_error,
         offload=None if result.pool.startup_error or result.layout.offload.cpu_bytes_to_use is None
-        else family_entry(result, result.selected, formula_notes(result)),
+        or result.pool.backend != "native" else family_entry(result, result.selected, formula_notes(result)),
+        simple=result.pool.simple if result.pool.backend == "simple" else None,
     )
 
 
@@ -302,7 +309,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
                                data_parallel_size=par.data_parallel_size, world_size=par.world_size)
     return Report(
         schema_version=SCHEMA_VERSION, kvcalc_version=__version__, source=lay.source,
-        vllm_version=plan.behaviour.version, family=plan.behaviour.family.id,
+        vllm_version=plan.behaviour.version, vllm_version_from=lay.vllm_version_from, family=plan.behaviour.family.id,
         model=ModelSection(
             name=lay.model.name, num_layers=lay.model.num_layers, dtype=lay.model.dtype,
             layer_kinds={k.value: n for k, n in sorted(kinds.items())},

@@ -12,10 +12,10 @@ def output_schema() -> dict:
     """The JSON Schema of `kvcalc plan --format json`, generated from the report records (kvcalc.report). The
     sections name records their modules import for type checkers only (shown on request, LMCache's): all are
     given to the generator."""
-    from ..backends import lmcache_plan
+    from ..backends import lmcache_plan, simple_plan
 
-    types = {name: value for module in (sections, optional, lmcache_plan) for name, value in vars(module).items()
-             if is_record(value)}
+    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan)
+             for name, value in vars(module).items() if is_record(value)}
     defs: dict = {}
     full = json_schema(Report, defs=defs, extra_types=types)
     refused = json_schema(RefusedReport, defs=defs, extra_types=types)

@@ -14,6 +14,7 @@ from ..backends.base import Capacity, HostMemory, OutOfBounds
 from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
+    from ..backends.simple_plan import SimplePlan
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
 SCHEMA_VERSION = 1
@@ -190,7 +191,8 @@ class FamilyEntry:
 class OffloadSection:
     """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
 
-    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)")
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
+                         "(SimpleCPUOffloadConnector)")
     cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
@@ -209,8 +211,10 @@ class OffloadSection:
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True, default=None)
     lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
-    backends: list[BackendEntry] | None = field("with --compare-backends: native and LMCache side by side",
+    backends: list[BackendEntry] | None = field("with --compare-backends: native, LMCache and simple side by side",
                                                 omit_if_none=True, default=None)
+    simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool (absent for the other "
+                                      "backends)", omit_if_none=True, default=None)
 
 
 @record
@@ -221,6 +225,9 @@ class Report:
     kvcalc_version: str = field("kvcalc release")
     source: str = field("the input file")
     vllm_version: str = field("the selected vLLM release")
+    vllm_version_from: str = field("where the release came from: a flag (--vllm-version), 'layout file', a "
+                                   "manifest's image tag, a log's banner, or 'default' (kvcalc's newest, with a "
+                                   "warning; --check refuses it)")
     family: str = field("old | fixed | packed | config | replicated | single-alloc")
     model: ModelSection = field("the model")
     parallel: ParallelSection = field("parallelism")

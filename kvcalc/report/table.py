@@ -72,10 +72,14 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     m, par = report.model, report.parallel
     head = Text()
     head.append(f"{m.name}", style="bold")
-    head.append(f" — vLLM {report.vllm_version} (family {report.family}) — "
+    head.append(f" — vLLM {report.vllm_version} ({_release_from(report.vllm_version_from)}; family "
+                f"{report.family}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
                 f"(world {par.world_size}), DP {par.data_parallel_size}")
-    out: list[RenderableType] = [head, *summary(report, style), _layout_table(report, style),
+    out: list[RenderableType] = [head, *summary(report, style)]
+    if report.checks is not None:
+        out.append(checks_table(report.checks, style))
+    out += [_layout_table(report, style),
                                  _fields_table(report, style), _groups_table(report, style)]
     out += [_tensor_table(report, w, style) for w in report.gpu.workers]
     g = _table(style, f"GPU (what vLLM logs, {report.gpu.log_family})", "", "", header=False)
@@ -89,6 +93,31 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     if bars is not None:
         out.append(bars)
     return out
+
+
+CHECK_STATUS = {"pass": "passed", "fail": "FAILED", "unknown": "NOT EVALUATED", "skipped": "skipped"}
+
+
+def checks_table(checks, style: Style) -> Table:
+    """--check: every gate, its status, and the limit it compared against with where it came from and the margin."""
+    t = _table(style, "Checks (--check; each gate's reason is on stderr)", "gate", "status", "needs", "limit",
+               "margin", "limit from")
+    for c in checks:
+        fmt = _signed_bytes if c.name in BYTE_GATES else _n
+        t.add_row(c.name, CHECK_STATUS[c.status], fmt(c.need), fmt(c.limit), fmt(c.margin), c.limit_from or "—")
+    return t
+
+
+BYTE_GATES = ("host_memory", "shm")
+
+
+def _signed_bytes(n: int | None) -> str:
+    """A gate's bytes in binary units (the exact count is in the JSON); a negative margin keeps its sign."""
+    return "—" if n is None else ("-" + format_bytes(-n) if n < 0 else format_bytes(n))
+
+
+def _release_from(source: str) -> str:
+    return "assumed: no release named" if source == "default" else f"from {source}"
 
 
 def _kinds(report: Report) -> str:
@@ -163,7 +192,7 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
     host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
-    if off.cpu_bytes_to_use is not None and not off.startup_error:
+    if off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
         cols = _columns(report)
         t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
 
@@ -275,6 +304,10 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     off = report.offload
     if off.lmcache is not None:
         return _lmcache_table(report, style)
+    if off.simple is not None:
+        from .table_simple import simple_table  # that backend's reports only
+
+        return simple_table(report, style, _table)
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")
@@ -369,7 +402,15 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))
     row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
-        "fails at startup" if r.startup_error or r.family is None else "— (no CPU budget)")
+        "fails at startup" if r.startup_error or r.family is None else "—" if getattr(r, "simple", None)
+        else "— (no CPU budget)")
+    if any(getattr(r, "simple", None) for r in rels):  # SimpleCPUOffloadConnector's pool, release by release
+        def sp(get):
+            return lambda r: get(r.simple) if getattr(r, "simple", None) and not r.startup_error else "—"
+
+        row("simple: CPU blocks, scheduler", sp(lambda s: _n(s.num_cpu_blocks_scheduler)))
+        row("simple: CPU blocks, every rank", sp(lambda s: _n(s.num_cpu_blocks_per_rank)))
+        row("simple: out of bounds", sp(lambda s: "YES" if s.out_of_bounds else "no"))
     notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
     notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
     return Group(t, *notes)
@@ -390,6 +431,10 @@ def render_size(answer, target, style: Style = Style()) -> RenderableType:
     backend without a table of its own: its JSON answer as rows)."""
     if answer.backend == "lmcache":
         return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
+    if answer.backend == "simple":
+        from .table_simple import render_simple_sizing
+
+        return render_simple_sizing(answer, target, style, _table)
     if answer.backend == "native":
         return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
     t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)

@@ -1,16 +1,73 @@
-"""--check gates over a plan's pool: each is named, passes or fails, and says why. They read the `Pool` a backend
-gives (backends/base.py), never a backend's own detail. Pure; the CLI sets the exit code."""
+"""--check gates over a plan's pool. Every gate is reported every time, each with its status: `pass`, `fail`,
+`unknown` (asked for, by a flag or a manifest, but something it needs cannot be read: it does not pass) or
+`skipped` (nothing asked for it: listed with what would turn it on). A gate that compares against a limit names
+the limit, where the limit came from, what is needed and the margin. They read the `Pool` a backend gives
+(backends/base.py), never a backend's own detail. Pure; the CLI sets the exit code (1 when any gate is `fail`
+or `unknown`)."""
 
 from __future__ import annotations
 
 from ..backends.base import Pool
 from ..report.optional import Check
+from ..vocab.records import record
 from ..vocab.units import format_bytes
+
+GATES = ("startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory", "shm", "min_cpu_tokens")
+
+# Host memory a node needs besides the CPU pool, per GPU worker process: Python, torch, the CUDA context, NCCL.
+# An estimate from measurements: vLLM PR #48436 (TP 2, pinned tensors): "--kv-offloading-size 64 would cause
+# per-worker RSS of ~35GB (32GB + 3), and --kv-offloading-size 80 ... ~67GB (64GB + 3)" -> 3 GiB a worker beyond
+# its pool (the "32GB" is the 32 GiB share of 64 GiB). vLLM #53042 measured more on a GB200 node at idle (anon
+# 35.0 GiB for 4 GPUs, API server and engine core included): --host-overhead sets a node's figure.
+OVERHEAD_PER_WORKER = 3 << 30
+OVERHEAD_BASIS = "estimate: 3 GiB per GPU worker process (vLLM PR #48436: per-worker RSS = pool share + ~3 GiB)"
+
+
+@record
+class Limit:
+    """A gate's limit: its value (None: asked for, but its size cannot be read) and where it came from."""
+
+    value: int | None
+    source: str  # "--host-memory", "the pod's memory limit (manifest: …)", …
+    pod: bool = False  # a pod's limit (an OOM kill past it), not a node's memory
+
+
+@record
+class Gates:
+    """What the gates compare against. A limit of None: not asked for."""
+
+    host_memory: Limit | None = None
+    shm: Limit | None = None
+    min_cpu_tokens: int | None = None
+    overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
+    unreadable: tuple = ()  # inputs the pool depends on that could not be read (an envFrom elsewhere in the cluster)
+
+
+def workers_on_node(parallel) -> int:
+    """GPU worker processes on the busiest node: an engine's TP x PP ranks over its nodes, times the engines a node
+    holds."""
+    ranks = parallel.tensor_parallel_size * parallel.pipeline_parallel_size
+    return -(-ranks // parallel.nnodes) * parallel.engines_per_node
+
+
+def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
+    """The manifest's variables the pool depends on (Pool.env_dependent) that kvcalc cannot read, and envFrom
+    sources it cannot read (any of them could set one)."""
+    deps = pool.env_dependent
+    if not deps:
+        return ()
+    out = [f"{name} ({why})" for name, why in unknown.items() if name.startswith(deps)]
+    out += [f"{src}: it may set {' / '.join(d + ('*' if d.endswith('_') else '') for d in deps)}" for src in unread]
+    return tuple(out)
 
 
 def refused(version: str, reason: str) -> list[Check]:
-    """The checks when the selected release refuses the layout before any number exists."""
-    return [Check(name="startup", passed=False, reason=f"vLLM {version} refuses to start: {reason}")]
+    """The checks when the selected release refuses the layout before any number exists: startup fails and every
+    other gate is reported as not evaluated."""
+    out = [_check("startup", "fail", f"vLLM {version} refuses to start: {reason}")]
+    out += [_check(name, "unknown", "not evaluated: vLLM does not start, so there is nothing to measure")
+            for name in GATES[1:]]
+    return out
 
 
 def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: bool) -> str | None:
@@ -27,74 +84,117 @@ def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: b
     return None
 
 
-def evaluate(pool: Pool, gpu_tokens: int | None, version: str, *, host_memory: int | None = None,
-             min_cpu_tokens: int | None = None, shm_size: int | None = None, engines_per_node: int = 1,
-             shm_checked: bool = False, shm_message_named: bool = False) -> list[Check]:
-    """The gates. `gpu_tokens`: the logged GPU KV cache size (None without KV memory); `shm_checked`: the release
+def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, engines_per_node: int = 1,
+             workers_per_node: int = 1, shm_checked: bool = False, shm_message_named: bool = False) -> list[Check]:
+    """Every gate. `gpu_tokens`: the GPU KV cache size in tokens (None when unknown); `shm_checked`: the release
     refuses to start when /dev/shm is short (0.28+); `shm_message_named`: its message names the allocation (0.31+)."""
-    if pool.startup_error:
-        return refused(version, pool.startup_error)
     if pool.not_modelled is not None:
         nm = pool.not_modelled
-        return [Check(name="startup", passed=False, reason=f"vLLM {version} hands offloading to {nm.connector}, whose "
-                                                           f"pool lives in {nm.home}: kvcalc cannot gate it")]
-    if shm_size is not None and shm_checked and pool.shm_bytes_per_engine:
-        why = shm_refusal(pool.shm_bytes_per_engine, engines_per_node, shm_size, version, shm_message_named)
+        return refused(version, f"kvcalc cannot gate it: vLLM hands offloading to {nm.connector}, whose pool lives in "
+                                f"{nm.home}")
+    if pool.startup_error:
+        return refused(version, pool.startup_error)
+    shm = gates.shm
+    startup = _check("startup", "pass", f"vLLM {version} starts {pool.connector} with this layout")
+    if shm is not None and shm.value is not None and shm_checked and pool.shm_bytes_per_engine:
+        why = shm_refusal(pool.shm_bytes_per_engine, engines_per_node, shm.value, version, shm_message_named)
         if why:
-            return refused(version, why) + [_shm_gate(pool, shm_size, checked=True)]
-    checks = [Check(name="startup", passed=True, reason=f"vLLM {version} starts {pool.connector} with this layout")]
-    if pool.splits_scheduler:
-        checks.append(_out_of_bounds(pool))
-    checks.append(Check(name="zero_cpu_blocks", passed=not pool.empty,
-                        reason=f"{pool.nothing}: offloading is configured but stores nothing" if pool.empty else
-                        pool.stored))
-    # Like with like: both are vLLM's group-aware token counts (the logged GPU KV cache size, and the CPU tier's
-    # tokens of max_model_len requests every worker holds).
-    checks.append(_cpu_vs_gpu(gpu_tokens, pool.tokens))
-    if host_memory is not None:
-        checks.append(_host_memory_check(pool.resident_bytes_per_node, host_memory, engines_per_node, pool.kept))
-    if shm_size is not None:
-        checks.append(_shm_gate(pool, shm_size, checked=shm_checked))
-    if min_cpu_tokens is not None:
-        checks.append(Check(name="min_cpu_tokens", passed=pool.tokens >= min_cpu_tokens,
-                            reason=f"{pool.tokens:,} CPU tokens {pool.tokens_holder}; at least {min_cpu_tokens:,} "
-                                   "wanted"))
-    return checks
+            startup = _check("startup", "fail", f"vLLM {version} refuses to start: {why}")
+    elif shm is not None and shm.value is None and shm_checked and pool.shm_bytes_per_engine:
+        startup = _check("startup", "unknown", f"vLLM {version} checks /dev/shm at start-up and its size is unknown: "
+                                               f"{shm.source}")
+    return [startup, _out_of_bounds(pool), _zero(pool), _cpu_vs_gpu(gpu_tokens, pool.tokens),
+            _host_memory(pool, gates, workers_per_node, engines_per_node), _shm_gate(pool, shm, checked=shm_checked),
+            _min_tokens(pool, gates.min_cpu_tokens)]
+
+
+def _check(name: str, status: str, reason: str, **numbers) -> Check:
+    return Check(name=name, passed=status in ("pass", "skipped"), status=status, reason=reason, **numbers)
+
+
+def _measured(name: str, need: int, limit: Limit, what: str) -> Check:
+    margin = limit.value - need
+    ok = margin >= 0
+    return _check(name, "pass" if ok else "fail",
+                  f"{what}; {limit.source}: {limit.value:,} B ({format_bytes(limit.value)}); "
+                  + (f"margin {margin:,} B ({format_bytes(margin)})" if ok else
+                     f"short by {-margin:,} B ({format_bytes(-margin)})"),
+                  limit=limit.value, limit_from=limit.source, need=need, margin=margin)
 
 
 def _out_of_bounds(pool: Pool) -> Check:
+    if not pool.splits_scheduler:
+        return _check("out_of_bounds", "pass", "one count: the scheduler hands out what the workers allocated")
     ids = pool.out_of_bounds
     if ids is None:
-        return Check(name="out_of_bounds", passed=True, reason="every worker allocated at least the scheduler's CPU count")
-    return Check(name="out_of_bounds", passed=False,
-                 reason=f"the scheduler can hand out CPU {pool.unit} {ids.first:,}..{ids.last:,} that PP stage "
-                        f"{ids.pp_rank}'s workers never allocated")
+        return _check("out_of_bounds", "pass", "every worker allocated at least the scheduler's CPU count")
+    return _check("out_of_bounds", "fail", f"the scheduler can hand out CPU {pool.unit} {ids.first:,}..{ids.last:,} "
+                                           f"that pipeline stage {ids.pp_rank}'s workers never allocated")
 
 
-def _host_memory_check(need: int, host_memory: int, engines_per_node: int, kept: str) -> Check:
-    """The host_memory gate: what one node keeps resident (`kept` says how, per backend) against --host-memory."""
-    return Check(name="host_memory", passed=need <= host_memory,
-                 reason=f"{engines_per_node} engine(s) on the node keep {need:,} B ({format_bytes(need)}) {kept}; "
-                        f"the node has {host_memory:,} B ({format_bytes(host_memory)})")
+def _zero(pool: Pool) -> Check:
+    if pool.empty:
+        return _check("zero_cpu_blocks", "fail", f"{pool.nothing}: offloading is configured but stores nothing")
+    return _check("zero_cpu_blocks", "pass", pool.stored)
 
 
-def _cpu_vs_gpu(gpu_tokens: int | None, cpu: int) -> Check:
-    """cpu_smaller_than_gpu: the CPU tier's tokens against the logged GPU KV cache size."""
-    if gpu_tokens is None:
-        return Check(name="cpu_smaller_than_gpu", passed=True,
-                     reason="GPU KV cache size unknown (no KV memory given): not checked")
-    return Check(name="cpu_smaller_than_gpu", passed=cpu >= gpu_tokens,
-                 reason=f"CPU tier holds {cpu:,} tokens, GPU tier {gpu_tokens:,}"
-                 + ("" if cpu >= gpu_tokens else ": the CPU tier cannot hold what the GPU evicts"))
+def _cpu_vs_gpu(gpu_tokens: int | None, cpu: int | None) -> Check:
+    """cpu_smaller_than_gpu: the CPU tier's tokens against the GPU KV cache size (both vLLM's group-aware counts)."""
+    if gpu_tokens is None or cpu is None:
+        return _check("cpu_smaller_than_gpu", "skipped", "GPU KV cache size unknown: give --kv-cache-memory (or "
+                                                         "--kv-cache-memory-from-log) to compare the tiers")
+    ok = cpu >= gpu_tokens
+    return _check("cpu_smaller_than_gpu", "pass" if ok else "fail",
+                  f"CPU tier holds {cpu:,} tokens, GPU tier {gpu_tokens:,}"
+                  + ("" if ok else ": the CPU tier cannot hold what the GPU evicts"),
+                  limit=cpu, limit_from="the CPU tier's tokens", need=gpu_tokens, margin=cpu - gpu_tokens)
 
 
-def _shm_gate(pool: Pool, shm_size: int, *, checked: bool) -> Check:
+def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_node: int) -> Check:
+    limit = gates.host_memory
+    if limit is None:
+        return _check("host_memory", "skipped", "no limit given: --host-memory SIZE (a node), or --k8s with a "
+                                                "memory limit")
+    if gates.unreadable:
+        return _check("host_memory", "unknown", "not evaluated: the pool's settings depend on what kvcalc cannot "
+                                                "read: " + "; ".join(gates.unreadable))
+    if limit.value is None:
+        return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
+    if pool.resident_bytes_per_node is None:
+        return _check("host_memory", "skipped", "no CPU pool: nothing resident to gate")
+    if gates.overhead is None:
+        overhead, basis = OVERHEAD_PER_WORKER * workers_per_node, f"{workers_per_node} worker(s), {OVERHEAD_BASIS}"
+    else:
+        overhead, basis = gates.overhead, "--host-overhead"
+    need = pool.resident_bytes_per_node + overhead
+    where = "the pod" if limit.pod else "the node"
+    what = (f"{engines_per_node} engine(s) in {where} keep {pool.resident_bytes_per_node:,} B "
+            f"({format_bytes(pool.resident_bytes_per_node)}) {pool.kept}, plus {overhead:,} B "
+            f"({format_bytes(overhead)}) of process memory ({basis})")
+    return _measured("host_memory", need, limit, what)
+
+
+def _shm_gate(pool: Pool, shm: Limit | None, *, checked: bool) -> Check:
     need = pool.shm_bytes_per_node
     if not need:
-        return Check(name="shm", passed=True, reason=f"no /dev/shm region: {pool.shm_none}")
-    ok = need <= shm_size
-    reason = (f"the node's /dev/shm regions take {need:,} B ({format_bytes(need)}); /dev/shm has {shm_size:,} B "
-              f"({format_bytes(shm_size)})")
-    if not ok and not checked:
-        reason += ": this release does not check at start-up, workers die with SIGBUS when /dev/shm fills"
-    return Check(name="shm", passed=ok, reason=reason)
+        return _check("shm", "pass", f"no /dev/shm region: {pool.shm_none}")
+    if shm is None:
+        return _check("shm", "skipped", f"the node's /dev/shm regions take {need:,} B ({format_bytes(need)}); no size "
+                                        "given: --shm-size SIZE, or --k8s")
+    if shm.value is None:
+        return _check("shm", "unknown", f"not evaluated: the /dev/shm regions take {need:,} B ({format_bytes(need)}); "
+                                        f"{shm.source}")
+    what = f"the node's /dev/shm regions take {need:,} B ({format_bytes(need)})"
+    if not checked:
+        what += " (this release does not check at start-up: workers die with SIGBUS when /dev/shm fills)"
+    return _measured("shm", need, shm, what)
+
+
+def _min_tokens(pool: Pool, wanted: int | None) -> Check:
+    if wanted is None:
+        return _check("min_cpu_tokens", "skipped", "no target given: --min-cpu-tokens N")
+    tokens = pool.tokens or 0
+    ok = tokens >= wanted
+    return _check("min_cpu_tokens", "pass" if ok else "fail",
+                  f"{tokens:,} CPU tokens {pool.tokens_holder}; at least {wanted:,} wanted",
+                  limit=wanted, limit_from="--min-cpu-tokens", need=wanted, margin=tokens - wanted)

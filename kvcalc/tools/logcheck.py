@@ -69,7 +69,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     it), else the one the log names, else the layout's."""
     logged = parse(text, source)
     if logged["vllm_version"] and not version_given and layout.vllm_version != logged["vllm_version"]:
-        layout = replace(layout, vllm_version=logged["vllm_version"])
+        layout = replace(layout, vllm_version=logged["vllm_version"], vllm_version_from=f"{source}: the log's banner")
     if logged["max_model_len"] is not None and logged["max_model_len"] != layout.cache.max_model_len:
         layout = replace(layout, cache=replace(layout.cache, max_model_len=logged["max_model_len"]))
     if logged["available_gib"]:

@@ -105,18 +105,16 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
     return out
 
 
-def check(layout: Layout, text: str, *, source: str) -> dict:
-    """Rows of (series, label, expected, found, match) for every label of every engine's series."""
-    unpublished = backend(layout.offload.backend).no_offload_info
-    if unpublished:
-        raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
-                               f"{unpublished}")
-    found = parse(text, source=source)
-    notes = []
+def _from_scrape(layout: Layout, found: dict) -> tuple[Layout, list[str], set[str]]:
+    """What the layout leaves open, taken from the scrape (one engine's value): the GPU block count without KV
+    memory, the CPU budget without one. The labels taken are returned: their rows compare the scrape with itself."""
+    notes: list[str] = []
+    taken: set[str] = set()
     if layout.cache.kv_cache_memory is None and layout.cache.num_gpu_blocks_override is None:
         blocks = {s.get("num_gpu_blocks") for _, s in found[CACHE_INFO]}
         if len(blocks) == 1 and (b := blocks.pop()) and b.isdigit():
             layout = replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=int(b)))
+            taken.add("num_gpu_blocks")
             notes.append(f"num_gpu_blocks {int(b):,} taken from the scrape (the layout gives no KV memory)")
     if layout.offload.cpu_bytes_to_use is None:
         sizes = {s.get("cpu_kv_cache_size_bytes") for _, s in found[OFFLOAD_INFO]}
@@ -124,8 +122,26 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
             # The tier's bytes are whole chunks of the budget: as a budget they give the same chunk count.
             layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=int(b),
                                                      cpu_bytes_source="the scrape"))
+            taken.add("cpu_kv_cache_size_bytes")
             notes.append(f"cpu_bytes_to_use {int(b):,} taken from the scrape's cpu_kv_cache_size_bytes (the layout "
                          "gives no budget)")
+    return layout, notes, taken
+
+
+def check(layout: Layout, text: str, *, source: str) -> dict:
+    """Rows of (series, label, expected, found, match) for every label of every engine's series. A value kvcalc
+    took from the scrape itself (the GPU block count, the CPU budget) is marked `from_scrape` and proves nothing:
+    the scrape matches only when some other row compares a prediction."""
+    unpublished = backend(layout.offload.backend).no_offload_info
+    if unpublished:
+        raise UnsupportedError(f"{layout.source}: check --metrics compares the native connector's {OFFLOAD_INFO}; "
+                               f"{unpublished}")
+    if layout.vllm_version_from == "default":
+        # vLLM's /metrics names no release (0.33.0 v1/metrics/loggers.py publishes no version or build info).
+        raise LayoutError(source, "", "a release to compare against: a scrape names none, give --vllm-version (or "
+                                      "vllm.version)", detail=f"kvcalc would assume {layout.vllm_version}")
+    found = parse(text, source=source)
+    layout, notes, taken = _from_scrape(layout, found)
     p = plan(layout)
     if found[OFFLOAD_INFO] and not p.behaviour.capacity_metric:
         # The series exists from 0.33.0 (versions.STEPS capacity_metric); a scrape that has it came from a later
@@ -135,6 +151,12 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
                           p.behaviour.version)
     expected = _predicted(p)
     rows = []
+    if OFFLOAD_INFO in expected and not found[OFFLOAD_INFO] and p.behaviour.capacity_metric:
+        # The layout offloads on a release that publishes the CPU tier: a server without the series has no
+        # offloading connector running.
+        rows.append({"series": OFFLOAD_INFO, "engine": "", "line": 0, "label": "(series)",
+                     "expected": "present (the layout offloads)", "found": "absent: offloading is not on",
+                     "match": False, "from_scrape": False})
     for name in (CACHE_INFO, OFFLOAD_INFO):
         labels = CACHE_LABELS if name == CACHE_INFO else OFFLOAD_LABELS
         for line, series in found[name]:
@@ -147,6 +169,10 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
                 if want is None:
                     continue  # not predicted (no KV memory): nothing to compare
                 rows.append({"series": name, "engine": engine, "line": line, "label": label, "expected": want,
-                             "found": got, "match": got == want})
+                             "found": got, "match": got == want, "from_scrape": label in taken})
+    evidence = [r for r in rows if not r["from_scrape"]]
+    if rows and not evidence:
+        notes.append("every compared value was taken from the scrape itself: nothing was checked (give the KV "
+                     "memory or the CPU budget)")
     return {"source": source, "vllm_version": p.behaviour.version, "rows": rows, "notes": notes,
-            "match": bool(rows) and all(r["match"] for r in rows)}
+            "match": bool(evidence) and all(r["match"] for r in rows)}

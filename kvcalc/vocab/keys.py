@@ -267,10 +267,30 @@ KEYS: tuple[Key, ...] = (
     _k("offload.blocks_per_chunk", "int", "0.26+: GPU blocks per CPU chunk (instead of block_size)", minimum=1,
        nullable=True, flag=("--blocks-per-chunk",), name="blocks_per_chunk", help="0.26+: GPU blocks per CPU chunk",
        panel="offload"),
-    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)",
-       default="native", choices=OFFLOAD_BACKENDS, flag=("--offload-backend",), name="offload_backend",
-       help="native (vLLM's OffloadingConnector, default) | lmcache (LMCacheConnectorV1: LMCache's pool per rank)",
-       panel="offload"),
+    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
+       "(SimpleCPUOffloadConnector)", default="native", choices=OFFLOAD_BACKENDS, flag=("--offload-backend",),
+       name="offload_backend", help="native (vLLM's OffloadingConnector, default) | lmcache (LMCacheConnectorV1: "
+       "LMCache's pool per rank) | simple (SimpleCPUOffloadConnector)", panel="offload"),
+    _k("offload.use_simple_kv_offload", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 in the engine's environment: with "
+       "kv_offloading_size, vLLM 0.19.0+ starts SimpleCPUOffloadConnector instead of OffloadingConnector",
+       default=False),
+    # backend simple: SimpleCPUOffloadConnector's kv_connector_extra_config keys, under vLLM's names (the budget is
+    # offload.cpu_bytes_to_use or kv_offloading_size, for the engine; the connector's default is 8 GiB).
+    _k("offload.simple", "section", "backend simple: SimpleCPUOffloadConnector's kv_connector_extra_config keys"),
+    _k("offload.simple.cpu_bytes_to_use_per_rank", "size", "bytes per rank, instead of cpu_bytes_to_use // world "
+       "size", nullable=True),
+    _k("offload.simple.num_cpu_blocks", "int", "0.33.0+: the CPU blocks every rank allocates (at most its capacity)",
+       minimum=1, nullable=True),
+    _k("offload.simple.kv_offload_backend", "choice", "cpu | disk (0.28.0+: the blocks live in per-rank files)",
+       default="cpu", choices=("cpu", "disk")),
+    _k("offload.simple.disk_path", "str", "disk: the path prefix of the per-rank files ({disk_path}.rank_N)",
+       nullable=True),
+    _k("offload.simple.disk_capacity_bytes", "size", "disk: bytes per rank (default 100 GiB)",
+       default=100 << 30),
+    _k("offload.simple.disk_buffer_slots", "int", "disk: pinned staging slots per region (vLLM takes max(1, n))",
+       default=2, minimum=0),
+    _k("offload.simple.use_page_cache", "bool", "disk: buffered I/O instead of O_DIRECT", default=False),
+    _k("offload.simple.lazy_offload", "bool", "store blocks only when the GPU pool runs low", default=False),
     _k("offload.lmcache", "lmcache", "backend lmcache: LMCache config keys under their LMCache names (any key the "
        "release defines; those that do not change the CPU pool are listed in a note)"),
     _k("offload.lmcache.version", "choice", f"the LMCache release whose rules apply ({LMCACHE_RELEASES[0]} - "

@@ -14,6 +14,7 @@ from .records import cached, field, record
 
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
+    from .releases.simple import SimpleLayout
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
 # Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
@@ -24,7 +25,7 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache")
+OFFLOAD_BACKENDS = ("native", "lmcache", "simple")
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -211,8 +212,10 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1)
+    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...)
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
+    simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
+    notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr
 
     @property
     def budget_given(self) -> bool:
@@ -236,6 +239,9 @@ class Layout:
     offload: OffloadLayout
     host: HostLayout = field(factory=HostLayout)
     vllm_version: str
+    # where the release came from: a flag, "layout file", a manifest's image, a log's banner; "default" when nothing
+    # named one (kvcalc's newest: a warning, and --check refuses to gate on it)
+    vllm_version_from: str = "default"
     platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
     attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
     gpu_arch: str = "sm90"

@@ -57,7 +57,7 @@ def parse_size(value: object) -> int:
             raise SizeError("a whole, non-negative number of bytes below 2^53 written as a float (or an integer, or "
                             "a string with a unit, e.g. 64GiB)")
         return int(value)
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > 40:  # 40 characters: far beyond any real size
         raise SizeError(f"a size such as 64GiB ({SIZE_HELP})")
     known = _PARSED.get(value)
     if known is not None:

@@ -261,7 +261,7 @@ metadata: {{name: vllm}}
 spec:
   containers:
     - name: vllm
-      image: vllm/vllm-openai
+      image: vllm/vllm-openai:v0.33.0
       command: ["vllm", "serve", "{model}", "-tp", "8", "--kv-cache-memory-bytes", "40G",
                 "--kv-transfer-config", '{{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}}']
       env:
@@ -388,10 +388,15 @@ def test_compare_backends_uses_the_same_budget(capsys):
     code, out, err = run(capsys, "plan", "examples/llama-3.1-8b-lmcache-tp8.yaml", "--compare-backends",
                          "--format", "json")
     assert code == 0, err
-    native, lm = json.loads(out)["offload"]["backends"]
+    native, lm, simple = json.loads(out)["offload"]["backends"]
     assert (native["backend"], native["pool_bytes_per_engine"], native["tokens"]) == ("native", 4 * 1024 * GIB,
                                                                                       33554432)
     assert (lm["backend"], lm["tokens"], lm["unit_bytes"]) == ("lmcache", 33554432, 4194304)
+    # SimpleCPUOffloadConnector with the same 4 TiB for the engine: 4 TiB // 8 ranks = 512 GiB a rank; a worker's
+    # block is 32 layers x 16 x 1 head x (128 + 128) x 2 = 262,144 B: 549,755,813,888 // 262,144 = 2,097,152 blocks,
+    # pinned exactly (cudaHostRegister), 2,097,152 x 16 = 33,554,432 tokens.
+    assert (simple["backend"], simple["unit_bytes"], simple["pool_bytes_per_engine"], simple["tokens"]) == \
+        ("simple", 262144, 8 * 2097152 * 262144, 33554432)
 
 
 def test_sweep_rows_carry_lmcache_figures(capsys):
@@ -414,9 +419,14 @@ def test_compare_backends_from_a_native_mla_layout(capsys):
     code, out, err = run(capsys, "plan", "examples/kimi-k2.5-eagle3-tp4.yaml", "--vllm-version", "0.33.0",
                          "--compare-backends", "--format", "json")
     assert code == 0, err
-    native, lm = json.loads(out)["offload"]["backends"]
+    native, lm, simple = json.loads(out)["offload"]["backends"]
     assert native["tokens"] == 3765 * 64 == 240960
     assert (lm["pool_bytes_per_engine"], lm["tokens"]) == (16 * GIB, 939 * 256)
+    # SimpleCPUOffloadConnector: 64 GiB // 4 ranks = 16 GiB a rank; a worker's block is 61 MLA layers x 73,728 B +
+    # the EAGLE3 layer's 64 x 2 heads x (128 + 128) x 2 = 65,536 B = 4,562,944 B: 17,179,869,184 // 4,562,944 =
+    # 3,765 blocks on every rank (MLA is stored on every rank: 4 x 3,765 x 4,562,944 B pinned), 3,765 x 64 tokens.
+    assert (simple["unit_bytes"], simple["tokens"], simple["pool_bytes_per_engine"]) == (4562944, 240960,
+                                                                                         4 * 3765 * 4562944)
 
 
 def test_size_resident_gives_the_largest_size_under_a_host_limit(capsys):

@@ -79,7 +79,7 @@ def test_leaderworkerset_and_inferenceservice(capsys, tmp_path):
 def test_no_emptydir_at_dev_shm_means_the_runtime_default(capsys, tmp_path):
     path = manifest(tmp_path, "lws.yaml")
     code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
-    assert "no emptyDir (medium: Memory) is mounted at /dev/shm" in err
+    assert "nothing mounted at /dev/shm: the runtime's default 64 MiB" in err
     # lws.yaml mounts none: 64 MiB, far below the region; 0.33.0 refuses at start-up.
     assert code == 1
     assert not {c["name"]: c for c in json.loads(out)["checks"]}["shm"]["passed"]

@@ -111,7 +111,7 @@ def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
                                                                                      "valid JSON"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--frobnicate", "3"], "--frobnicate: kvcalc does not know"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", '{"kv_connector": "NixlConnector"}'],
-     "kvcalc models OffloadingConnector and LMCacheConnectorV1"),
+     "kvcalc models OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-offloading-backend", "lmcache", "--kv-offloading-size", "8",
       "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1"}'], "give one of them"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "-tp", "four"], "-tp: expected an integer, got 'four'"),

@@ -122,3 +122,68 @@ def test_a_scrape_with_only_the_cache_series_compares_it():
 def test_raises_layout_error_for_the_api():
     with pytest.raises(LayoutError):
         parse("", source="s.prom")
+
+
+def test_a_scrape_without_the_offload_series_is_a_mismatch_when_the_layout_offloads(capsys, tmp_path):
+    # A 0.33.0 server without an offloading connector publishes vllm:cache_config_info only: the layout's CPU
+    # tier is not running there.
+    with open(os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom")) as fh:
+        lines = [line for line in fh if "kv_offload_config_info" not in line]
+    path = tmp_path / "no-offload.prom"
+    path.write_text("".join(lines))
+    code, out, err = run(capsys, "check", KIMI, "--metrics", str(path), "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 1
+    rows = json.loads(out)["rows"]
+    missing = [r for r in rows if r["label"] == "(series)"]
+    assert missing[0]["found"] == "absent: offloading is not on"
+    assert missing[0]["match"] is False
+
+
+def test_values_taken_from_the_scrape_are_marked_and_prove_nothing(capsys, tmp_path):
+    # Without KV memory in the layout, num_gpu_blocks comes from the scrape: its row is marked from_scrape; the
+    # block_size and the CPU tier's rows are still predictions.
+    import yaml
+
+    with open(KIMI) as fh:
+        layout = yaml.safe_load(fh)
+    layout["cache"].pop("kv_cache_memory", None)
+    path = tmp_path / "no-kv-memory.yaml"
+    path.write_text(yaml.safe_dump(layout))
+    code, out, err = run(capsys, "check", str(path), "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"),
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 0, err
+    rows = {r["label"]: r for r in json.loads(out)["rows"]}
+    assert rows["num_gpu_blocks"]["from_scrape"] is True
+    assert rows["block_size"]["from_scrape"] is False
+    assert rows["cpu_num_chunks"]["from_scrape"] is False
+
+
+def test_a_byte_order_mark_does_not_hide_a_mismatch(capsys, tmp_path):
+    # Issue 22: a BOM before the first series made its name unreadable and the mismatch vanished (exit 0).
+    with open(os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-mismatch.prom"), encoding="utf-8") as fh:
+        series = [line for line in fh if line.startswith("vllm:")]
+    # The offload series first, where the mark would sit in front of its name.
+    text = "".join(sorted(series, key=lambda line: not line.startswith("vllm:kv_offload_config_info")))
+    assert text.startswith("vllm:kv_offload_config_info")
+    path = tmp_path / "bom.prom"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    code, out, err = run(capsys, "check", KIMI, "--metrics", str(path), "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 1
+    path.write_bytes(b"\xff" + text.encode())  # not UTF-8 at all: refused, not read with replacement characters
+    code, out, err = run(capsys, "check", KIMI, "--metrics", str(path), "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "byte 0: expected UTF-8 text" in err
+
+
+def test_a_scrape_names_no_release(capsys, tmp_path):
+    # vLLM's /metrics carries no version (0.33.0 v1/metrics/loggers.py): a layout naming none is refused.
+    import yaml
+
+    with open(KIMI) as fh:
+        layout = yaml.safe_load(fh)
+    layout.pop("vllm", None)
+    path = tmp_path / "no-version.yaml"
+    path.write_text(yaml.safe_dump(layout))
+    code, out, err = run(capsys, "check", str(path), "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"))
+    assert code == 2
+    assert "a scrape names none, give --vllm-version" in err

@@ -274,12 +274,18 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 33, 0), True, "0.33.0 v1/kv_offload/cpu/common.py: CPUOffloadingInfo, published as "
                                "vllm:kv_offload_config_info")),
     # The offloading connector asks for one cross-layer KV tensor per worker (prefer_cross_layer_blocks); the model
-    # runner gives it when there is one KV cache group of one attention spec whose backend orders a layers dimension
-    # (v1/worker/kv_connector_model_runner_mixin.py use_uniform_kv_cache: FlashAttention, FlashInfer, Triton; MLA
-    # keeps the identity order, so no).
+    # runner gives it for one KV cache group of one attention spec whose backend orders a layers dimension after the
+    # blocks (mixin.py use_uniform_kv_cache: FlashAttention, FlashInfer, Triton; MLA: mla_cross_layer, not 0.18-0.23).
     "cross_layer_blocks": (
         Step((0, 0, 0), True, "0.14.0 - 0.28.0 offloading_connector.py: prefer_cross_layer_blocks -> True"),
         Step((0, 29, 0), False, "0.29.0 offloading_connector.py: no prefer_cross_layer_blocks")),
+    "mla_cross_layer": (
+        Step((0, 0, 0), True, "0.14.0 v1/attention/backends/mla/common.py:320 (1, 0, 2, 3); v1/worker/kv_connector_"
+                              "model_runner_mixin.py:207 compares lengths (0.17.1 mla_attention.py:1089)"),
+        Step((0, 18, 0), False, "0.18.0 model_executor/layers/attention/mla_attention.py:1149 (0, 1, 2, 3); mixin.py"
+                                ":200 stride_order[0] != 0 (0.23.0 mla_attention.py:1193)"),
+        Step((0, 24, 0), True, "0.24.0 v1/attention/backends/mla/flashmla.py:66, the other 4 MLA backends (1, 0, "
+                               "2, 3); mixin.py:158 indexes_kv_by_block_stride (0.26/0.28 flashmla.py:66); moot 0.29")),
     # How a worker's private pinned CPU tensors are laid out (when there is no shared region).
     "pinned_layout": (
         Step((0, 0, 0), "per_layer", "0.14.0 v1/kv_offload/worker/cpu_gpu.py: one torch.zeros(pin_memory) per "
@@ -374,6 +380,7 @@ class Behaviour:
     keys_per_group: bool
     capacity_metric: bool
     cross_layer_blocks: bool
+    mla_cross_layer: bool
     pinned_layout: str
     shared_region_platforms: tuple[str, ...]
     shm_free_space_check: bool

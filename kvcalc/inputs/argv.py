@@ -1,0 +1,87 @@
+"""A container's argv before and around the shell: Kubernetes' `$(VAR)` expansion of command and args, `sh -c
+SCRIPT …` recognised (the script and its positional parameters), and the wrappers in front of a server command
+(`exec`, `env X=1`, `nohup`, …). Pure."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
+SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh"))
+# Words that run the command after them (with their own options first).
+WRAPPERS = frozenset(("exec", "nohup", "time", "command", "env", "stdbuf", "taskset", "numactl", "tini", "dumb-init"))
+
+
+def k8s_expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' expansion of command, args and env values (k8s.io/kubernetes third_party/forked/golang/expansion
+    expand.go): `$(NAME)` becomes NAME's value when the container defines it and stays as written otherwise; `$$`
+    is a literal `$`; any other `$` is kept."""
+    if "$" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "$" or i + 1 == n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2:end]
+            out.append(env[name] if name in env else f"$({name})")
+            i = end + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def shell_script(argv: list[str]) -> tuple[str, list[str]] | None:
+    """`sh -c SCRIPT [$0 $1 …]` (any shell of SHELLS, options such as -e, -x, -o pipefail before -c): (SCRIPT, the
+    parameters); None when argv does not run a shell with -c."""
+    if not argv or os.path.basename(argv[0]) not in SHELLS:
+        return None
+    i, has_c = 1, False
+    while i < len(argv) and argv[i][:1] in "-+" and len(argv[i]) > 1 and argv[i] != "--":
+        opt = argv[i]
+        if opt in ("-o", "+o"):
+            i += 2
+            continue
+        if opt.startswith("-") and not opt.startswith("--") and "c" in opt:
+            has_c = True
+        i += 1
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if not has_c or i >= len(argv):
+        return None
+    return argv[i], argv[i + 1:]
+
+
+def unwrap(words: tuple) -> tuple[list[str], dict[str, str]]:
+    """A command's words after its wrappers (`exec`, `env X=1`, `nohup`, …) and the assignments `env` adds."""
+    ws = list(words)
+    added: dict[str, str] = {}
+    while ws and os.path.basename(ws[0]) in WRAPPERS:
+        head = os.path.basename(ws.pop(0))
+        while ws and ws[0].startswith("-") and head != "exec":
+            opt = ws.pop(0)
+            if head in ("taskset", "numactl", "stdbuf") and "=" not in opt and ws and not ws[0].startswith("-") \
+                    and len(opt) == 2:
+                ws.pop(0)  # the option's argument (taskset -c 0-7)
+        if head == "taskset" and ws and re.fullmatch(r"[0-9a-fx,\-]+", ws[0]):
+            ws.pop(0)  # the mask
+        while head == "env" and ws and _ASSIGN.fullmatch(ws[0]) and _NAME.fullmatch(ws[0].split("=", 1)[0]):
+            name, value = ws.pop(0).split("=", 1)
+            added[name] = value
+    return ws, added

@@ -1,0 +1,124 @@
+"""A container's command read as Kubernetes and `sh -c` run it (inputs/shell.py). The expected words are what a
+POSIX shell gives for each script (checked by running the same scripts under /bin/sh with `printf '%s\\n' "$@"` in
+place of the server: test_the_scripts_agree_with_a_real_shell)."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kvcalc.inputs.argv import k8s_expand, shell_script, unwrap
+from kvcalc.inputs.shell import run_script, split_script
+
+
+def commands(script, env=None, unknown=None, params=()):
+    return run_script(split_script("m.yaml", "args", script), env or {}, unknown or {}, list(params))
+
+
+def server(script, **kw):
+    """The words of the one command that names `vllm`, after its wrappers."""
+    hits = [c for c in commands(script, **kw) if any(os.path.basename(w) == "vllm" for w in c.words)]
+    assert len(hits) == 1, [c.words for c in commands(script, **kw)]
+    return unwrap(hits[0].words)[0], hits[0]
+
+
+# Each script and the words its vllm command gets.
+SCRIPTS = [
+    # A `|` block with backslash continuations, set -e and exec (the shape of most Helm charts' vLLM containers).
+    ("set -e\nexec vllm serve /models/m \\\n  --tensor-parallel-size 4 \\\n  --max-model-len 32768\n",
+     ["vllm", "serve", "/models/m", "--tensor-parallel-size", "4", "--max-model-len", "32768"]),
+    # CRLF line ends (a manifest saved on Windows).
+    ("vllm serve m \\\r\n  --block-size 16\r\n", ["vllm", "serve", "m", "--block-size", "16"]),
+    # An && chain: only the server's words; a comment; a redirection and a pipe into tee.
+    ("pip install lmcache && vllm serve m --port 8000 2>&1 | tee /tmp/log  # serve\n",
+     ["vllm", "serve", "m", "--port", "8000"]),
+    # JSON in single quotes across lines stays one word.
+    ("vllm serve m --kv-transfer-config '{\"kv_connector\": \"OffloadingConnector\",\n \"kv_role\": \"kv_both\"}'",
+     ["vllm", "serve", "m", "--kv-transfer-config",
+      '{"kv_connector": "OffloadingConnector",\n "kv_role": "kv_both"}']),
+    # Double quotes keep an expansion one word; outside quotes it splits on blanks.
+    ('ARGS="--block-size 32 --seed 1"\nvllm serve "$MODEL" $ARGS',
+     ["vllm", "serve", "org/m x", "--block-size", "32", "--seed", "1"]),
+    # Defaults and alternatives.
+    ("vllm serve ${MODEL_ID:-org/default} --max-model-len ${LEN:-4096}${SUFFIX:+k}",
+     ["vllm", "serve", "org/default", "--max-model-len", "4096"]),
+    # A trailing & and wait: the server runs in the background.
+    ("vllm serve m &\nwait", ["vllm", "serve", "m"]),
+]
+
+
+@pytest.mark.parametrize("script, words", SCRIPTS)
+def test_scripts(script, words):
+    got, _ = server(script, env={"MODEL": "org/m x"})
+    assert got == words
+
+
+def test_the_scripts_agree_with_a_real_shell(tmp_path):
+    """The expected words above are /bin/sh's: each script runs with `vllm` a function printing its arguments."""
+    sh = shutil.which("sh")
+    if sh is None:
+        pytest.skip("no /bin/sh")
+    for script, words in SCRIPTS:
+        # exec is a special built-in (no function replaces it): dropped; tee passes the words through.
+        prog = ("vllm() { printf '%s\\0' vllm \"$@\"; }\npip() { :; }\ntee() { cat; }\n"
+                + script.replace("\r", "").replace("exec ", ""))
+        out = subprocess.run([sh, "-c", prog], env={"MODEL": "org/m x", "PATH": os.environ["PATH"]},
+                             capture_output=True, check=False).stdout.decode()
+        assert [w for w in out.split("\0") if w] == words, script
+
+
+def test_prefix_assignments_reach_the_server_process_only():
+    # LMCACHE_CHUNK_SIZE=512 in front of the command is in the server's environment; X=1 alone is a shell
+    # variable (not exported); export makes it one.
+    _, cmd = server("X=1\nexport Y=2\nLMCACHE_CHUNK_SIZE=512 vllm serve m\n", env={"HF_HOME": "/cache"})
+    assert cmd.env["LMCACHE_CHUNK_SIZE"] == "512"
+    assert cmd.env["Y"] == "2"
+    assert cmd.env["HF_HOME"] == "/cache"
+    assert "X" not in cmd.env
+
+
+def test_env_wrapper_and_exec():
+    words, added = unwrap(("exec", "env", "VLLM_USE_V1=1", "/usr/local/bin/vllm", "serve", "m"))
+    assert words == ["/usr/local/bin/vllm", "serve", "m"]
+    assert added == {"VLLM_USE_V1": "1"}
+
+
+def test_positional_parameters_of_sh_c():
+    # command: ["/bin/sh", "-ec", "exec vllm serve \"$@\"", "--"], args: [...]: $0 is "--", "$@" the rest.
+    argv = ["/bin/sh", "-ec", 'exec vllm serve "$@"', "--", "m", "--served-model-name", "my model"]
+    script, params = shell_script(argv)
+    assert params[0] == "--"
+    words, _ = server(script, params=params)
+    assert words == ["vllm", "serve", "m", "--served-model-name", "my model"]
+
+
+def test_shell_options_before_c():
+    assert shell_script(["bash", "-o", "pipefail", "-xc", "vllm serve m"]) == ("vllm serve m", [])
+    assert shell_script(["/bin/bash", "-c", "--", "vllm serve m"]) == ("vllm serve m", [])
+    assert shell_script(["vllm", "serve", "m"]) is None
+    assert shell_script(["sh", "/entrypoint.sh"]) is None  # a script file: nothing to read
+
+
+def test_unknown_values_are_named_not_guessed():
+    _, cmd = server("vllm serve m --host $(hostname -i) --max-model-len ${LEN}", unknown={"LEN": "from ConfigMap"})
+    assert cmd.unknown["$(hostname -i)"] == "a command substitution kvcalc does not run"
+    assert cmd.unknown["${LEN}"] == "from ConfigMap"
+
+
+def test_kubernetes_expansion():
+    # k8s expand.go: $(VAR) replaced when defined, kept as written when not; $$ is a literal $.
+    env = {"MODEL": "org/m", "TP": "4"}
+    assert k8s_expand("--model=$(MODEL)", env) == "--model=org/m"
+    assert k8s_expand("$(NOPE) $$(MODEL) $TP", env) == "$(NOPE) $(MODEL) $TP"
+    assert k8s_expand("$(unterminated", env) == "$(unterminated"
+
+
+@pytest.mark.parametrize("script, what", [
+    ("vllm serve 'm", "an unterminated ' quote"),
+    ('vllm serve "m', 'an unterminated " quote'),
+    ("vllm serve m <<EOF\nx\nEOF", "a here-document"),
+])
+def test_scripts_kvcalc_cannot_read_are_one_line(script, what):
+    with pytest.raises(Exception, match=what):
+        split_script("m.yaml", "args", script)

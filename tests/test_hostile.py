@@ -1,0 +1,127 @@
+"""Issue 22: hostile and edge inputs that gave tracebacks, exit 70, hangs or silently wrong output. Each test
+failed before its fix."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES_DIR, ROOT_DIR, run
+
+LLAMA = os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml")
+BIG = "9" * 5000  # past Python's 4,300-digit int() limit
+
+
+def sh(script, **env):
+    """A shell line around `kvcalc` (streams closed or full): (exit code, stdout, stderr)."""
+    e = {**os.environ, "PYTHONPATH": ROOT_DIR, **env}
+    p = subprocess.run(["sh", "-c", script.replace("kvcalc", f"{sys.executable} -m kvcalc")], cwd=ROOT_DIR, env=e,
+                       capture_output=True, timeout=60)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def test_a_closed_stdout_is_a_failed_write():
+    code, _, err = sh(f"kvcalc plan {LLAMA} --vllm-version 0.33.0 >&-")
+    assert code == 74
+    assert "cannot write the output: standard output is closed" in err
+
+
+def test_a_closed_stderr_keeps_the_exit_code():
+    # Bad input is exit 2 whether or not its line can be written; a diagnostic that cannot be written turns a
+    # success into 74 (a failed write), never 1 (a gate).
+    code, _, _ = sh("kvcalc plan nonexistent.yaml 2>&-")
+    assert code == 2
+    code, _, _ = sh(f"kvcalc plan {EXAMPLES_DIR}/configs/gemma-3-27b.json 2>/dev/full >/dev/null")
+    assert code == 74
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg")
+def test_a_file_that_blocks_is_not_waited_for():
+    code, _, err = sh("kvcalc plan /proc/kmsg")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "layout.yaml"
+    os.mkfifo(fifo)
+    code, _, err = sh(f"kvcalc plan {fifo}")
+    assert code == 2
+    assert "not a regular file" in err
+
+
+def test_rich_markup_in_a_path_or_a_name_is_text(capsys, tmp_path):
+    # "[/]" raised MarkupError (exit 70); "[bold]x[/bold]" changed what the table showed.
+    folder = tmp_path / "m[x"
+    folder.mkdir()
+    path = folder / "[red]a[ b.yaml"
+    with open(LLAMA) as fh:
+        text = fh.read()
+    path.write_text(text.replace("name: Llama-3.1-8B", 'name: "Llama [/] [bold]x[/bold]"', 1))
+    code, out, err = run(capsys, "plan", str(path), "--vllm-version", "0.33.0")
+    assert code == 0, err
+    assert "Llama [/] [bold]x[/bold]" in out
+    # The group kind "uniform_type [full_attention + mla]" was eaten as markup (Kimi-K2.5 + EAGLE3's groups).
+    code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "kimi-k2.5-eagle3-tp4.yaml"))
+    assert "[full_attention +" in out
+
+
+def test_terminal_escapes_in_inputs_reach_stderr_escaped(capsys, tmp_path):
+    from kvcalc.cli.console import printable
+
+    assert printable("LMCACHE_\x1b[31mX") == "LMCACHE_\\x1b[31mX"
+    assert printable("plain text") == "plain text"
+
+
+@pytest.mark.parametrize("flag", ["--cpu-bytes", "--max-model-len", "--min-cpu-tokens", "--host-memory",
+                                  "--shm-size", "--host-overhead"])
+def test_numbers_of_thousands_of_digits_are_bad_input(capsys, flag):
+    code, out, err = run(capsys, "plan", LLAMA, "--vllm-version", "0.33.0", "--check", flag, BIG)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("columns", ["²", BIG, "0", "abc"])
+def test_an_unusable_columns_is_ignored(columns):
+    code, out, err = sh(f"kvcalc plan {LLAMA} --vllm-version 0.33.0", COLUMNS=columns, LINES=columns)
+    assert code == 0, err
+    assert "Summary" in out
+
+
+def test_deeply_nested_json_on_a_serve_line(capsys, tmp_path):
+    deep = "[" * 3000 + "]" * 3000
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {tmp_path} --kv-transfer-config '{deep}'")
+    assert code == 2
+    assert "--kv-transfer-config" in err
+
+
+@pytest.mark.parametrize("revision", ["/etc/passwd", "../../../etc", "main/../../x"])
+def test_a_revision_is_a_ref_name_never_a_path(capsys, tmp_path, revision):
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve org/model --revision {revision}")
+    assert code == 2
+    assert "--revision: expected a branch, tag or commit hash" in err
+    assert "root:" not in err
+
+
+def test_a_ref_file_that_is_not_a_hash_is_not_echoed(capsys, tmp_path, monkeypatch):
+    cache = tmp_path / "hub"
+    refs = cache / "models--org--model" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("SECRET-TOKEN ../../etc\n" * 1000)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    code, out, err = run(capsys, "plan", "--serve", "vllm serve org/model")
+    assert code == 2
+    assert "SECRET" not in err
+
+
+def test_a_sweep_table_stops_at_a_thousand_rows(capsys):
+    sizes = ",".join(f"{i + 1}GiB" for i in range(1500))
+    code, out, err = run(capsys, "sweep", LLAMA, "--vllm-version", "0.33.0", "--cpu-bytes", sizes)
+    assert code == 0, err
+    assert "1,500 point(s), the first 1,000 shown" in out
+    assert "500 more point(s) not planned" in out
+    code, out, err = run(capsys, "sweep", LLAMA, "--vllm-version", "0.33.0", "--cpu-bytes", sizes, "--format", "jsonl")
+    assert len(out.splitlines()) == 1500
+    assert json.loads(out.splitlines()[-1])["cpu_bytes"] == "1500GiB"
