@@ -53,3 +53,13 @@ def test_readme_families_table_is_the_family_records():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         text = fh.read()
     assert families_markdown() in text
+
+
+def test_readme_architectures_table_is_the_architecture_records():
+    # The README's supported-architectures table is generated from the architecture table (`kvcalc models --format
+    # markdown`).
+    from kvcalc.inputs.arch_models import architectures_markdown
+
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert architectures_markdown() in text

@@ -176,7 +176,7 @@ def _draft_layers(layout: Layout) -> list[int]:
     target's layers) get_pp_indices raises and calculate_draft_layers falls back to 1."""
     d, par = layout.model.draft, layout.parallel
     pp = par.pipeline_parallel_size
-    if d is None:
+    if d is None or not d.num_layers:  # ngram / suffix drafting: calculate_draft_layers counts only EAGLE / MTP
         return [0] * pp
     if par.pp_layer_partition is not None and pp > 1:
         return [1] * pp
@@ -269,7 +269,7 @@ def _draft_notes(layout: Layout, shape: tuple[int, int, int, int], drafts: list[
                  warnings: list[str]) -> None:
     """How LMCache sizes a drafter's layers, where that is not how vLLM allocates them."""
     d, pp = layout.model.draft, layout.parallel.pipeline_parallel_size
-    if d is None:
+    if d is None or not d.num_layers:
         return
     kv_size, heads, head_size, _ = shape
     own = (d.num_kv_heads, d.head_size) if d.method in ("eagle", "eagle3") else None

@@ -181,40 +181,32 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
                                                   "first and last release it holds for, and the file that shows it")
              ) -> None:
     """The vLLM release families kvcalc models, what changed in each, and which releases were read."""
-    from ..report.commands import boundaries, families_markdown, releases_table
+    from ..report.commands import versions_output
+
+    width, parts = versions_output(fmt, show_boundaries, plain())
+    for part in parts:
+        sys.stdout.write(part) if isinstance(part, str) else console(width).print(part)
+
+
+@app.command()
+def models(vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="the release whose registry to "
+                                                      "list (default 0.33.0)"),
+           fmt: VersionsFormat = format_option("markdown: the README's supported-architectures table")) -> None:
+    """Every architecture a vLLM release's registry lists: mapped (the KV layers kvcalc reads), or not and why."""
+    from ..inputs.arch_models import architectures_markdown, models as listing
     from ..vocab.releases.vllm import DEFAULT_VERSION
 
-    if show_boundaries:
-        rows = boundaries()
-        if fmt == "json":
-            import json
-
-            sys.stdout.write(json.dumps({"boundaries": rows}, indent=2) + "\n")
-            return
-        from ..report.commands import render_boundaries
-
-        console(160).print(render_boundaries(rows, plain()))
-        return
     if fmt == "markdown":
-        sys.stdout.write(families_markdown())
+        sys.stdout.write(architectures_markdown())
         return
-    rows = releases_table()
+    doc = listing(vllm_version or DEFAULT_VERSION)
     if fmt == "json":
-        import json
-
-        from ..vocab.releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
-
-        sys.stdout.write(json.dumps({"default_version": DEFAULT_VERSION, "families": rows,
-                                     "lmcache": {"default_version": DEFAULT_LMCACHE_VERSION,
-                                                 "releases_read": list(LMCACHE_RELEASES)}}, indent=2) + "\n")
+        print_json(doc)
         return
-    from ..report.commands import render_families
+    from ..report.commands import models_counts_line, render_models
 
-    console(120).print(render_families(rows, DEFAULT_VERSION, plain()))
-    from ..vocab.releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
-
-    sys.stdout.write(f"LMCache releases read (--lmcache-version, default {DEFAULT_LMCACHE_VERSION}): "
-                     f"{', '.join(LMCACHE_RELEASES)}\n")
+    console(160).print(render_models(doc, plain()))
+    sys.stdout.write(models_counts_line(doc))
 
 
 @app.command("vllm-args")

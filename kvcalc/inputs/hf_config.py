@@ -1,9 +1,10 @@
 """Hugging Face config.json -> the `model` section of a layout (schema v1), offline.
 
-One table row per `model_type`: the configuration class's defaults for the fields kvcalc reads (from
-transformers' configuration_*.py, version 5.x) and the rule that turns the config into per-layer kinds.
+One table row per architecture (arch_table, arch_wrappers: the vLLM class that serves it and the reader that
+turns its config into per-layer kinds), and the configuration class's defaults per model_type (hf_defaults, from
+transformers' configuration_*.py, version 5.24.0).
 Every derived field records the config key it came from, for `kvcalc init`'s comments.
-Nothing is guessed: an unknown model_type or a missing field is refused.
+Nothing is guessed: an unknown architecture or a missing field is refused.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
-from .hf_readers import (ALIASES, DEFAULTS, MAMBA_SSM_DEFAULTS, READERS, SUPPORTED, WRAPPERS, Cfg, Mapped,
-                         head_size_of, heads_of, read_dtype)
+from .arch_index import MODEL_TYPES, READERS, Arch, arch_index
+from .hf_defaults import ATTRIBUTE_MAPS
+from .hf_readers import MAMBA_SSM_DEFAULTS, Cfg, Mapped, defaults_for, head_size_of, heads_of, read_dtype
 
 
 def _mamba_ssm(m: Mapped, data: dict, source: str) -> None:
@@ -59,38 +61,108 @@ def map_config(data: Any, *, source: str) -> Mapped:
         _mamba_ssm(m, data, source)
         _name(m, data)
         return m
-    if not isinstance(model_type, str):
-        raise UnsupportedError(f"{source}: model_type is missing; supported: {', '.join(SUPPORTED)}; "
-                               "or write the layout YAML")
-    inner, prefix = data, ""
-    if model_type in WRAPPERS or (isinstance(data.get("text_config"), dict) and model_type not in READERS):
-        inner = data.get("text_config")
-        if not isinstance(inner, dict):
-            raise LayoutError(source, "text_config", f"the language model's config (model_type {model_type})")
-        prefix = "text_config."
-        model_type = inner.get("model_type") or WRAPPERS.get(model_type, model_type)
-        if not isinstance(model_type, str):
-            raise LayoutError(source, "text_config.model_type", "a model_type name", model_type)
-    model_type = ALIASES.get(model_type, model_type)
-    if model_type not in READERS:
-        raise UnsupportedError(
-            f"{source}: model_type {model_type!r} is not mapped; supported: {', '.join(SUPPORTED)}; "
-            "write the layout YAML instead (see the README)")
-    m = Mapped(model_type=model_type)
-    cfg = Cfg(inner, DEFAULTS[model_type], source, prefix)
+    row, inner, prefix = resolve(data, source)
+    config_type = inner.get("model_type") if isinstance(inner.get("model_type"), str) else ""
+    m = Mapped(model_type=config_type or row.name, config_type=config_type, arch=row.name)
+    cfg = Cfg(inner, defaults_for(config_type, sizes=bool(prefix)), source, prefix, ATTRIBUTE_MAPS.get(config_type))
     _name(m, data)
     read_dtype(m, cfg, data)
-    READERS[model_type](m, cfg)
-    if model_type == "gpt_oss":
-        # vLLM's gpt-oss attention divides the KV heads by TP with no floor at 1 (spec 3.2).
-        m.put("kv_head_replication", False, "gpt-oss: heads // TP, no replication")
-    mpe = cfg.get("max_position_embeddings")
-    if mpe is not None:
-        if isinstance(mpe, bool) or not isinstance(mpe, int) or mpe <= 0:
-            # Present but unusable is not "missing": name the key and the value.
-            raise LayoutError(source, cfg.origin("max_position_embeddings"), "a positive integer", mpe)
-        m.put("max_position_embeddings", mpe, cfg.origin("max_position_embeddings"))
+    READERS[row.reader](m, cfg, row)
+    _max_len(m, cfg)
     return m
+
+
+# vLLM 0.33.0 transformers_utils/model_arch_config_convertor.py:370-403 (derive_max_model_len_and_key): the smallest
+# of these keys the text config has, except that model_max_length (Command-R) wins outright.
+_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+
+
+def _max_len(m: Mapped, cfg: Cfg) -> None:
+    best = None
+    for key in _MAX_LEN_KEYS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            # Present but unusable is not "missing": name the key and the value.
+            raise LayoutError(cfg.source, cfg.origin(key), "a positive integer", value)
+        if best is None or value < best[0] or key == "model_max_length":
+            best = (value, key)
+        if key == "model_max_length":
+            break
+    if best is not None:
+        origin = cfg.origin(best[1])
+        if best[1] != "max_position_embeddings":
+            origin += " (vLLM's derived max_model_len: the smallest length key)"
+        m.put("max_position_embeddings", best[0], origin)
+
+
+def resolve(data: dict, source: str) -> tuple[Arch, dict, str]:
+    """The architecture row that serves this config, the (sub-)config its language model reads, and that
+    sub-config's key path. vLLM picks the model class by `architectures`; a config without a known one is taken
+    by its model_type. Multimodal wrappers hand their language model's config on (arch_wrappers)."""
+    row = lookup(data)
+    if row is None:
+        raise UnsupportedError(_unmapped(data, source))
+    inner, prefix = data, ""
+    while row.text:
+        key, sub = _sub_config(inner, row.text)
+        if not isinstance(sub, dict):
+            raise LayoutError(source, prefix + row.text.split("|")[0], "the language model's config (architecture "
+                              f"{row.name})", sub)
+        prefix += "" if key == "." else key + "."
+        inner, wrapper = sub, row
+        row = lookup(sub, default=wrapper.inner) if key != "." else arch_index()[wrapper.inner]
+        if row is None:
+            raise UnsupportedError(f"{source}: {prefix}model_type {sub.get('model_type')!r} (the language model of "
+                                   f"{wrapper.name}) is not mapped; see `kvcalc models`; write the layout YAML "
+                                   "instead (see the README)")
+    if row.reader.startswith("draft_"):
+        raise UnsupportedError(f"{source}: architecture {row.name} is a drafter: give its config with --draft-config "
+                               "(model.draft.hf_config) beside the target's")
+    if not row.mapped:
+        raise UnsupportedError(f"{source}: architecture {row.name} ({row.vllm or 'not in vLLM 0.33.0'}): "
+                               f"{row.reason}; write the layout YAML instead (see the README)")
+    return row, inner, prefix
+
+
+def _sub_config(data: dict, paths: str) -> tuple[str, Any]:
+    """The first of `a|b|...` the config has (a dotted path; `.` is the config itself): (that path, its value)."""
+    for path in paths.split("|"):
+        if path == ".":
+            return path, data
+        node: Any = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return path, node
+    return paths.split("|")[0], None
+
+
+def lookup(data: dict, default: str = "") -> Arch | None:
+    """The row of the config's first known `architectures` entry, else of its model_type, else `default`'s."""
+    index = arch_index()
+    archs = data.get("architectures")
+    for name in archs if isinstance(archs, list) else ():
+        if isinstance(name, str) and name in index:
+            return index[name]
+    model_type = data.get("model_type")
+    if isinstance(model_type, str) and model_type in MODEL_TYPES:
+        return index[MODEL_TYPES[model_type]]
+    return index.get(default)
+
+
+def _unmapped(data: dict, source: str) -> str:
+    archs = [a for a in data.get("architectures") or () if isinstance(a, str)] \
+        if isinstance(data.get("architectures"), list) else []
+    model_type = data.get("model_type")
+    what = f"architecture {archs[0]}" if archs else "no architectures entry"
+    if model_type is None:
+        return (f"{source}: model_type is missing ({what}); see `kvcalc models` for the supported architectures; "
+                "or write the layout YAML")
+    return (f"{source}: model_type {model_type!r} is not mapped ({what}); the supported architectures are listed "
+            "by `kvcalc models`; write the layout YAML instead (see the README)")
 
 
 def _name(m: Mapped, data: dict) -> None:
@@ -113,6 +185,11 @@ def map_draft(data: Any, *, source: str, method: str | None) -> tuple[dict, dict
     inner, prefix = data, ""
     if data.get("model_type") == "eagle" and isinstance(data.get("model"), dict):
         inner, prefix = data["model"], "model."  # EAGLE-1 configs wrap the draft model's own config
+    row = lookup(data)
+    if row is not None and not row.mapped:
+        raise UnsupportedError(f"{source}: drafter architecture {row.name} ({row.vllm}): {row.reason}")
+    if row is not None and row.reader == "draft_mtp":
+        return _mtp_draft(data, source, row)
     archs = " ".join(a for a in data.get("architectures") or [] if isinstance(a, str)).lower()
     if method is None:
         method = "eagle3" if "eagle3" in archs else "eagle"
@@ -125,3 +202,36 @@ def map_draft(data: Any, *, source: str, method: str | None) -> tuple[dict, dict
               "model.draft.num_layers": cfg.origin("num_hidden_layers"), "model.draft.num_kv_heads": ho,
               "model.draft.head_size": so}
     return draft, origin
+
+
+def _mtp_draft(data: dict, source: str, row: Arch) -> tuple[dict, dict]:
+    """An MTP drafter's config (the target's own config under an MTP architecture): its layer count is
+    num_nextn_predict_layers (Qwen3.5: mtp_num_hidden_layers, model_arch_config_convertor.py:699-735)."""
+    cfg = Cfg(data, {}, source)
+    key = "mtp_num_hidden_layers" if cfg.get("mtp_num_hidden_layers") is not None else "num_nextn_predict_layers"
+    draft = {"method": "mtp", "num_layers": cfg.int_(key, minimum=1)}
+    return draft, {"model.draft.method": f"architectures ({row.name})", "model.draft.num_layers": cfg.origin(key)}
+
+
+def map_generic(data: Any, *, source: str, reason: str, model: dict) -> Mapped:
+    """An unmapped architecture planned from the layout's own keys: only the dtype, the length and the name come from
+    the config; the layer kinds are the layout's (every layer full attention, or MLA with kv_lora_rank, when it
+    gives none), and say so."""
+    if not isinstance(data, dict):
+        raise LayoutError(source, "(top level)", "a JSON object (a Hugging Face config.json)", type(data).__name__)
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    m = Mapped(model_type=str(data.get("model_type") or "unmapped"))
+    cfg = Cfg(text, {}, source, "text_config." if text is not data else "")
+    _name(m, data)
+    read_dtype(m, cfg, data)
+    _max_len(m, cfg)
+    why = f"the layout's keys (kvcalc does not map this config: {reason})"
+    if "layer_types" not in model and "layer_pattern" not in model:
+        kind = "mla" if model.get("kv_lora_rank") is not None else "full_attention"
+        n = model.get("num_layers")
+        if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 100_000:
+            m.put("layer_types", [kind] * n, f"{why}: every layer {kind}, the layout giving no layer kinds")
+    else:
+        key = "layer_types" if "layer_types" in model else "layer_pattern"
+        m.user_kinds = f"{why}: the layout's {key}"
+    return m

@@ -5,30 +5,43 @@ one table row per `model_type` (READERS). hf_config.map_config drives them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
 
 
 class Cfg:
-    """A config dict with its class defaults, and a record of which keys were read."""
+    """A config dict with its class defaults, and a record of which keys were read. `attribute_map` is the
+    configuration class's (transformers): a standard name read under the file's own spelling (GPT-2's n_head)."""
 
-    def __init__(self, data: dict, defaults: dict, source: str, prefix: str = ""):
+    def __init__(self, data: dict, defaults: dict, source: str, prefix: str = "", attribute_map: dict | None = None):
         self.data = data
         self.defaults = defaults
         self.source = source
         self.prefix = prefix
+        self.attribute_map = attribute_map or {}
+
+    def _key(self, key: str) -> str:
+        """The key as the file spells it (attribute_map), when the file has it under that spelling only."""
+        alias = self.attribute_map.get(key)
+        return alias if alias is not None and key not in self.data and alias in self.data else key
 
     def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
+        return self.get(key) is not None
 
     def get(self, key: str, default: Any = None) -> Any:
+        if "." in key:  # a nested key (Dbrx's attn_config.kv_n_heads)
+            head, rest = key.split(".", 1)
+            inner = self.get(head)
+            return inner.get(rest, default) if isinstance(inner, dict) else default
+        key = self._key(key)
         if key in self.data:
             return self.data[key]
         return self.defaults.get(key, default)
 
     def origin(self, key: str) -> str:
-        if key in self.data:
+        key = self._key(key) if "." not in key else key
+        if key in self.data or "." in key:
             return f"{self.prefix}{key}"
         if key in self.defaults:
             return f"{self.prefix}{key} (absent: class default {self.defaults[key]!r})"
@@ -37,10 +50,11 @@ class Cfg:
     def int_(self, key: str, *, minimum: int = 0, maximum: int = 1 << 31) -> int:
         value = self.get(key)
         if value is None:
-            raise LayoutError(self.source, f"{self.prefix}{key}", "an integer (the mapping needs it)",
+            raise LayoutError(self.source, f"{self.prefix}{self._key(key)}", "an integer (the mapping needs it)",
                               detail="write the layout YAML instead if the config lacks it")
         if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-            raise LayoutError(self.source, f"{self.prefix}{key}", f"an integer from {minimum} to {maximum}", value)
+            raise LayoutError(self.source, f"{self.prefix}{self._key(key)}", f"an integer from {minimum} to {maximum}",
+                              value)
         return value
 
 
@@ -49,10 +63,14 @@ class Mapped:
     """The result of a mapping: schema-v1 model keys, their provenance, and cache keys the model implies."""
 
     model_type: str
+    config_type: str = ""  # the config class's model_type (its defaults and derived layer_types)
+    arch: str = ""  # the architectures entry the reader follows
     model: dict = field(default_factory=dict)
     origin: dict = field(default_factory=dict)  # key path -> where it came from
     cache: dict = field(default_factory=dict)  # e.g. Nemotron-H's float32 SSM state dtype
     num_nextn_predict_layers: int = 0
+    notes: list = field(default_factory=list)  # what the user should know about this mapping
+    user_kinds: str = ""  # an unmapped config: where the layout's own layer kinds came from (its provenance)
 
     def put(self, key: str, value: Any, origin: str) -> None:
         self.model[key] = value
@@ -97,14 +115,21 @@ DEFAULTS = {
     "deci": {},
     "nemotron-nas": {},
 }
-ALIASES = {"kimi_k2": "deepseek_v3", "qwen2_moe": "qwen2"}
-# Multimodal wrappers: the language model is under text_config; its model_type when the sub-config omits it.
-WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "kimi_k25": "deepseek_v3", "mistral3": "mistral"}
 # state-spaces' mamba_ssm checkpoints (no model_type): the Mamba2 class's code defaults.
 MAMBA_SSM_DEFAULTS = {"Mamba2": {"d_state": 128, "d_conv": 4, "expand": 2, "headdim": 64, "ngroups": 1},
                        "Mamba1": {"d_state": 16, "d_conv": 4, "expand": 2}}
+# Config classes vLLM substitutes (transformers_utils/config.py _CONFIG_REGISTRY @0.33.0: kimi_k2 -> DeepseekV3Config).
+CONFIG_CLASS_OF = {"kimi_k2": "deepseek_v3"}
 
-SUPPORTED = tuple(sorted(set(DEFAULTS) | set(ALIASES) | set(WRAPPERS) | {"mamba_ssm (state-spaces)"}))
+
+def defaults_for(config_type: str, *, sizes: bool = False) -> dict:
+    """The configuration class's defaults: transformers' (hf_defaults), the hand-checked rows above over them; with
+    `sizes`, the model's sizes too (a multimodal wrapper's sub-config relies on its class for them)."""
+    from .hf_defaults import CLASS_DEFAULTS, SIZES
+
+    config_type = CONFIG_CLASS_OF.get(config_type, config_type)
+    base = {**SIZES.get(config_type, {})} if sizes else {}
+    return {**base, **CLASS_DEFAULTS.get(config_type, {}), **DEFAULTS.get(config_type, {})}
 
 
 def read_dtype(m: Mapped, cfg: Cfg, outer: dict) -> None:
@@ -146,27 +171,6 @@ def _attention(m: Mapped, cfg: Cfg) -> None:
     m.put("head_size", size, so)
 
 
-def _sliding_kinds(m: Mapped, cfg: Cfg, n: int, kinds: list[str] | None, kinds_origin: str) -> None:
-    """Interleaved layer types keep their kinds; a single kind lets a model-level window cover every layer."""
-    window = cfg.get("sliding_window")
-    if cfg.get("use_sliding_window") is not None and not isinstance(cfg.get("use_sliding_window"), bool):
-        raise LayoutError(cfg.source, f"{cfg.prefix}use_sliding_window", "true or false", cfg.get("use_sliding_window"))
-    if cfg.get("use_sliding_window") is False:
-        window = None  # Qwen2/Qwen3: the class drops the window when use_sliding_window is false
-    if window == 0:
-        window = None
-    if kinds and len(set(kinds)) > 1:
-        m.put("layer_types", kinds, kinds_origin)
-        if "sliding_attention" in kinds:
-            if window is None:
-                raise LayoutError(cfg.source, f"{cfg.prefix}sliding_window", "an integer for sliding layers")
-            m.put("sliding_window", window, cfg.origin("sliding_window"))
-    elif window is not None:
-        m.put("layer_types", ["sliding_attention"] * n,
-              f"{cfg.origin('sliding_window')} = {window} with no interleaving: every layer is sliding (vLLM)")
-        m.put("sliding_window", window, cfg.origin("sliding_window"))
-
-
 def _layers(cfg: Cfg) -> int:
     return cfg.int_("num_hidden_layers", minimum=1, maximum=100_000)
 
@@ -180,42 +184,9 @@ def _read_layer_types(cfg: Cfg, n: int) -> list[str] | None:
     return kinds
 
 
-def _attention_layers(m: Mapped, cfg: Cfg) -> tuple[int, list[str] | None, str]:
-    """num_layers, heads and head size, and the config's own layer_types (None when absent) with its origin."""
-    n = _layers(cfg)
-    m.put("num_layers", n, cfg.origin("num_hidden_layers"))
-    _attention(m, cfg)
-    return n, _read_layer_types(cfg, n), cfg.origin("layer_types")
-
-
-def dense(m: Mapped, cfg: Cfg) -> None:
-    n, kinds, origin = _attention_layers(m, cfg)
-    if kinds is None and m.model_type in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window"):
-        mwl = cfg.int_("max_window_layers")
-        kinds = ["sliding_attention" if i >= mwl else "full_attention" for i in range(n)]
-        origin = f"derived: layers >= {cfg.prefix}max_window_layers ({mwl}) slide (use_sliding_window)"
-    if kinds is not None:
-        unknown = set(kinds) - {"full_attention", "sliding_attention"}
-        if unknown:
-            raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", "full_attention / sliding_attention",
-                              sorted(unknown))
-    _sliding_kinds(m, cfg, n, kinds, origin)
-
-
-def _interleaved(pattern: Callable[[int, Cfg], bool], describe: str):
-    """Layer i slides iff pattern(i): Gemma-2 / gpt-oss (even layers), Gemma-3 (sliding_window_pattern)."""
-
-    def read(m: Mapped, cfg: Cfg) -> None:
-        n, kinds, origin = _attention_layers(m, cfg)
-        if kinds is None:
-            kinds = ["sliding_attention" if pattern(i, cfg) else "full_attention" for i in range(n)]
-            origin = f"derived: {describe}"
-        _sliding_kinds(m, cfg, n, kinds, origin)
-
-    return read
-
-
-def _mla(m: Mapped, cfg: Cfg) -> None:
+def mla(m: Mapped, cfg: Cfg, *, indexer: bool) -> None:
+    """DeepSeek-style MLA (deepseek_v2.py:1276-1319): one latent head of kv_lora_rank + qk_rope_head_dim per layer;
+    with `index_topk` (DeepSeek-V3.2's DSA, deepseek_v2.py:1138-1190) an indexer cache in every layer."""
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     if cfg.get("kv_lora_rank") is None:
@@ -223,12 +194,18 @@ def _mla(m: Mapped, cfg: Cfg) -> None:
                                "not mapped; write the layout YAML instead")
     m.put("kv_lora_rank", cfg.int_("kv_lora_rank", minimum=1), cfg.origin("kv_lora_rank"))
     m.put("qk_rope_head_dim", cfg.int_("qk_rope_head_dim"), cfg.origin("qk_rope_head_dim"))
-    if m.model_type == "deepseek_v32" or cfg.get("index_topk") is not None and m.model_type != "deepseek_v2":
+    if indexer:
+        freq, pattern = cfg.get("index_topk_freq", 1), cfg.get("index_topk_pattern")
+        if freq != 1 or pattern is not None:
+            # deepseek_v2.py:1144-1168: only some layers build an indexer (IndexCache); kvcalc's layout puts one in
+            # every MLA layer.
+            raise UnsupportedError(f"{cfg.source}: {cfg.prefix}index_topk_freq / index_topk_pattern: an indexer in "
+                                   "some layers only is not modelled; write the layout YAML instead")
         m.put("index_head_dim", cfg.int_("index_head_dim", minimum=1), cfg.origin("index_head_dim"))
     m.num_nextn_predict_layers = cfg.get("num_nextn_predict_layers") or 0
 
 
-def _llama4(m: Mapped, cfg: Cfg) -> None:
+def llama4(m: Mapped, cfg: Cfg) -> None:
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     _attention(m, cfg)
@@ -249,7 +226,7 @@ def _llama4(m: Mapped, cfg: Cfg) -> None:
     m.put("attention_chunk_size", cfg.int_("attention_chunk_size", minimum=1), cfg.origin("attention_chunk_size"))
 
 
-def _mamba_fields(m: Mapped, cfg: Cfg, kind: str, pairs: list[tuple[str, str]]) -> None:
+def mamba_fields(m: Mapped, cfg: Cfg, kind: str, pairs: list[tuple[str, str]]) -> None:
     """pairs: (layout field under model.mamba, config key)."""
     section = {"kind": kind}
     m.origin["model.mamba.kind"] = f"model_type {m.model_type}"
@@ -259,7 +236,7 @@ def _mamba_fields(m: Mapped, cfg: Cfg, kind: str, pairs: list[tuple[str, str]]) 
     m.model["mamba"] = section
 
 
-def _qwen3_next(m: Mapped, cfg: Cfg) -> None:
+def qwen3_next(m: Mapped, cfg: Cfg) -> None:
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     _attention(m, cfg)
@@ -270,27 +247,27 @@ def _qwen3_next(m: Mapped, cfg: Cfg) -> None:
         interval = cfg.int_("full_attention_interval", minimum=1)
         m.put("layer_types", ["full_attention" if (i + 1) % interval == 0 else "mamba" for i in range(n)],
               f"derived: (i+1) % {cfg.origin('full_attention_interval')} ({interval}) == 0 is full, else GDN")
-    _mamba_fields(m, cfg, "gated_delta_net", [(k, k) for k in (
+    mamba_fields(m, cfg, "gated_delta_net", [(k, k) for k in (
         "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
         "linear_conv_kernel_dim")])
 
 
-def _jamba(m: Mapped, cfg: Cfg) -> None:
+def jamba(m: Mapped, cfg: Cfg) -> None:
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     _attention(m, cfg)
     period, offset = cfg.int_("attn_layer_period", minimum=1), cfg.int_("attn_layer_offset")
     m.put("layer_types", ["full_attention" if i % period == offset else "mamba" for i in range(n)],
           f"derived: i % attn_layer_period ({period}) == attn_layer_offset ({offset}) is attention, else Mamba-1")
-    _mamba_fields(m, cfg, "mamba1", [("hidden_size", "hidden_size"), ("mamba_expand", "mamba_expand"),
+    mamba_fields(m, cfg, "mamba1", [("hidden_size", "hidden_size"), ("mamba_expand", "mamba_expand"),
                                      ("mamba_d_state", "mamba_d_state"), ("mamba_d_conv", "mamba_d_conv")])
 
 
-def _mamba2(m: Mapped, cfg: Cfg) -> None:
+def mamba2(m: Mapped, cfg: Cfg) -> None:
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     m.put("layer_types", ["mamba"] * n, "every layer is Mamba-2")
-    _mamba_fields(m, cfg, "mamba2", [("mamba_num_heads", "num_heads"), ("mamba_head_dim", "head_dim"),
+    mamba_fields(m, cfg, "mamba2", [("mamba_num_heads", "num_heads"), ("mamba_head_dim", "head_dim"),
                                      ("n_groups", "n_groups"), ("ssm_state_size", "state_size"),
                                      ("conv_kernel", "conv_kernel"), ("chunk_size", "chunk_size")])
     inter = cfg.int_("expand", minimum=1) * cfg.int_("hidden_size", minimum=1)
@@ -298,7 +275,7 @@ def _mamba2(m: Mapped, cfg: Cfg) -> None:
     m.origin["model.mamba.intermediate_size"] = f"{cfg.origin('expand')} * {cfg.prefix}hidden_size"
 
 
-def _nemotron_h(m: Mapped, cfg: Cfg) -> None:
+def nemotron_h(m: Mapped, cfg: Cfg) -> None:
     chars = {"M": "mamba", "*": "full_attention", "-": "none", "E": "none"}
     names = {"linear_attention": "mamba", "mamba": "mamba", "full_attention": "full_attention",
              "attention": "full_attention", "mlp": "none", "moe": "none"}
@@ -320,13 +297,13 @@ def _nemotron_h(m: Mapped, cfg: Cfg) -> None:
     m.put("num_layers", len(kinds), f"len({origin.split(':')[0]})")
     m.put("layer_types", kinds, origin)
     _attention(m, cfg)
-    _mamba_fields(m, cfg, "mamba2", [(k, k) for k in (
+    mamba_fields(m, cfg, "mamba2", [(k, k) for k in (
         "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "chunk_size")])
     ssm = cfg.get("mamba_ssm_cache_dtype")
     m.cache["mamba_ssm_cache_dtype"] = (ssm, cfg.origin("mamba_ssm_cache_dtype") + ": vLLM's auto takes it")
 
 
-def _falcon_h1(m: Mapped, cfg: Cfg) -> None:
+def falcon_h1(m: Mapped, cfg: Cfg) -> None:
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
     m.put("layer_types", ["full_attention+mamba"] * n, "every Falcon-H1 layer has attention, then Mamba-2")
@@ -355,7 +332,7 @@ def _falcon_h1(m: Mapped, cfg: Cfg) -> None:
         raise LayoutError(cfg.source, f"{cfg.prefix}mamba_d_head", f"mamba_d_head x mamba_n_heads = the Mamba "
                           f"intermediate size {inter} ({inter_origin})", d_head,
                           detail="FalconH1Config: the dimensions for the Mamba head state do not match")
-    _mamba_fields(m, cfg, "mamba2", [("mamba_num_heads", "mamba_n_heads"), ("n_groups", "mamba_n_groups"),
+    mamba_fields(m, cfg, "mamba2", [("mamba_num_heads", "mamba_n_heads"), ("n_groups", "mamba_n_groups"),
                                      ("ssm_state_size", "mamba_d_state"), ("conv_kernel", "mamba_d_conv"),
                                      ("chunk_size", "mamba_chunk_size")])
     m.model["mamba"]["mamba_head_dim"] = d_head
@@ -364,7 +341,7 @@ def _falcon_h1(m: Mapped, cfg: Cfg) -> None:
     m.origin["model.mamba.intermediate_size"] = inter_origin
 
 
-def _deci(m: Mapped, cfg: Cfg) -> None:
+def deci(m: Mapped, cfg: Cfg) -> None:
     """Variable-GQA NAS models: per-layer KV heads from num_key_value_heads_per_layer or block_configs."""
     n = _layers(cfg)
     m.put("num_layers", n, cfg.origin("num_hidden_layers"))
@@ -406,15 +383,3 @@ def _deci(m: Mapped, cfg: Cfg) -> None:
                           "num_key_value_heads_per_layer)")
     m.put("layer_types", kinds, origin)
     m.put("num_kv_heads", heads, origin)
-
-
-READERS: dict[str, Callable[[Mapped, Cfg], None]] = {
-    "llama": dense, "mistral": dense, "qwen2": dense, "qwen3": dense, "qwen3_moe": dense, "phi3": dense,
-    "gemma2": _interleaved(lambda i, c: (i + 1) % 2 == 1, "even layers slide (Gemma-2)"),
-    "gpt_oss": _interleaved(lambda i, c: (i + 1) % 2 == 1, "even layers slide (gpt-oss)"),
-    "gemma3_text": _interleaved(lambda i, c: (i + 1) % c.int_("sliding_window_pattern", minimum=1) != 0,
-                                "layer i is full iff (i+1) % sliding_window_pattern == 0 (Gemma-3)"),
-    "deepseek_v2": _mla, "deepseek_v3": _mla, "deepseek_v32": _mla,
-    "llama4_text": _llama4, "qwen3_next": _qwen3_next, "jamba": _jamba, "mamba2": _mamba2,
-    "nemotron_h": _nemotron_h, "falcon_h1": _falcon_h1, "deci": _deci, "nemotron-nas": _deci,
-}

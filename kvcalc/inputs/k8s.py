@@ -129,11 +129,11 @@ def _argv(source: str, key: str, c: dict) -> list[str]:
             raise LayoutError(source, f"{key}.args", "the model and flags only (the image's ENTRYPOINT is already "
                                                      f"`{' '.join(words)}`)", " ".join(map(str, args[:3])),
                               detail="vLLM exits with 'unrecognized arguments: serve'")
-    for field in ("command", "args"):
-        items = expect(c.get(field), list, source, f"{key}.{field}", "a list of strings")
+    for part in ("command", "args"):
+        items = expect(c.get(part), list, source, f"{key}.{part}", "a list of strings")
         for j, w in enumerate(items):
             if not isinstance(w, str):
-                raise LayoutError(source, f"{key}.{field}[{j}]", "a string (quote numbers in YAML)",
+                raise LayoutError(source, f"{key}.{part}[{j}]", "a string (quote numbers in YAML)",
                                   w if isinstance(w, (int, float, bool)) else type(w).__name__)
             words.append(w)
     return words

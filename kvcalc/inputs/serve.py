@@ -418,7 +418,8 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--speculative-config", "a JSON object", cfg)
     method = cfg.get("method")
-    methods = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp"}
+    methods = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp",
+               "ngram": "ngram", "ngram_gpu": "ngram", "suffix": "suffix"}  # config/speculative.py:74-82 @0.33.0
     if method not in methods:
         raise UnsupportedError(f"{SOURCE}: --speculative-config: method {method!r}: kvcalc models "
                                f"{', '.join(methods)}")
@@ -426,7 +427,7 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
     if cfg.get("num_speculative_tokens") is not None:
         overrides["model.draft.num_speculative_tokens"] = (cfg["num_speculative_tokens"],
                                                            "--speculative-config num_speculative_tokens")
-    if methods[method] != "mtp":
+    if methods[method] not in ("mtp", "ngram", "suffix"):  # ngram and suffix drafting read no draft model
         if not isinstance(cfg.get("model"), str):
             raise _fail("--speculative-config.model", f"the {method} drafter model (a directory or a hub id)",
                         cfg.get("model"))

@@ -8,7 +8,7 @@ from typing import Any
 from ..vocab.errors import LayoutError
 from ..vocab.keys import CHILDREN, KEY
 from ..vocab.kinds import MAMBA_KINDS, MAMBA_STATE_DTYPE_FIELD, LayerKind
-from ..vocab.layout import DraftLayout, MambaLayout, ModelLayout
+from ..vocab.layout import LAYERLESS_DRAFT_METHODS, DraftLayout, MambaLayout, ModelLayout
 from ..vocab.units import MODEL_DTYPES
 from .values import Reader, written
 
@@ -168,8 +168,13 @@ def _check_width(r: Reader, row: Any, data: dict, got: dict) -> None:
 def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
     d = r.section(data, "model.draft")
     method = r.choice(d.get("method"), "model.draft.method", KEY["model.draft.method"].choices)
-    n = r.key(d, "model.draft.num_layers")
     ns = r.key(d, "model.draft.num_speculative_tokens")
+    if method in LAYERLESS_DRAFT_METHODS:
+        for key in ("num_layers", "num_kv_heads", "head_size", "head_size_v", "hf_config"):
+            if d.get(key) is not None:
+                raise r.fail(f"model.draft.{key}", f"no value: {method} drafting has no draft model", d[key])
+        return DraftLayout(method=method, num_layers=0, num_speculative_tokens=ns)
+    n = r.key(d, "model.draft.num_layers")
     if method == "mtp":
         if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..vocab.layout import Layout
 from .files import parse_yaml, read_bytes, read_json
-from ..vocab.errors import LayoutError
+from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.keys import CHILDREN
 from .validate import validate
 from .values import Reader
@@ -96,11 +96,9 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
 def _model_config(r: Reader, top: dict, model: dict, origin: dict, base_dir: str) -> tuple[dict, dict, int]:
     """`model.hf_config` read in: the config's fields under the layout's own model keys (which win), its cache
     defaults, and (model section, origin, MTP layers). `top` gets the cache section and the config itself."""
-    from .hf_config import map_config
-
     path = _config_path(r, model.pop("hf_config"), "model.hf_config", base_dir)
     config = read_json(path)
-    mapped = map_config(config, source=path)
+    mapped = _map_or_user_keys(config, path, model)
     top[CONFIG_KEY] = (path, config)  # for the memory model's weights (validate reads it only when predicting)
     for key in model:  # the layout's own keys win over the config's
         origin[f"model.{key}"] = "layout file"
@@ -108,6 +106,8 @@ def _model_config(r: Reader, top: dict, model: dict, origin: dict, base_dir: str
         mapped.model.pop("layer_types", None)
     model = {**mapped.model, **model}
     origin = {**mapped.origin, **origin}
+    if mapped.user_kinds:
+        origin["model.layer_types"] = mapped.user_kinds
     cache = dict(top["cache"]) if isinstance(top.get("cache"), dict) else {}
     for key, (value, why) in mapped.cache.items():
         if key not in cache:
@@ -116,6 +116,25 @@ def _model_config(r: Reader, top: dict, model: dict, origin: dict, base_dir: str
     top["cache"] = cache
     top["model"] = model
     return model, origin, mapped.num_nextn_predict_layers
+
+
+def _map_or_user_keys(data: Any, path: str, model: dict):
+    """The config mapped by its architecture; an architecture kvcalc does not map is planned from the layout's own
+    keys beside hf_config (num_layers and the shapes the validator asks for), the config giving only its dtype, length
+    and name, and the layer kinds marked as the user's."""
+    from .hf_config import map_config, map_generic
+
+    try:
+        return map_config(data, source=path)
+    except UnsupportedError as e:
+        reason = str(e).removesuffix(_HINT)
+        if "num_layers" not in model:
+            raise UnsupportedError(f"{reason}; write the layout YAML instead, or give num_layers and the layer shapes "
+                                   "beside model.hf_config (see the README)") from None
+        return map_generic(data, source=path, reason=reason.split(": ", 1)[-1], model=model)
+
+
+_HINT = "; write the layout YAML instead (see the README)"
 
 
 def _config_path(r: Reader, value: Any, key: str, base_dir: str) -> str:

@@ -42,6 +42,22 @@ def render_families(rows: list[dict], default_version: str, plain: bool) -> Tabl
 SWEEP_TABLE_ROWS = 1000  # a table is laid out whole (column widths): past this, csv and jsonl stream
 
 
+def render_models(doc: dict, plain: bool) -> Table:
+    """`kvcalc models`: every architecture of one release's registry, mapped or not and why."""
+    t = _table(f"Architectures in vLLM {doc['vllm_version']}'s registry", ("architecture", "registry", "status",
+               "KV layers / reason"), plain)
+    for r in doc["architectures"]:
+        t.add_row(r["architecture"], r["registry"], r["status"], r["kv_layers"] or r["reason"] or "")
+    return t
+
+
+def models_counts_line(doc: dict) -> str:
+    """The per-registry counts under `kvcalc models`' table."""
+    parts = [f"{reg}: " + ", ".join(f"{n} {status}" for status, n in c.items() if status != "total" and n) +
+             f", of {c['total']}" for reg, c in doc["counts"].items()]
+    return "; ".join(parts) + "\n"
+
+
 def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
     """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads; the first
     SWEEP_TABLE_ROWS points only (the rest are not planned), and the caption says so."""
@@ -174,3 +190,27 @@ def gpu_size_text(doc: dict) -> str:
         lines.append(f"smallest TP x PP at the layout's utilization: TP {par['tensor_parallel_size']} x PP "
                      f"{par['pipeline_parallel_size']} ({par['kv_cache_size_tokens']:,} tokens)")
     return "\n".join(lines) + "\n"
+
+
+def versions_output(fmt: str, show_boundaries: bool, plain: bool) -> tuple[int, list]:
+    """`kvcalc versions`: (console width, [text or table, ...]) for the format asked for."""
+    import json
+
+    from ..vocab.releases.lmcache import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
+    from ..vocab.releases.vllm import DEFAULT_VERSION
+
+    if show_boundaries:
+        rows = boundaries()
+        if fmt == "json":
+            return 160, [json.dumps({"boundaries": rows}, indent=2) + "\n"]
+        return 160, [render_boundaries(rows, plain)]
+    if fmt == "markdown":
+        return 120, [families_markdown()]
+    rows = releases_table()
+    if fmt == "json":
+        return 120, [json.dumps({"default_version": DEFAULT_VERSION, "families": rows,
+                                 "lmcache": {"default_version": DEFAULT_LMCACHE_VERSION,
+                                             "releases_read": list(LMCACHE_RELEASES)}}, indent=2) + "\n"]
+    return 120, [render_families(rows, DEFAULT_VERSION, plain),
+                 f"LMCache releases read (--lmcache-version, default {DEFAULT_LMCACHE_VERSION}): "
+                 f"{', '.join(LMCACHE_RELEASES)}\n"]

@@ -126,7 +126,8 @@ def _kinds(report: Report) -> str:
 
 def _layout_table(report: Report, style: Style) -> Table:
     m, cache, gpu = report.model, report.cache, report.gpu
-    draft = f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft else ""
+    draft = (f" + {m.draft.num_layers} {m.draft.method} draft layer(s)" if m.draft.num_layers else
+             f" + {m.draft.method} drafting (no draft layers)") if m.draft else ""
     lay = _table(style, "Layout", "", "", header=False)
     lay.add_row("layers", f"{m.num_layers}: {_kinds(report)}{draft}")
     lay.add_row("dtype / KV dtype", f"{m.dtype} / {cache.kv_cache_dtype}")

@@ -131,7 +131,8 @@ def build(plan: Plan, changed: list[str] | None = None) -> dict:
         notes.append("set kv_cache_dtype_skip_layers = "
                      f"{list(cache.kv_cache_dtype_skip_layers)} in vLLM's cache config (no flag spelled here)")
     if lay.model.draft is not None:
-        notes.append(f"add --speculative-config with method {lay.model.draft.method!r}, the drafter model and "
+        model = ", the drafter model" if lay.model.draft.num_layers else ""
+        notes.append(f"add --speculative-config with method {lay.model.draft.method!r}{model} and "
                      f"num_speculative_tokens {lay.model.draft.num_speculative_tokens}")
 
     notes += [f"added {c}" for c in changed or []]

@@ -162,7 +162,8 @@ KEYS: tuple[Key, ...] = (
     _k("model.draft", "section", "speculative decoding layers on the last PP stage"),
     _k("model.draft.hf_config", "path", "the drafter's own config.json", flag=("--draft-config",),
        name="draft_config", help="an EAGLE/EAGLE3 drafter's config.json", panel="input"),
-    _k("model.draft.method", "choice", "eagle | eagle3 (own attention shape) | mtp (the main model's layer shape)",
+    _k("model.draft.method", "choice", "eagle | eagle3 (own attention shape) | mtp (the main model's layer shape) | "
+       "ngram | suffix (no draft model: no KV layers)",
        choices=DRAFT_METHODS, flag=("--speculative",), name="speculative", help=" | ".join(DRAFT_METHODS),
        panel="input"),
     _k("model.draft.num_layers", "int", f"draft layers (at most {MAX_DRAFT_LAYERS})", default=1, minimum=1,

@@ -17,7 +17,11 @@ if TYPE_CHECKING:
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
 
-DRAFT_METHODS = ("eagle", "eagle3", "mtp")
+DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
+# Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
+# "ngram_gpu", "suffix"): they still set num_speculative_tokens (Mamba conv rows, config/vllm.py) and count as a
+# speculative config.
+LAYERLESS_DRAFT_METHODS = ("ngram", "suffix")
 HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")

@@ -433,7 +433,7 @@ def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
             if mine:
                 runs += b.decoder_runs(kind, h, d, dv, mine)
         last = rank == pp - 1
-        if last and model.draft:
+        if last and model.draft and model.draft.num_layers:  # ngram / suffix drafting: no draft layers
             runs += b.draft_runs()
         stages.append(StageLayers(pp_rank=rank, decoder_layers=(start, end), owned=(start, _UNBOUNDED if last else end),
                                   runs=tuple(runs)))
