@@ -10,7 +10,7 @@ from .engines.vllm.grouping import Grouping
 from .engines.vllm.layers import LayerPlan
 from .engines.vllm import GpuStage, build_stage
 from .engines.vllm.tensors import GpuPlan, LogNumbers, log_numbers
-from .vocab.errors import KvcalcError
+from .vocab.errors import KvcalcError, StartupRefusal
 from .vocab.layout import OFFLOAD_BACKENDS, Layout
 from .vocab.records import cached, record, replace
 from .vocab.units import parse_size
@@ -36,6 +36,7 @@ class Plan:
     notes: tuple[str, ...]  # informational, for stderr
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
     memory: GpuMemory | None = None  # the KV budget predicted from the layout's gpu section (engines/vllm/memory.py)
+    engine = "vllm"  # the serving engine (SglangPlan: "sglang")
 
     @cached
     def logs(self) -> LogNumbers | None:
@@ -97,10 +98,62 @@ def plan_gpu(layout: Layout, connector: OffloadBackend | None = None) -> GpuStag
     return build_stage(layout, behaviour, (connector or backend(layout.offload.backend)).hma(layout, behaviour))
 
 
+@record
+class SglangPlan:
+    """One SGLang engine on one release: its GPU stage (engines/sglang) and its HiCache host pool (backends/hicache),
+    read by the gates, sweep and --compare-engines through the same Pool interface as a vLLM plan."""
+
+    layout: Layout
+    behaviour: object  # vocab/releases/sglang.SglangBehaviour (version, shm flags for the gates)
+    stage: object  # engines/sglang.SglangStage
+    pool: Pool  # backends/hicache.HiCachePool
+    notes: tuple[str, ...]
+    base_warnings: tuple[str, ...]
+    engine = "sglang"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.base_warnings + self.pool.warnings
+
+    @property
+    def logs(self):
+        """What SGLang logs (the GPU tokens as kv_cache_size_tokens, for the cpu_smaller_than_gpu gate)."""
+        return SglangLogs(kv_cache_size_tokens=self.stage.gpu.max_total_num_tokens)
+
+
+@record
+class SglangLogs:
+    kv_cache_size_tokens: int
+
+
+def plan_sglang(layout: Layout) -> SglangPlan:
+    """An SGLang layout: its pools, budget and tokens, then its HiCache host pool. Imports SGLang's modules only
+    here (a vLLM plan loads none)."""
+    from .backends.hicache import hicache_pool
+    from .engines.sglang import build_stage
+    from .vocab.releases.sglang import behaviour_for
+
+    behaviour = behaviour_for(layout.sglang.version)
+    try:
+        stage = build_stage(layout, behaviour)
+        pool = hicache_pool(layout, stage)
+    except StartupRefusal as e:  # SGLang's own message, named as vLLM's are
+        raise StartupRefusal(f"SGLang {behaviour.version} refuses to start: {e.one_line()}") from None
+    warnings = ()
+    if layout.sglang.version_from == "default":
+        warnings = (f"no SGLang release named (no --sglang-version, sglang.version or image tag): planned as "
+                    f"{layout.sglang.version}, the newest kvcalc models; name the release you run",)
+    return SglangPlan(layout=layout, behaviour=behaviour, stage=stage, pool=pool,
+                      notes=tuple(stage.notes) + tuple(pool.notes), base_warnings=warnings)
+
+
 def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool = False) -> Plan:
     """Rebuild vLLM's KV cache layout for `layout` and size its connector's host pool. `stage`: the GPU stage of a
     layout that differs from this one only in its offload section (a sweep over budgets). `selected_only`: the
-    native connector counts only the selected release's family (a sweep row shows no other column)."""
+    native connector counts only the selected release's family (a sweep row shows no other column). An SGLang
+    layout (engine sglang) is planned by SGLang's rules: a SglangPlan."""
+    if layout.engine == "sglang":
+        return plan_sglang(layout)
     connector = backend(layout.offload.backend)
     stage = stage or plan_gpu(layout, connector)
     behaviour, layer_plan, grouping, gpu = stage.behaviour, stage.layers, stage.grouping, stage.gpu
@@ -183,3 +236,26 @@ def decimal_budget_note(p: Plan) -> str | None:
         return None
     return (f"{written.strip()} is decimal ({loaded.offload.cpu_bytes_to_use:,} B) -> {n:,} CPU {pool.unit}; "
             f"{m.group(1)}{m.group(2).upper()}iB ({binary:,} B) would give {n_alt:,}")
+
+
+def compare_engines(layout: Layout) -> list[tuple[str, Plan | SglangPlan | KvcalcError]]:
+    """The layout on vLLM and on SGLang (vocab.layout.ENGINES order), the other engine told the same model, GPUs and
+    host budget (inputs/engine_convert.py): a plan, or the refusal."""
+    from .inputs.engine_convert import as_sglang, as_vllm
+
+    out: dict[str, Plan | SglangPlan | KvcalcError] = {}
+    try:
+        out[layout.engine] = plan(layout)
+    except KvcalcError as e:
+        out[layout.engine] = e
+    own = out[layout.engine]
+    if layout.engine == "sglang":
+        host = None if isinstance(own, KvcalcError) else own.pool.pool_bytes_per_engine
+        other, convert = "vllm", lambda: as_vllm(layout, host)
+    else:
+        other, convert = "sglang", lambda: as_sglang(layout)
+    try:
+        out[other] = plan(convert())
+    except KvcalcError as e:
+        out[other] = e
+    return [(name, out[name]) for name in ("vllm", "sglang")]

@@ -11,7 +11,7 @@ import typer
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
 from .console import RENDERERS, console, err, naming, plain, print_json, report_checks, write_sweep
-from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option,
+from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of, format_option,
                       from_manifest, gate, plan_or_refusal, releases_of, verified,
                       layout_flags, layout_overrides, load_input, split_overrides)
 
@@ -55,6 +55,8 @@ def plan(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
     compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
                                           "side for the same host budget", rich_help_panel="offload"),
+    compare_engines: bool = typer.Option(False, "--compare-engines", help="vLLM and SGLang side by side on the same "
+                                         "model, GPUs and host", rich_help_panel="release"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
@@ -104,10 +106,14 @@ def plan(
         given = frozenset(FLAGS[k].path for k, v in flags.items() if v is not None and FLAGS[k].path)
         loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given)
         err(f"note: {note}")
-    if check and loaded.vllm_version_from == "default":
+    sglang = loaded.sglang if loaded.engine == "sglang" else None
+    if check and sglang is not None and sglang.version_from == "default":
+        raise KvcalcError(f"{loaded.source}: --check gates one SGLang release and none is named (no --sglang-version, "
+                          f"sglang.version or image tag): give --sglang-version (kvcalc would assume {sglang.version})")
+    if check and sglang is None and loaded.vllm_version_from == "default":
         raise KvcalcError(f"{loaded.source}: --check gates one vLLM release and none is named (no --vllm-version, "
                           f"vllm.version or image tag): give --vllm-version (kvcalc would assume {loaded.vllm_version})")
-    if check and not loaded.offload.budget_given:
+    if check and sglang is None and not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
                           "(or offload.cpu_bytes_to_use)")
     p = plan_or_refusal(loaded, check, fmt)
@@ -116,7 +122,8 @@ def plan(
         checks = gate(p, loaded, limits)
     report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
                           verify=verified(p) if verify else None,
-                          backends=backends_of(loaded) if compare_backends else None)
+                          backends=backends_of(loaded) if compare_backends else None,
+                          engines=engines_of(loaded) if compare_engines else None)
     for line in p.notes:
         err(f"note: {line}")
     other = decimal_budget_note(p)

@@ -163,10 +163,20 @@ def print_table(report) -> None:
 
     style = Style(plain=plain())
     out = console(100)
+    if report.engine == "sglang":  # SGLang's own renderer (report/table_sglang.py)
+        from ..report.table_sglang import render as render_sglang
+
+        for item in render_sglang(report, style):
+            out.print(item)
+        return
     for item in render(report, style):
         out.print(item)
     if report.releases is not None:
         out.print(render_comparison(report, style))
+    if report.engines is not None:
+        from ..report.table_sglang import engines_table
+
+        out.print(engines_table(report.engines, style))
     if report.verify is not None:
         out.print(report.verify.summary)
 

@@ -335,10 +335,12 @@ def plan_or_refusal(loaded, check: bool, fmt: str):
         from ..report.optional import RefusedReport
         from ..tools.gates import refused
 
-        checks = refused(loaded.vllm_version, e.one_line())
+        sglang = loaded.engine == "sglang"
+        version = loaded.sglang.version if sglang else loaded.vllm_version
+        checks = refused(version, e.one_line(), "SGLang" if sglang else "vLLM")
         if fmt == "json":
-            print_json(RefusedReport(schema_version=1, vllm_version=loaded.vllm_version, source=loaded.source,
-                                      checks=checks))
+            print_json(RefusedReport(schema_version=1, vllm_version=version, source=loaded.source, checks=checks,
+                                     engine=loaded.engine))
         report_checks(checks)
         raise typer.Exit(1) from None
     except KvcalcError as e:
@@ -387,3 +389,11 @@ def backends_of(loaded):
         raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
                           "--kv-offloading-size (or an LMCache config)")
     return backend_entries(every_backend(loaded))
+
+
+def engines_of(loaded):
+    """--compare-engines: the layout planned by vLLM's and by SGLang's rules (pipeline.compare_engines)."""
+    from ..pipeline import compare_engines
+    from ..report.sglang_section import engine_entries
+
+    return engine_entries(compare_engines(loaded))

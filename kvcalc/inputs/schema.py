@@ -126,6 +126,7 @@ def fragment(key: Key) -> dict:
         "path": lambda k: {"type": "string"}, "human": lambda k: {"anyOf": [_int(k), _HUMAN_TEXT]},
         "size": lambda k: _SIZE, "gib": lambda k: {"type": "number", "minimum": k.minimum},
         "fraction": lambda k: {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "number": lambda k: {"type": "number", "exclusiveMinimum": 0},
         "per_layer": lambda k: {"anyOf": [_int(k), {"type": "array", "items": _int(k)}]},
         "choice_or_bool": lambda k: {"anyOf": [{"enum": list(k.choices)}, {"type": "boolean"}]},
         "version": lambda k: _VERSION, "const": lambda k: {"const": k.default},

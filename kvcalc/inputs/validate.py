@@ -78,6 +78,13 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
                      f"{', '.join(names)})", backend)
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
+    if r.key(top, "engine") == "sglang":  # SGLang's own keys (inputs/validate_sglang.py, loaded only for it)
+        from .validate_sglang import sglang_layout
+
+        return sglang_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
+            host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
+            platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+            provenance=tuple(sorted((origin or {}).items()))))
     offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
@@ -88,8 +95,13 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         cache = class_defaults(cache, gpu, version)
         if cache.kv_cache_memory is None and cache.num_gpu_blocks_override is None:
             weights = read_weights(top.get("__config__"))
+    sglang = None
+    if top.get("sglang") is not None or isinstance(top.get("host"), dict) and "available_memory" in top["host"]:
+        from .validate_sglang import sglang_settings  # checked, and kept for --compare-engines
+
+        sglang = sglang_settings(r, top)
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
-                  vllm_version=version, vllm_version_from=version_from,
+                  sglang=sglang, vllm_version=version, vllm_version_from=version_from,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())

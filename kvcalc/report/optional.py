@@ -121,6 +121,7 @@ class RefusedReport:
     """kvcalc plan --check --format json when the selected release refuses the layout at start-up."""
 
     schema_version: int = field("1")
-    vllm_version: str = field("the selected vLLM release")
+    vllm_version: str = field("the selected vLLM release (engine sglang: the SGLang release)")
     source: str = field("the input file")
     checks: list[Check] = field("the failed startup gate")
+    engine: str = field("vllm | sglang: the engine that refuses", default="vllm")

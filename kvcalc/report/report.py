@@ -315,9 +315,14 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
 
 def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] | None = None,
                  checks: list[Check] | None = None, verify: VerifySection | None = None,
-                 backends: list[BackendEntry] | None = None) -> Report:
+                 backends: list[BackendEntry] | None = None, engines: list | None = None) -> Report:
     """The report, built once. `releases` (from pipeline.compare) adds the comparison; `checks` (tools.gates) the
-    gates; `backends` (backend_entries) --compare-backends."""
+    gates; `backends` (backend_entries) --compare-backends; `engines` (sglang_section.engine_entries)
+    --compare-engines. An SGLang plan's report is report/sglang_section.SglangReport."""
+    if plan.engine == "sglang":
+        from .sglang_section import build_sglang_report  # SGLang's reports only (start-up time is a target)
+
+        return build_sglang_report(plan, checks=checks, engines=engines)
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
     kinds = Counter(lay.model.layer_types)
     rel = None
@@ -359,7 +364,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
         ),
         gpu=gpu, offload=offload, offload_reason=None if offload is not None else plan.pool.notes[0],
         notes=list(plan.notes), warnings=list(plan.warnings),
-        checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict,
+        checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict, engines=engines,
         error=None if not plan.pool.startup_error else
         f"vLLM {plan.behaviour.version} refuses to start {plan.pool.connector}: {plan.pool.startup_error}",
     )

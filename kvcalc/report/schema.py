@@ -14,11 +14,13 @@ def output_schema() -> dict:
     given to the generator."""
     from ..backends import lmcache_plan, simple_plan
     from ..engines.vllm import memory
+    from . import sglang_section
 
-    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory)
+    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory, sglang_section)
              for name, value in vars(module).items() if is_record(value)}
     defs: dict = {}
     full = json_schema(Report, defs=defs, extra_types=types)
     refused = json_schema(RefusedReport, defs=defs, extra_types=types)
+    sglang = json_schema(sglang_section.SglangReport, defs=defs, extra_types=types)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "kvcalc-output-v1",
-            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused], "$defs": defs}
+            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused, sglang], "$defs": defs}

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (star
     from ..backends.simple_plan import SimplePlan
     from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
+    from .sglang_section import EngineEntry
 
 SCHEMA_VERSION = 1
 
@@ -246,6 +247,10 @@ class Report:
     releases: list[PlannedRelease | RefusedRelease] | None = field("with --compare-versions: one entry per release",
                                                                     omit_if_none=True, default=None)
     verify: VerifySection | None = field("with --verify", omit_if_none=True, default=None)
+    engine: str = field("vllm | sglang: the serving engine whose rules planned it (an SGLang plan's document is "
+                        "SglangReport: engine, model, parallel, sglang)", default="vllm")
+    engines: list[EngineEntry] | None = field("with --compare-engines: vLLM and SGLang on the same model, GPUs and "
+                                              "host", omit_if_none=True, default=None)
     error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
                               omit_if_none=True, default=None)
     verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)

@@ -61,11 +61,14 @@ def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
     return tuple(out)
 
 
-def refused(version: str, reason: str) -> list[Check]:
+def refused(version: str, reason: str, engine: str = "vLLM") -> list[Check]:
     """The checks when the selected release refuses the layout before any number exists: startup fails and every
     other gate is reported as not evaluated."""
-    out = [_check("startup", "fail", f"vLLM {version} refuses to start: {reason}")]
-    out += [_check(name, "unknown", "not evaluated: vLLM does not start, so there is nothing to measure")
+    prefix = f"{engine} {version} refuses to start: "
+    if engine != "vLLM" and reason.startswith(prefix):  # SGLang's refusals already name the release
+        reason = reason[len(prefix):]
+    out = [_check("startup", "fail", f"{prefix}{reason}")]
+    out += [_check(name, "unknown", f"not evaluated: {engine} does not start, so there is nothing to measure")
             for name in GATES[1:]]
     return out
 

@@ -14,6 +14,7 @@ from .records import cached, field, record
 
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
+    from .releases.sglang import SglangLayout
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
 
@@ -29,6 +30,7 @@ MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
 OFFLOAD_BACKENDS = ("native", "lmcache", "simple")  # the connectors (--compare-backends puts them side by side)
 # offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
 OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
+ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
 
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
@@ -282,6 +284,8 @@ class Layout:
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()
+    engine: str = "vllm"  # vllm | sglang: which engine's rules plan it (ENGINES)
+    sglang: SglangLayout | None = None  # engine sglang: SGLang's release and flags (vocab/releases/sglang.py)
 
     @property
     def backend(self) -> str:

@@ -28,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIGS = os.path.join(EXAMPLES_DIR, "configs")
 KIMI = os.path.join(CONFIGS, "kimi-k2.5.json")
 MINIMAL = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}
-KINDS = {"section", "const", "int", "choice", "str", "bool", "human", "path", "size", "sizes", "gib", "fraction", "per_layer",
+KINDS = {"section", "const", "int", "choice", "str", "bool", "human", "path", "size", "sizes", "gib", "fraction", "number",
+         "per_layer",
          "kinds", "ints", "indices", "choice_or_bool", "version", "mamba", "lmcache"}
 
 

@@ -1,0 +1,165 @@
+"""SGLang's GPU budget and token pool, as each release computes them (cited @0.5.23; vocab/releases/sglang.STEPS
+holds what differs):
+
+1. `mem_fraction_static` default (srt/arg_groups/memory_hook.py:47-343 handle_gpu_memory_settings): the GPU tier of
+   nvidia-smi's capacity picks chunked_prefill_size and the decode graphs' max batch (:89-170); then
+   `reserved = 512 + max(chunked, 2048) x 1.5 + tp x pp / 8 x 1024 + graphs` MiB (:309-313), graphs = decode max_bs
+   x 2 + the prefill graphs (len(capture sizes) x 8, or 1.5 GiB with an MLA backend, :357-399), at least 10 GiB on
+   GPUs over 60 GiB (:314-315); `round((capacity - reserved) / capacity, 3)` (:324-328).
+2. The budget after the weights load (srt/mem_cache/kv_cache_configurator.py:2990-3060 _profile_available_bytes):
+   `rest = available - pre_model_load_memory x (1 - mem_fraction_static)` in GiB floats, both MIN over the world
+   group; `rest <= 0` is SGLang's start-up refusal naming `1 - available / pre`, the minimum viable fraction;
+   `int(rest x 2^30)` bytes.
+3. Tokens (srt/model_executor/pool_configurator.py:637-653, 907-922): `bytes // cell`, floored to the page size
+   (hybrid SWA: `int(bytes // (full + ratio x swa))`, then the SWA pool `int(full x ratio)` floored), capped by
+   --max-total-tokens and MIN over the PP stages (kv_cache_configurator.py:3090-3117); `<= 0` is 'Not enough memory.
+   Please try to increase --mem-fraction-static.' (pool_configurator.py:94-99).
+4. max_running_requests (kv_cache_configurator.py:3119-3171): min(clamp(int(tokens / context x 512), 2048, 4096),
+   tokens // 2), or the flag's (per DP worker) at most tokens // 2.
+
+No profiling pass enters the budget: activations and graphs live in the (1 - mem_fraction_static) slack.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...vocab.errors import StartupRefusal, UnsupportedError
+from ...vocab.layout import Layout
+from ...vocab.records import field, record
+from ...vocab.releases.sglang import FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour
+from .model import SglangModel
+
+MIB, GIB = 1 << 20, 1 << 30
+# (capacity below MiB, chunked_prefill_size, decode max_bs at TP < 4, at TP >= 4): memory_hook.py:89-170 @0.5.23.
+# The 20 - 35 GiB tier differs per release (vocab/releases/sglang.STEPS small_gpu_tier).
+TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, None, None, None), (60 * 1024, 4096, 32, 160),
+         (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
+MAX_PREFILL_TOKENS = 16384  # srt/arg_groups/fields/schedule.py @0.5.23: --max-prefill-tokens default
+DEEPSEEK_MLA = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
+
+
+def prefill_capture_sizes(max_bs: int) -> list[int]:
+    """srt/arg_groups/cuda_graph_hook.py:480-497 @0.5.23 generate_prefill_cuda_graph_batch_sizes (0.5.14 the same,
+    srt/server_args.py _generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) +
+             list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
+    return [s for s in sizes if s <= max_bs]
+
+
+@record
+class Reserve:
+    """mem_fraction_static's default and the terms of its reserve (MiB)."""
+
+    chunked_prefill_size: int = field("tokens per prefill chunk (the flag's, else the GPU tier's)")
+    cuda_graph_max_bs: int = field("the decode graphs' max batch (the flag's, else the tier's; 0 without graphs)")
+    prefill_graphs: int = field("prefill CUDA-graph capture sizes (0 without graphs; MLA: a flat 1.5 GiB)")
+    reserved_mib: float = field("512 + activations + parallel slack + graphs, at least 10 GiB above 60 GiB")
+    mem_fraction_static: float = field("round((capacity - reserved) / capacity, 3)")
+
+
+def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode max_bs) for the GPU tier, the flags winning (memory_hook.py:89-188)."""
+    cap = sg.capacity_mib
+    for top, chunked, small, large in TIERS:
+        if top is None or cap < top:
+            if chunked is None:
+                chunked, small, large = behaviour.small_gpu_tier
+            break
+    max_bs = sg.cuda_graph_max_bs
+    if max_bs is None:
+        max_bs = small if tp < 4 else large
+        if sg.max_running_requests is not None and max_bs > sg.max_running_requests:
+            max_bs = sg.max_running_requests  # memory_hook.py:182-188: the default never exceeds the requests
+    return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else chunked), max_bs
+
+
+def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> Reserve:
+    """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343 @0.5.23)."""
+    sg, par = layout.sglang, layout.parallel
+    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
+    chunked, max_bs = gpu_defaults(sg, behaviour, tp)
+    activation = max(chunked, 2048) if chunked > 0 else max(MAX_PREFILL_TOKENS, 2048)
+    reserved = 512 + activation * 1.5 + tp * pp / 8 * 1024
+    graphs = 0
+    if not sg.disable_cuda_graph:
+        reserved += max_bs * 2
+        if mla:
+            reserved += 1.5 * 1024
+        else:
+            prefill_max = chunked if sg.max_total_tokens is None else min(chunked, sg.max_total_tokens)
+            graphs = len(prefill_capture_sizes(prefill_max))
+            reserved += graphs * 8
+    if sg.capacity_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return Reserve(chunked_prefill_size=chunked, cuda_graph_max_bs=0 if sg.disable_cuda_graph else max_bs,
+                   prefill_graphs=graphs, reserved_mib=reserved,
+                   mem_fraction_static=round((sg.capacity_mib - reserved) / sg.capacity_mib, 3))
+
+
+def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
+    """(SGLang's default attention backend, its page size) on this GPU (srt/arg_groups/model_override_base.py:277-
+    350 get_default_attn_backend; srt/arg_groups/overrides.py:1143-1200 page constraints, :1343-1363 default 1;
+    srt/arg_groups/model_overrides/deepseek_v2.py:179-187 trtllm_mla on SM100)."""
+    sg = layout.sglang
+    if arch == "sm90":
+        backend = "fa3"
+    elif arch == "sm100":
+        backend = ("trtllm_mla" if sg.architecture in DEEPSEEK_MLA else "flashinfer") if mla else "trtllm_mha"
+    else:
+        backend = "triton" if mla else "flashinfer"
+    page = sg.page_size or 1
+    if backend == "trtllm_mha" and page not in (16, 32, 64, 128) or backend == "trtllm_mla" and page not in (32, 64):
+        page = 64
+    return backend, page
+
+
+def free_before(layout: Layout) -> tuple[int, str, str]:
+    """(bytes free before the weights load, basis, source): --gpu-free-memory, else nvidia-smi's capacity less the
+    gap real logs show."""
+    sg = layout.sglang
+    if sg.gpu_free_memory is not None:
+        return sg.gpu_free_memory, "flag", "--gpu-free-memory (pre_model_load_memory as SGLang measures it)"
+    gap = FREE_GAP_MIB_TP1 if layout.parallel.tensor_parallel_size == 1 else FREE_GAP_MIB_TP
+    return (sg.capacity_mib - gap) * MIB, "table", f"{sg.capacity_mib:,} MiB - {gap:,} MiB: {FREE_GAP_SOURCE}"
+
+
+def budget(pre: int, available: int, mfs: float) -> tuple[int, float]:
+    """(the KV budget in bytes, the minimum viable fraction) as kv_cache_configurator.py:3007-3060 computes them,
+    in GiB floats; SGLang's ValueError when nothing is left."""
+    pre_gib, avail_gib = pre / GIB, available / GIB
+    rest = avail_gib - pre_gib * (1 - mfs)
+    minimum = 1 - avail_gib / pre_gib
+    if rest <= 0:
+        suggested = math.ceil(minimum * 1000) / 1000
+        raise StartupRefusal(
+            f"Loaded weights leave no GPU memory for the KV cache under "
+            f"--mem-fraction-static={mfs}. Raise --mem-fraction-static above {suggested:.3f} (minimum viable = 1 - "
+            f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")
+    return int(rest * GIB), minimum
+
+
+def stage_tokens(model: SglangModel, rank: int, budget_bytes: int, page: int, ratio: float) -> tuple[int, int]:
+    """(full-pool tokens, SWA-pool tokens) one stage's budget holds, floored to the page."""
+    s = model.stages[rank]
+    if model.kind == "hybrid_swa":
+        if s.full_layers == 0:  # pool_configurator.py:862-877: all-SWA stage, no ratio
+            t = int(budget_bytes // s.swa_bytes) // page * page
+            return t, t
+        full = int(budget_bytes // (s.full_bytes + ratio * s.swa_bytes)) // page * page
+        return full, int(full * ratio) // page * page
+    if not s.full_bytes:
+        raise UnsupportedError("a PP stage without KV layers is not modelled for SGLang")
+    return budget_bytes // s.full_bytes // page * page, 0
+
+
+def requests(tokens: int, context: int, flag: int | None) -> int:
+    """max_running_requests (kv_cache_configurator.py:3119-3132; per attention-DP worker, and DP attention is not
+    modelled: each DP replica is its own engine)."""
+    if flag is not None:
+        return min(max(1, flag), tokens // 2)
+    estimated = max(min(int(tokens / context * 512), 4096), 2048)
+    return min(estimated, tokens // 2)
+
+
+__all__ = ["attention_backend", "budget", "default_fraction", "free_before", "requests", "stage_tokens"]

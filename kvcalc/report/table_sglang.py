@@ -1,0 +1,109 @@
+"""An SGLang report (report/sglang_section.SglangReport) -> rich renderables for people: the GPU line, the token
+pool, HiCache's host pool, the budget's terms and --compare-engines. Never prints; imported only for SGLang
+reports and --compare-engines tables (start-up time is a target)."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..vocab.units import exact_bytes, format_bytes
+
+GIB, MIB = 1 << 30, 1 << 20
+
+
+def _table(style, title: str, *columns: str, header: bool = True) -> Table:
+    t = Table(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False,
+              show_header=header, title_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def _n(n) -> str:
+    return "—" if n is None else f"{n:,}"
+
+
+def gpu_line(report, style, width: int = 40) -> Text:
+    """`GPU [WWWWKKKK....] 79.65 GiB: W 14.99 + K 50.31 + slack 13.38 + used 0.97` per rank: nvidia-smi's
+    capacity, the weights, the KV budget, the (1 - mem_fraction_static) slack SGLang leaves for activations and
+    graphs, and what was in use before the load."""
+    m = report.sglang.memory
+    total = (m.capacity_mib or 0) * MIB or m.free_before_bytes
+    weights = max(m.weights_bytes)
+    slack = m.available_bytes - m.budget_bytes
+    used = total - m.free_before_bytes
+    parts = [("W", weights), ("K", m.budget_bytes), ("S", slack), ("U", used)]
+    bar = "".join(letter * round(width * max(b, 0) / total) for letter, b in parts)[:width]
+    bar += style.empty * (width - len(bar))
+    return Text(f"GPU [{bar}] {total / GIB:.2f} GiB: W {weights / GIB:.2f} + KV {m.budget_bytes / GIB:.2f} + "
+                f"slack {slack / GIB:.2f} + in use before load {used / GIB:.2f}")
+
+
+def render(report, style) -> list[RenderableType]:
+    sg, par = report.sglang, report.parallel
+    m, h = sg.memory, sg.hicache
+    head = Text()
+    head.append(report.model.name, style="bold")
+    head.append(f" — SGLang {sg.version} ({'assumed: no release named' if sg.version_from == 'default' else 'from ' + sg.version_from}) — "
+                f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size}, DP {par.data_parallel_size}")
+    out: list[RenderableType] = [head, gpu_line(report, style)]
+    t = _table(style, "GPU token pool (SGLang)", "", "", header=False)
+    how = "SGLang's default" if sg.mem_fraction_static_default else "the flag"
+    t.add_row("mem_fraction_static", f"{sg.mem_fraction_static} ({how}); below {sg.min_mem_fraction_static:.4f} "
+                                     "SGLang refuses to start")
+    if m.reserve is not None:
+        r = m.reserve
+        t.add_row("its reserve", f"{r.reserved_mib:,.0f} MiB of {m.capacity_mib:,} MiB (chunked prefill "
+                                 f"{r.chunked_prefill_size:,}, decode graphs to {r.cuda_graph_max_bs}, "
+                                 f"{r.prefill_graphs} prefill graphs)")
+    t.add_row("free before load", f"{exact_bytes(m.free_before_bytes)} ({m.free_before_basis})")
+    t.add_row("weights per rank", ", ".join(format_bytes(w) for w in m.weights_bytes) + f" ({m.weights_basis})")
+    t.add_row("KV budget per rank", exact_bytes(m.budget_bytes))
+    t.add_row("bytes per token", "; ".join(
+        f"stage {c.pp_rank}: {c.full:,}" + (f" + {c.swa:,} SWA" if c.swa else "") for c in sg.cell_size_bytes))
+    t.add_row("max_total_num_tokens", f"{sg.max_total_num_tokens:,} ({sg.kind}, page {sg.page_size}, backend "
+                                      f"{m.attention_backend})")
+    if m.swa_max_total_num_tokens is not None:
+        t.add_row("SWA pool tokens", _n(m.swa_max_total_num_tokens))
+    t.add_row("max_running_requests", _n(m.max_running_requests))
+    for line in m.log_lines:
+        t.add_row("log", line)
+    out.append(t)
+    out.append(hicache_table(h, style))
+    if report.engines is not None:
+        out.append(engines_table(report.engines, style))
+    out.append(Text(report.verdict, style=None if style.plain else "bold green"))
+    return out
+
+
+def hicache_table(h, style) -> Table:
+    t = _table(style, "HiCache host pool (per rank)", "", "", header=False)
+    if not h.enabled:
+        t.add_row("HiCache", "off (--enable-hierarchical-cache)")
+        return t
+    how = f"--hicache-size {h.size_gb} GB (decimal)" if h.size_gb else f"ratio {h.ratio:g} ({h.ratio_from})"
+    t.add_row("sized by", how)
+    t.add_row("layout / io", f"{h.layout} / {h.io_backend} ({h.host_memory_mode})")
+    for p in h.pools:
+        t.add_row(f"{p.pool} pool", f"{p.size_tokens:,} tokens x {p.bytes_per_token:,} B = {exact_bytes(p.bytes)} "
+                                    f"(device {p.device_tokens:,})")
+    t.add_row("per rank / engine / node", f"{format_bytes(h.bytes_per_rank)} / {format_bytes(h.bytes_per_engine)} / "
+                                          f"{format_bytes(h.bytes_per_node)}")
+    t.add_row("guard per rank", "— (--host-available)" if h.guard_bytes_per_rank is None else
+              f"{format_bytes(h.guard_bytes_per_rank)} ({h.ranks_per_host} rank(s) per host)")
+    t.add_row("pinning", h.pinning)
+    if h.storage_backend:
+        t.add_row("L3 storage", f"{h.storage_backend} (sized by its own config)")
+    return t
+
+
+def engines_table(entries, style) -> Table:
+    t = _table(style, "Engines (--compare-engines): same model, GPUs and host", "engine", "GPU tokens",
+               "host tokens", "host bytes, node", "/dev/shm, node", "refuses")
+    for e in entries:
+        t.add_row(f"{e.engine} {e.version}".strip(), _n(e.gpu_tokens), _n(e.host_tokens),
+                  "—" if e.host_bytes_per_node is None else format_bytes(e.host_bytes_per_node),
+                  "—" if e.shm_bytes_per_node is None else format_bytes(e.shm_bytes_per_node), e.refusal or "no")
+    return t

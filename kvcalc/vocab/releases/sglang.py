@@ -1,0 +1,245 @@
+"""SGLang as the serving engine, as data: the releases kvcalc read, what differs between them (STEPS, each boundary
+with the file that shows it on both sides), the GPUs SGLang sizes its defaults from (nvidia-smi's MiB, not torch's
+total) and the architectures SGLang runs on a sliding-window (hybrid SWA) pool. Read from the wheels
+(`pip download sglang==X --no-deps`, sglang/srt/...); imported only for SGLang plans (start-up time is a target).
+
+The rules that hold in every release read (0.5.14 - 0.5.23) are cited where they are used (engines/sglang/,
+backends/hicache.py); this module holds only what changes.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..records import record
+from . import DEFAULT_SGLANG_VERSION, SGLANG_RELEASES
+from .steps import Step
+
+Release = tuple[int, int, int, int]  # (0, 5, 15, 1) for 0.5.15.post1
+
+
+def parse_release(text: str) -> Release:
+    """'0.5.15.post1' -> (0, 5, 15, 1); a release kvcalc did not read is refused with the list."""
+    if text not in SGLANG_RELEASES:
+        raise UnsupportedError(f"SGLang {text!r} is not a release kvcalc models: {', '.join(SGLANG_RELEASES)} (read "
+                               "from their wheels; older releases size their pools by rules kvcalc has not read)")
+    main, _, post = text.partition(".post")
+    a, b, c = (int(x) for x in main.split("."))
+    return a, b, c, int(post or 0)
+
+
+STEPS: dict[str, tuple[Step, ...]] = {
+    # The GPU tier SGLang sizes chunked_prefill_size and the decode graphs' max batch from (20 - 35 GiB: A10, L4,
+    # 4090, 5090): (chunked_prefill_size, max_bs at TP < 4, max_bs at TP >= 4). The other tiers are the same in every
+    # release read (engines/sglang/memory.py TIERS).
+    "small_gpu_tier": (
+        Step((0, 5, 14, 0), (2048, 24, 80), "0.5.19 srt/arg_groups/memory_hook.py:74-87 (0.5.14 srt/server_args.py:"
+                                            "3157-3170): chunked_prefill_size 2048, max_bs 24 if tp < 4 else 80"),
+        Step((0, 5, 20, 0), (4096, 48, 160), "0.5.20 srt/arg_groups/memory_hook.py:100-116: chunked_prefill_size 4096, "
+                                             "max_bs 48 if tp < 4 else 160")),
+    # A host pool no larger than the device pool: refused at start-up, or a warning.
+    "host_smaller_than_device": (
+        Step((0, 5, 14, 0), "refused", "0.5.14 srt/mem_cache/pool_host/base.py:70-72: assert self.size > "
+                                       "device_pool.size, 'The host memory should be larger than the device memory "
+                                       "with the current protocol'"),
+        Step((0, 5, 15, 0), "warning", "0.5.15 srt/mem_cache/pool_host/base.py:116: logger.warning('HiCache host KV "
+                                       "pool (%d tokens) is smaller than the device pool ...')")),
+    # The host guard: what one rank may claim. "node": psutil's available - 10 GiB, whatever the ranks on the host;
+    # "per_rank": that divided by the ranks per host (TP x PP // nnodes).
+    "host_guard": (
+        Step((0, 5, 14, 0), "node", "0.5.18 srt/mem_cache/pool_host/base.py:144: available_bytes = "
+                                    "host_mem.available - HICACHE_HOST_MEMORY_RESERVE_BYTES (10 GiB, :25)"),
+        Step((0, 5, 19, 0), "per_rank", "0.5.19 srt/mem_cache/pool_host/base.py:32-56, 175: (available - 10 GiB) // "
+                                        "ranks_per_host(), world_size // nnodes")),
+    # A fixed --hicache-size with more than one device pool (SWA, Mamba): each pool got the whole size (2x per rank,
+    # sglang#29034), or the size is split across the pools in proportion to their device bytes (#32373, #32915).
+    "hicache_size_split": (
+        Step((0, 5, 14, 0), False, "0.5.16 srt/mem_cache/hybrid_cache/hybrid_pool_assembler.py:262, 554, 647: "
+                                   "server_args.hicache_size passed to every host pool"),
+        Step((0, 5, 17, 0), True, "0.5.17 srt/mem_cache/hybrid_cache/hybrid_pool_assembler.py:97-109, 214-216: "
+                                  "_split_hicache_size, hicache_size x device bytes / total device bytes")),
+    # Neither --hicache-ratio nor --hicache-size: the default ratio as is, or reduced until the pools fit
+    # --hicache-host-memory-fraction of the host (sglang#40135).
+    "hicache_auto_size": (
+        Step((0, 5, 14, 0), False, "0.5.20 srt/mem_cache/pool_host/base.py: no hicache_auto_size module; the ratio "
+                                   "defaults to 2.0 (srt/arg_groups/fields/memory.py:110-113)"),
+        Step((0, 5, 21, 0), True, "0.5.21 srt/mem_cache/hicache_auto_size.py:83-123: ratio = min(requested, budget x "
+                                  "0.95 / device bytes), budget = host_memory_budget_bytes x fraction (0.8)")),
+    # --hicache-host-memory-mode buffer_only (default ratio 1.2).
+    "buffer_only": (
+        Step((0, 5, 14, 0), False, "0.5.18 srt/server_args.py:2671-2674: hicache_ratio 'Defaults to 2.0'; no "
+                                   "--hicache-host-memory-mode"),
+        Step((0, 5, 19, 0), True, "0.5.19 srt/server_args.py:2730-2733: 'Defaults to 2.0 in cache mode, 1.2 in "
+                                  "buffer_only mode'")),
+}
+
+# Architectures SGLang sizes as hybrid SWA (a full pool and a sliding-window pool of swa_full_tokens_ratio x its
+# tokens), and the first release that lists each (srt/configs/model_config.py is_hybrid_swa_model, 0.5.9 - 0.5.23).
+# Every other architecture holds full KV on every attention layer (Gemma-2/3, Mistral's sliding window, ...).
+HYBRID_SWA_ARCHS: dict[str, Release] = {
+    "GptOssForCausalLM": (0, 5, 9, 0), "Llama4ForConditionalGeneration": (0, 5, 9, 0),
+    "Step3p5ForCausalLM": (0, 5, 9, 0), "MiMoV2FlashForCausalLM": (0, 5, 9, 0),
+    "Gemma4ForCausalLM": (0, 5, 11, 0), "Gemma4ForConditionalGeneration": (0, 5, 11, 0),
+    "LagunaForCausalLM": (0, 5, 12, 0), "MellumForCausalLM": (0, 5, 16, 0), "MuseGlimmerForCausalLM": (0, 5, 18, 0),
+    "GraniteMoeSWAForCausalLM": (0, 5, 19, 0), "GraniteSWAForCausalLM": (0, 5, 19, 0),
+    "BeamForCausalLM": (0, 5, 23, 0),
+}
+HYBRID_SWA_EVIDENCE = ("srt/configs/model_config.py is_hybrid_swa_model: 0.5.9:1320-1330, 0.5.16:1903-1927, "
+                       "0.5.23:2651-2697 (SWA_SINK_ARCHS :88)")
+
+
+@record
+class SmiDevice:
+    """A GPU as nvidia-smi reports it: what SGLang's defaults read (srt/utils/common.py get_nvgpu_memory_capacity:
+    `nvidia-smi --query-gpu=memory.total`, MiB, the minimum over the visible GPUs)."""
+
+    name: str
+    aliases: tuple[str, ...]
+    capacity_mib: int
+    arch: str  # sm80 | sm89 | sm90 | sm100: the attention backend and page size SGLang picks
+    source: str
+
+
+_SMI = "nvidia-smi tables in public repositories"
+DEVICES: tuple[SmiDevice, ...] = (
+    SmiDevice(name="NVIDIA H100 80GB HBM3", aliases=("h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"),
+              capacity_mib=81559, arch="sm90", source=f"{_SMI}: 'NVIDIA H100 80GB HBM3 ... 1MiB / 81559MiB'"),
+    SmiDevice(name="NVIDIA H200", aliases=("h200", "h200-141gb"), capacity_mib=143771, arch="sm90",
+              source=f"{_SMI}: 'NVIDIA H200 ... 0MiB / 143771MiB'"),
+    SmiDevice(name="NVIDIA B200", aliases=("b200",), capacity_mib=183359, arch="sm100",
+              source=f"{_SMI}: 'NVIDIA B200 ... 0MiB / 183359MiB'"),
+    SmiDevice(name="NVIDIA A100-SXM4-80GB", aliases=("a100-80gb", "a100-sxm4-80gb", "nvidia a100 80gb"),
+              capacity_mib=81920, arch="sm80", source=f"{_SMI}: 'NVIDIA A100-SXM4-80GB ... 1MiB / 81920MiB'"),
+    SmiDevice(name="NVIDIA A100-SXM4-40GB", aliases=("a100-40gb", "a100-sxm4-40gb", "a100-pcie-40gb"),
+              capacity_mib=40960, arch="sm80", source=f"{_SMI}: 'NVIDIA A100-SXM4-40GB ... 0MiB / 40960MiB'"),
+    SmiDevice(name="NVIDIA L4", aliases=("l4",), capacity_mib=23034, arch="sm89",
+              source=f"{_SMI}: 'NVIDIA L4 ... 0MiB / 23034MiB'"),
+)
+
+# Free device memory before the weights load (`pre_model_load_memory`, srt/distributed/bootstrap.py
+# measure_pre_model_load_memory: torch's free bytes after distributed init, MIN over the world), as a gap below
+# nvidia-smi's capacity, from real start-up logs ("Load weight end. ... avail mem=A GB, mem usage=U GB": pre = A + U,
+# GiB). The default of --gpu-free-memory; give it to pin SGLang's own figure.
+FREE_GAP_MIB_TP1 = 991  # H100 TP 1: 81,559 MiB - (50.99 + 27.69) GiB x 1024 = 990.7 MiB (LMCache/LMCache#2400)
+FREE_GAP_MIB_TP = 2561  # H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 = 2,561.4 MiB (SemiAnalysisAI/InferenceX#2128)
+FREE_GAP_SOURCE = ("a gap below nvidia-smi's capacity from real logs: 991 MiB at TP 1 (H100, LMCache/LMCache#2400: "
+                   "'avail mem=50.99 GB, mem usage=27.69 GB'), 2,561 MiB at TP > 1 (H200 TP 8, "
+                   "SemiAnalysisAI/InferenceX#2128: 'avail mem=12.25 GB, mem usage=125.65 GB')")
+
+
+def find_device(name: str) -> SmiDevice | None:
+    key = " ".join(name.lower().split())
+    for d in DEVICES:
+        if key == d.name.lower() or key in d.aliases:
+            return d
+    return None
+
+
+def known_names() -> str:
+    return "; ".join(f"{d.name} ({', '.join(d.aliases)})" for d in DEVICES)
+
+
+HICACHE_LAYOUTS = ("layer_first", "page_first", "page_first_direct", "page_first_kv_split", "page_head")
+HICACHE_IO_BACKENDS = ("direct", "kernel")
+HICACHE_WRITE_POLICIES = ("write_back", "write_through", "write_through_selective")
+HICACHE_MODES = ("cache", "buffer_only")
+
+
+@record
+class HiCacheLayout:
+    """--enable-hierarchical-cache and its flags (srt/arg_groups/fields/memory.py @0.5.23:98-160)."""
+
+    enabled: bool = False
+    ratio: float | None = None  # --hicache-ratio (None: the mode's default, 2.0 / 1.2, or auto-sized from 0.5.21)
+    size_gb: int = 0  # --hicache-size: decimal GB per rank, whole numbers; overrides the ratio
+    mem_layout: str = "page_first"
+    host_memory_mode: str = "cache"
+    io_backend: str = "kernel"
+    write_policy: str = "write_through"
+    storage_backend: str | None = None  # an L3 tier, sized by its own config
+    host_memory_fraction: float = 0.8  # 0.5.21+: auto-size's share of the host (after the 10 GiB reserve)
+
+
+@record
+class SglangLayout:
+    """What SGLang is told: its release, memory flags, the GPU as nvidia-smi reports it, pinned measurements."""
+
+    version: str = DEFAULT_SGLANG_VERSION
+    version_from: str = "default"
+    mem_fraction_static: float | None = None  # None: SGLang's default for the GPU (engines/sglang/memory.py)
+    max_total_tokens: int | None = None
+    page_size: int | None = None  # None: SGLang's pick for the attention backend
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    disable_cuda_graph: bool = False
+    max_running_requests: int | None = None
+    swa_full_tokens_ratio: float = 0.8
+    device: SmiDevice | None = None  # the GPU by name (nvidia-smi's capacity)
+    capacity_mib: int | None = None  # nvidia-smi memory.total: given, or the device's
+    capacity_source: str = ""
+    gpu_free_memory: int | None = None  # bytes free before the weights load (pre_model_load_memory)
+    weights_bytes: int | None = None  # bytes the weights take on one rank (free after load = free before - this)
+    architecture: str | None = None  # the config's architectures[0]: SGLang's view of the model
+    hicache: HiCacheLayout = HiCacheLayout()
+    host_available: int | None = None  # psutil's available host memory on one node at start-up
+
+
+@record
+class SglangBehaviour:
+    """What one SGLang release does, from STEPS."""
+
+    version: str
+    release: Release
+    small_gpu_tier: tuple[int, int, int]
+    host_smaller_refused: bool
+    guard_per_rank: bool
+    hicache_size_split: bool
+    auto_size: bool
+    buffer_only: bool
+
+    # Duck-typed like vLLM's Behaviour where the gates read it: no /dev/shm region, no shm preflight.
+    shm_free_space_check = False
+    shm_message_named = False
+
+    def evidence(self, name: str) -> str:
+        return _step(name, self.release).evidence
+
+    def hybrid_swa(self, architecture: str | None) -> bool:
+        first = HYBRID_SWA_ARCHS.get(architecture or "")
+        return first is not None and first <= self.release
+
+
+def _step(name: str, release: Release) -> Step:
+    found = STEPS[name][0]
+    for s in STEPS[name]:
+        if s.first <= release:
+            found = s
+    return found
+
+
+def behaviour_for(version: str) -> SglangBehaviour:
+    release = parse_release(version)
+
+    def value(name: str):
+        return _step(name, release).value
+
+    return SglangBehaviour(
+        version=version, release=release, small_gpu_tier=value("small_gpu_tier"),
+        host_smaller_refused=value("host_smaller_than_device") == "refused",
+        guard_per_rank=value("host_guard") == "per_rank", hicache_size_split=value("hicache_size_split"),
+        auto_size=value("hicache_auto_size"), buffer_only=value("buffer_only"))
+
+
+def boundaries() -> list[dict]:
+    """Every behaviour's value per range of releases, with its evidence (`kvcalc versions --boundaries`)."""
+    out = []
+    for name, steps in STEPS.items():
+        for i, s in enumerate(steps):
+            first = next(v for v in SGLANG_RELEASES if parse_release(v) >= s.first)
+            later = [v for v in SGLANG_RELEASES if i + 1 < len(steps) and parse_release(v) < steps[i + 1].first]
+            last = later[-1] if later else SGLANG_RELEASES[-1]
+            out.append({"behaviour": f"sglang.{name}", "value": s.value, "first": first, "last": last,
+                        "evidence": s.evidence})
+    return out
+
+
+__all__ = ["DEFAULT_SGLANG_VERSION", "SGLANG_RELEASES", "STEPS", "SglangBehaviour", "behaviour_for"]
