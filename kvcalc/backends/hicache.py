@@ -118,6 +118,30 @@ def _ratio(layout: Layout, stage: SglangStage, pools, page: int, guard: int | No
     return ratio, "auto-size"
 
 
+def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int, ratio: float | None,
+                size_gb: float | None) -> int:
+    """One host pool's tokens (pool_host/base.py:215-230 @0.5.23): `int(size x 1e9 // bytes per token)` MIN over the
+    PP stages with --hicache-size, else `int(device tokens x ratio)`; then one padding page."""
+    if size_gb:
+        size = min(int(size_gb * 1e9 // p) for p in bytes_per_token if p)
+    else:
+        size = int(device_tokens * ratio)
+    return (size // page + 1) * page
+
+
+def guard_bytes(available: int, ranks: int, per_rank: bool) -> int:
+    """What one rank may pin (pool_host/base.py:82-108 @0.5.23; the whole host before 0.5.19, STEPS host_guard)."""
+    return (available - RESERVE) // (ranks if per_rank else 1)
+
+
+def guard_refusal(requested: int, guard: int) -> str | None:
+    """SGLang's message when a pool asks for more (pool_host/base.py:246-258 @0.5.23)."""
+    if requested <= guard:
+        return None
+    return (f"Not enough host memory available. Requesting {requested / 1e9:.2f} GB but only have {guard / 1e9:.2f} "
+            f"GB free. Please reduce the size of the hierarchical cache.")
+
+
 def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page: int) -> list[tuple]:
     """Per device pool: (name, device tokens, binding bytes/token, GB share, host tokens, bytes per stage)."""
     h, b = layout.sglang.hicache, stage.behaviour
@@ -127,10 +151,7 @@ def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page:
         share = None
         if h.size_gb > 0:
             share = h.size_gb * device_bytes[i] / sum(device_bytes) if b.hicache_size_split else float(h.size_gb)
-            size = min(int(share * 1e9 // p) for p in per if p)  # MIN over the PP stages
-        else:
-            size = int(tokens * ratio)
-        size = (size // page + 1) * page
+        size = host_tokens(tokens, per, page, ratio, share)
         if size <= tokens and b.host_smaller_refused:
             raise StartupRefusal("The host memory should be larger than the device memory "
                                  f"with the current protocol ({name} pool: {size:,} host tokens, {tokens:,} device)")
@@ -154,18 +175,15 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
             stage.model.kind == "mla":
         raise StartupRefusal(f"Unsupported layout: {mem_layout} (the "
                              f"{'MHA' if stage.model.kind != 'mla' else 'MLA'} host pool has no such layout)")
-    guard = None
-    if sg.host_available is not None:
-        guard = (sg.host_available - RESERVE) // (ranks if b.guard_per_rank else 1)
+    guard = None if sg.host_available is None else guard_bytes(sg.host_available, ranks, b.guard_per_rank)
     pools = _device_pools(stage)
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)
     sized = _sizes(layout, stage, pools, ratio, page)
     per_stage = tuple(sum(s[5][i] for s in sized) for i in range(len(stage.model.stages)))
     for name, _, _, _, size, stage_bytes in sized:
-        if guard is not None and max(stage_bytes) > guard:
-            raise StartupRefusal(f"Not enough host memory available. Requesting "
-                                 f"{max(stage_bytes) / 1e9:.2f} GB but only have {guard / 1e9:.2f} GB free. Please "
-                                 f"reduce the size of the hierarchical cache. ({name} pool)")
+        refusal = None if guard is None else guard_refusal(max(stage_bytes), guard)
+        if refusal:
+            raise StartupRefusal(f"{refusal} ({name} pool)")
     tp = par.tensor_parallel_size
     per_rank = [v for v in per_stage for _ in range(tp)]
     notes = [f"HiCache pins each rank's pool with {PINNING}; {len(per_rank)} ranks, each its own copy"]

@@ -114,6 +114,7 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         device=device, capacity_mib=cap, capacity_source=cap_source,
         gpu_free_memory=_size(r, s, "sglang.gpu_free_memory"), weights_bytes=_size(r, s, "sglang.weights_bytes"),
         architecture=arch, hicache=_hicache(r, s.get("hicache"), version),
+        context_length_given=isinstance(top.get("cache"), dict) and top["cache"].get("max_model_len") is not None,
         host_available=_size(r, h, "host.available_memory"))
 
 

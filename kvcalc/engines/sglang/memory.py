@@ -69,9 +69,24 @@ def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
     max_bs = sg.cuda_graph_max_bs
     if max_bs is None:
         max_bs = small if tp < 4 else large
-        if sg.max_running_requests is not None and max_bs > sg.max_running_requests:
+        if behaviour.decode_max_bs_capped_by_requests and sg.max_running_requests is not None \
+                and max_bs > sg.max_running_requests:
             max_bs = sg.max_running_requests  # memory_hook.py:182-188: the default never exceeds the requests
     return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else chunked), max_bs
+
+
+def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int) -> int:
+    """The prefill graphs' largest capture (memory_hook.py:233-268 @0.5.23): chunked_prefill_size, at most
+    --max-total-tokens; PP > 1 caps it (0.5.19+), --context-length did before 0.5.17."""
+    sg = layout.sglang
+    top = chunked
+    if layout.parallel.pipeline_parallel_size > 1 and behaviour.pp_prefill_graph_cap is not None:
+        top = min(top, behaviour.pp_prefill_graph_cap)
+    if sg.max_total_tokens is not None:
+        top = min(top, sg.max_total_tokens)
+    if behaviour.prefill_graphs_clamped_to_context and sg.context_length_given:
+        top = min(top, layout.cache.max_model_len)
+    return top
 
 
 def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> Reserve:
@@ -82,13 +97,13 @@ def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> R
     activation = max(chunked, 2048) if chunked > 0 else max(MAX_PREFILL_TOKENS, 2048)
     reserved = 512 + activation * 1.5 + tp * pp / 8 * 1024
     graphs = 0
-    if not sg.disable_cuda_graph:
+    if not sg.disable_cuda_graph or behaviour.decode_reserve_without_graphs:
         reserved += max_bs * 2
+    if not sg.disable_cuda_graph:
         if mla:
             reserved += 1.5 * 1024
         else:
-            prefill_max = chunked if sg.max_total_tokens is None else min(chunked, sg.max_total_tokens)
-            graphs = len(prefill_capture_sizes(prefill_max))
+            graphs = len(prefill_capture_sizes(_prefill_max(layout, behaviour, chunked)))
             reserved += graphs * 8
     if sg.capacity_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)

@@ -36,6 +36,29 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                             "3157-3170): chunked_prefill_size 2048, max_bs 24 if tp < 4 else 80"),
         Step((0, 5, 20, 0), (4096, 48, 160), "0.5.20 srt/arg_groups/memory_hook.py:100-116: chunked_prefill_size 4096, "
                                              "max_bs 48 if tp < 4 else 160")),
+    # The decode graphs' reserve (max_bs x 2 MiB) with --disable-cuda-graph: still counted, or not.
+    "decode_reserve_without_graphs": (
+        Step((0, 5, 14, 0), True, "0.5.14 srt/server_args.py:3284-3285: reserved_mem += decode max_bs x 2, whatever "
+                                  "the decode backend"),
+        Step((0, 5, 15, 0), False, "0.5.15 srt/server_args.py:3639-3643: only when the decode backend is not "
+                                   "DISABLED")),
+    # --context-length caps the prefill graphs' max batch (so their count in the reserve).
+    "prefill_graphs_clamped_to_context": (
+        Step((0, 5, 14, 0), True, "0.5.16 srt/server_args.py:4039-4045 (0.5.14 :3261-3267): min(prefill max_bs, "
+                                  "context_length) when --context-length is given"),
+        Step((0, 5, 17, 0), False, "0.5.17 srt/server_args.py:4607-4870 _handle_gpu_memory_settings: no "
+                                   "context_length clamp")),
+    # With PP > 1 the breakable prefill graphs (CUDA's default) capture at most 8,192 tokens.
+    "pp_prefill_graph_cap": (
+        Step((0, 5, 14, 0), None, "0.5.18 srt/server_args.py _handle_gpu_memory_settings: no PP cap"),
+        Step((0, 5, 19, 0), 8192, "0.5.19 srt/arg_groups/memory_hook.py:23, 196-204: "
+                                  "_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS when pp_size > 1 and the backend is "
+                                  "breakable")),
+    # A default decode max_bs above --max-running-requests is lowered to it.
+    "decode_max_bs_capped_by_requests": (
+        Step((0, 5, 14, 0), False, "0.5.21 srt/arg_groups/memory_hook.py:47-160: no cap"),
+        Step((0, 5, 22, 0), True, "0.5.22 srt/arg_groups/memory_hook.py:83, 182-188: decode max_bs = "
+                                  "max_running_requests when the default exceeds it")),
     # A host pool no larger than the device pool: refused at start-up, or a warning.
     "host_smaller_than_device": (
         Step((0, 5, 14, 0), "refused", "0.5.14 srt/mem_cache/pool_host/base.py:70-72: assert self.size > "
@@ -179,6 +202,7 @@ class SglangLayout:
     gpu_free_memory: int | None = None  # bytes free before the weights load (pre_model_load_memory)
     weights_bytes: int | None = None  # bytes the weights take on one rank (free after load = free before - this)
     architecture: str | None = None  # the config's architectures[0]: SGLang's view of the model
+    context_length_given: bool = False  # --context-length (cache.max_model_len) given, not the config's
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
 
@@ -190,6 +214,10 @@ class SglangBehaviour:
     version: str
     release: Release
     small_gpu_tier: tuple[int, int, int]
+    decode_reserve_without_graphs: bool
+    prefill_graphs_clamped_to_context: bool
+    pp_prefill_graph_cap: int | None
+    decode_max_bs_capped_by_requests: bool
     host_smaller_refused: bool
     guard_per_rank: bool
     hicache_size_split: bool
@@ -224,6 +252,10 @@ def behaviour_for(version: str) -> SglangBehaviour:
 
     return SglangBehaviour(
         version=version, release=release, small_gpu_tier=value("small_gpu_tier"),
+        decode_reserve_without_graphs=value("decode_reserve_without_graphs"),
+        prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
+        pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
+        decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
         host_smaller_refused=value("host_smaller_than_device") == "refused",
         guard_per_rank=value("host_guard") == "per_rank", hicache_size_split=value("hicache_size_split"),
         auto_size=value("hicache_auto_size"), buffer_only=value("buffer_only"))

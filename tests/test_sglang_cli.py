@@ -1,0 +1,108 @@
+"""--engine sglang end to end: the JSON contract, the table, --compare-engines, one-line refusals, and a vLLM plan
+that loads none of SGLang's modules."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import EXAMPLES_DIR, run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LLAMA = os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json")
+GIB = 1 << 30
+
+
+def plan_json(capsys, *args):
+    code, out, err = run(capsys, "plan", *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_json_has_engine_and_sglang_section(capsys):
+    doc, _ = plan_json(capsys, LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                       "--sglang-version", "0.5.23", "--enable-hierarchical-cache", "--hicache-ratio", "2",
+                       "--host-available", "1TiB")
+    assert doc["engine"] == "sglang"
+    sg = doc["sglang"]
+    assert sg["version"] == "0.5.23"
+    # H100 TP 1 default: reserve 512 + 8,192 x 1.5 + 1/8 x 1,024 + 256 x 2 + 58 prefill graphs x 8 = 13,904 MiB,
+    # round((81,559 - 13,904) / 81,559, 3) = 0.83.
+    assert sg["mem_fraction_static"] == 0.83
+    assert sg["mem_fraction_static_default"] is True
+    # Llama-3.1-8B: 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B a token.
+    assert sg["cell_size_bytes"] == [{"pp_rank": 0, "full": 131072, "swa": 0, "total": 131072}]
+    assert sg["page_size"] == 1
+    tokens = sg["max_total_num_tokens"]
+    hi = sg["hicache"]
+    assert hi["enabled"] is True
+    # --hicache-ratio 2 multiplies tokens: int(tokens x 2) + one padding page.
+    assert hi["size_tokens_per_rank"] == tokens * 2 + 1
+    assert hi["bytes_per_rank"] == (tokens * 2 + 1) * 131072
+    # (1 TiB - 10 GiB) // 1 rank per host.
+    assert hi["guard_bytes_per_rank"] == (1 << 40) - 10 * GIB
+    assert "gpu" not in doc
+
+
+def test_vllm_documents_name_their_engine(capsys):
+    doc, _ = plan_json(capsys, os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml"))
+    assert doc["engine"] == "vllm"
+
+
+def test_table(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23")
+    assert code == 0, err
+    assert "max_total_num_tokens" in out
+    assert "HiCache" in out
+
+
+def test_compare_engines(capsys):
+    doc, _ = plan_json(capsys, LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                       "--sglang-version", "0.5.23", "--enable-hierarchical-cache", "--hicache-size", "100",
+                       "--compare-engines")
+    engines = {e["engine"]: e for e in doc["engines"]}
+    assert set(engines) == {"vllm", "sglang"}
+    assert engines["sglang"]["gpu_tokens"] == doc["sglang"]["max_total_num_tokens"]
+    # --hicache-size 100: int(100e9 // 131,072) = 762,939 + one padding page.
+    assert engines["sglang"]["host_tokens"] == 762940
+    assert engines["sglang"]["shm_bytes_per_node"] == 0
+    assert engines["vllm"]["refusal"] is None
+
+
+def test_hicache_size_refuses_a_fraction(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--enable-hierarchical-cache")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", os.path.join(ROOT, "tests", "fixtures", "sglang", "layouts",
+                                                     "hicache-size-fraction.yaml"))
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "sglang.hicache.size" in err
+
+
+def test_unknown_release_is_refused(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.1")
+    assert code == 2
+    assert "--sglang-version" in err
+    assert err.count("\n") == 1
+
+
+def test_vllm_key_is_refused_with_sglangs_name(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--kv-cache-memory", "40GiB")
+    assert code == 2
+    assert "sglang.mem_fraction_static" in err
+    assert err.count("\n") == 1
+
+
+def test_host_guard_refusal_is_exit_2(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", "--hicache-size", "200", "--host-available", "100GB")
+    assert code == 2
+    assert "Not enough host memory available. Requesting 200.00 GB" in err
+
+
+def test_a_vllm_plan_imports_no_sglang_module():
+    code = ("import sys, kvcalc.cli as c; c.main(['plan', 'examples/llama-3.1-8b.yaml', '--format', 'json']); "
+            "sys.stderr.write(repr(sorted(m for m in sys.modules if 'sglang' in m or 'hicache' in m)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.stderr.strip().endswith("[]")
