@@ -142,15 +142,23 @@ def guard_refusal(requested: int, guard: int) -> str | None:
             f"GB free. Please reduce the size of the hierarchical cache.")
 
 
+def split_size(size_gb: int, device_bytes: list[int], split: bool) -> list[float]:
+    """--hicache-size GB per host pool: split in proportion to the device pools' bytes (0.5.17+,
+    hybrid_pool_assembler.py:239-255 @0.5.23 _split_hicache_size), or the whole size to each (sglang#29034)."""
+    if not split:
+        return [float(size_gb)] * len(device_bytes)
+    total = sum(device_bytes)
+    return [size_gb * b / total for b in device_bytes]
+
+
 def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page: int) -> list[tuple]:
     """Per device pool: (name, device tokens, binding bytes/token, GB share, host tokens, bytes per stage)."""
     h, b = layout.sglang.hicache, stage.behaviour
-    device_bytes = [(t + page) * per[0] for _, t, per in pools]
+    # The device pools' bytes as get_kv_size_bytes reports them: (tokens + one padding page) x bytes per token.
+    shares = split_size(h.size_gb, [(t + page) * per[0] for _, t, per in pools], b.hicache_size_split)
     out = []
     for i, (name, tokens, per) in enumerate(pools):
-        share = None
-        if h.size_gb > 0:
-            share = h.size_gb * device_bytes[i] / sum(device_bytes) if b.hicache_size_split else float(h.size_gb)
+        share = shares[i] if h.size_gb > 0 else None
         size = host_tokens(tokens, per, page, ratio, share)
         if size <= tokens and b.host_smaller_refused:
             raise StartupRefusal("The host memory should be larger than the device memory "

@@ -67,3 +67,54 @@ def test_hicache_host_pool(case):
     assert size == case["size_tokens"], f"SGLang {case['release']}: host tokens, {case}"
     assert requested == case["bytes"], f"SGLang {case['release']}: host bytes, {case}"
     assert guard_refusal(requested, guard_bytes(case["available"], case["ranks"], b.guard_per_rank)) is None
+
+
+def pool_layout(case: dict):
+    if case["kind"] == "mla":
+        model = {"num_layers": case["layers"], "kv_lora_rank": case["kv_lora_rank"],
+                 "qk_rope_head_dim": case["rope"]}
+    elif case["kind"] == "mha":
+        model = {"num_layers": case["layers"], "num_kv_heads": case["heads"], "head_size": case["head_dim"]}
+    else:
+        kinds = ["full_attention"] * case["full_layers"] + ["sliding_attention"] * case["swa_layers"]
+        model = {"num_layers": len(kinds), "num_kv_heads": case["heads"], "head_size": case["head_dim"],
+                 "layer_types": kinds, "sliding_window": case["window"]}
+    sglang = {"version": case["release"], "gpu_free_memory": "80GiB", "weights_bytes": "1GiB",
+              "mem_fraction_static": 0.9, "page_size": case["page"]}
+    if case.get("ratio") is not None:
+        sglang["swa_full_tokens_ratio"] = case["ratio"]
+    return layout_from_dict({"engine": "sglang", "model": model, "parallel": {"tensor_parallel_size": case["tp"]},
+                             "cache": {"max_model_len": 8192,
+                                       "kv_cache_dtype": "fp8_e4m3" if case["itemsize"] == 1 else "auto"},
+                             "sglang": sglang})
+
+
+@pytest.mark.parametrize("case", VECTORS["pools"], ids=lambda c: f"{c['release']}-{c['kind']}-tp{c['tp']}-"
+                         f"p{c['page']}-{c['budget']}")
+def test_token_pool(case):
+    """The cell (bytes per token of max_total_num_tokens) and the tokens a byte budget holds, as SGLang's
+    DefaultPoolConfigurator / HybridSWAPoolConfigurator compute them."""
+    from kvcalc.engines.sglang.memory import stage_tokens
+    from kvcalc.engines.sglang.model import sglang_model
+
+    layout = pool_layout(case)
+    model = sglang_model(layout, hybrid_swa_arch=True)
+    s = model.stages[0]
+    ratio = case.get("ratio") or 0.8
+    cell = s.full_bytes + ratio * s.swa_bytes if model.kind == "hybrid_swa" else s.full_bytes
+    assert cell == case["cell_size"], f"SGLang {case['release']}: cell, {case}"
+    full, swa = stage_tokens(model, 0, case["budget"], case["page"], ratio)
+    assert full == case["max_total_num_tokens"], f"SGLang {case['release']}: tokens, {case}"
+    if case["swa_max_total_num_tokens"] is not None:
+        assert swa == case["swa_max_total_num_tokens"], f"SGLang {case['release']}: SWA tokens, {case}"
+
+
+@pytest.mark.parametrize("case", VECTORS["split"], ids=lambda c: f"{c['release']}-{c['size_gb']}-"
+                         f"{len(c['device_bytes'])}pools")
+def test_hicache_size_split(case):
+    """A fixed --hicache-size over a hybrid's host pools: in proportion to the device pools' bytes from 0.5.17
+    (_split_hicache_size), the whole size to each before (sglang#29034: 2x per rank)."""
+    from kvcalc.backends.hicache import split_size
+
+    b = behaviour_for(case["release"])
+    assert split_size(case["size_gb"], case["device_bytes"], b.hicache_size_split) == case["shares"]

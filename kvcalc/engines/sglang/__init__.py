@@ -96,7 +96,7 @@ def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> tuple[fl
 def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     """Layout -> SGLang's pools, budget and tokens on one engine."""
     sg = layout.sglang
-    model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture))
+    model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture), behaviour.hybrid_swa_stage_layers)
     if sg.gpu_free_memory is None and sg.capacity_mib is None:
         raise UnsupportedError(f"{layout.source}: SGLang's budget starts from the GPU: give --gpu NAME, "
                                "--gpu-capacity-mib or --gpu-free-memory")

@@ -113,8 +113,9 @@ def _uniform(layout: Layout, idx: list[int], what: str) -> tuple[int, int, int]:
     return shapes.pop()
 
 
-def sglang_model(layout: Layout, hybrid_swa_arch: bool) -> SglangModel:
-    """The pools and cells SGLang builds for this layout (`hybrid_swa_arch`: the release lists the architecture)."""
+def sglang_model(layout: Layout, hybrid_swa_arch: bool, stage_layers: bool = True) -> SglangModel:
+    """The pools and cells SGLang builds for this layout (`hybrid_swa_arch`: the release lists the architecture;
+    `stage_layers`: a hybrid SWA stage counts its own layers, 0.5.21+, else the whole model's on every stage)."""
     _refuse_unmodelled(layout)
     m, tp = layout.model, layout.parallel.tensor_parallel_size
     itemsize = _kv_itemsize(layout)
@@ -146,7 +147,7 @@ def sglang_model(layout: Layout, hybrid_swa_arch: bool) -> SglangModel:
     ranges = pp_indices(m.num_layers, layout.parallel.pipeline_parallel_size, layout.parallel.pp_layer_partition)
     stages = []
     for r, (start, end) in enumerate(ranges):
-        here = [i for i in attn if start <= i < end]
+        here = [i for i in attn if start <= i < end or hybrid and not stage_layers]
         swa = sum(1 for i in here if hybrid and i in sliding)
         stages.append(StageCells(pp_rank=r, layers=(start, end), full_layers=len(here) - swa, swa_layers=swa,
                                  full_bytes_per_layer=full_layer, swa_bytes_per_layer=swa_layer))

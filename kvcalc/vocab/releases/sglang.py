@@ -59,6 +59,12 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 5, 14, 0), False, "0.5.21 srt/arg_groups/memory_hook.py:47-160: no cap"),
         Step((0, 5, 22, 0), True, "0.5.22 srt/arg_groups/memory_hook.py:83, 182-188: decode max_bs = "
                                   "max_running_requests when the default exceeds it")),
+    # Hybrid SWA under PP: each stage's pools sized with the whole model's full / SWA layer counts, or its own.
+    "hybrid_swa_stage_layers": (
+        Step((0, 5, 14, 0), "model", "0.5.20 srt/model_executor/pool_configurator.py:566-567: "
+                                     "len(model_config.full_attention_layer_ids), the whole model's"),
+        Step((0, 5, 21, 0), "stage", "0.5.21 srt/model_executor/pool_configurator.py:581-582: "
+                                     "len(kvc.layer_info.full_attention_layer_ids), this runner's slice")),
     # A host pool no larger than the device pool: refused at start-up, or a warning.
     "host_smaller_than_device": (
         Step((0, 5, 14, 0), "refused", "0.5.14 srt/mem_cache/pool_host/base.py:70-72: assert self.size > "
@@ -218,6 +224,7 @@ class SglangBehaviour:
     prefill_graphs_clamped_to_context: bool
     pp_prefill_graph_cap: int | None
     decode_max_bs_capped_by_requests: bool
+    hybrid_swa_stage_layers: bool
     host_smaller_refused: bool
     guard_per_rank: bool
     hicache_size_split: bool
@@ -256,6 +263,7 @@ def behaviour_for(version: str) -> SglangBehaviour:
         prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
         pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
         decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
+        hybrid_swa_stage_layers=value("hybrid_swa_stage_layers") == "stage",
         host_smaller_refused=value("host_smaller_than_device") == "refused",
         guard_per_rank=value("host_guard") == "per_rank", hicache_size_split=value("hicache_size_split"),
         auto_size=value("hicache_auto_size"), buffer_only=value("buffer_only"))
