@@ -356,7 +356,8 @@ def gate(p, loaded, limits: dict):
     return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
                     Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,
                     workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
-                    shm_message_named=p.behaviour.shm_message_named)
+                    shm_message_named=p.behaviour.shm_message_named,
+                    engine="SGLang" if p.engine == "sglang" else "vLLM")
 
 
 def releases_of(loaded, compare_versions: str | None):

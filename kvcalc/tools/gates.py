@@ -88,9 +88,11 @@ def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: b
 
 
 def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, engines_per_node: int = 1,
-             workers_per_node: int = 1, shm_checked: bool = False, shm_message_named: bool = False) -> list[Check]:
+             workers_per_node: int = 1, shm_checked: bool = False, shm_message_named: bool = False,
+             engine: str = "vLLM") -> list[Check]:
     """Every gate. `gpu_tokens`: the GPU KV cache size in tokens (None when unknown); `shm_checked`: the release
-    refuses to start when /dev/shm is short (0.28+); `shm_message_named`: its message names the allocation (0.31+)."""
+    refuses to start when /dev/shm is short (0.28+); `shm_message_named`: its message names the allocation (0.31+);
+    `engine`: how the startup gate names the engine (vLLM, SGLang)."""
     if pool.not_modelled is not None:
         nm = pool.not_modelled
         return refused(version, f"kvcalc cannot gate it: vLLM hands offloading to {nm.connector}, whose pool lives in "
@@ -98,7 +100,7 @@ def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, 
     if pool.startup_error:
         return refused(version, pool.startup_error)
     shm = gates.shm
-    startup = _check("startup", "pass", f"vLLM {version} starts {pool.connector} with this layout")
+    startup = _check("startup", "pass", f"{engine} {version} starts {pool.connector} with this layout")
     if shm is not None and shm.value is not None and shm_checked and pool.shm_bytes_per_engine:
         why = shm_refusal(pool.shm_bytes_per_engine, engines_per_node, shm.value, version, shm_message_named)
         if why:
