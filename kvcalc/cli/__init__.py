@@ -50,7 +50,9 @@ def serve_tail(args: list[str]) -> list[str]:
         j = 1 if tail[:1] == ["env"] else 0
         while j < len(tail) and "=" in tail[j] and tail[j].split("=", 1)[0].isidentifier():
             j += 1
-        if tail[j:j + 1] in (["vllm"], ["serve"]):
+        if tail[j:j + 1] in (["vllm"], ["serve"]) or tail[j:j + 2] == ["sglang", "serve"] or (
+                tail[j:j + 1] and tail[j].rsplit("/", 1)[-1].startswith("python")
+                and tail[j + 1:j + 3] == ["-m", "sglang.launch_server"]):  # SGLang's lines (inputs/sglang_serve.py)
             return args[:i] + ["--serve", shlex.join(tail)]
     return args
 

@@ -269,8 +269,18 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
 
 
 def _release_of_image(grant, overrides: dict, base: dict) -> None:
-    """The image tag's vLLM (and LMCache) release, under the flags: --vllm-version / --lmcache-version win."""
+    """The image tag's vLLM (and LMCache) release, under the flags: --vllm-version / --lmcache-version win; an
+    SGLang container's tag gives its SGLang release (vocab/releases/sglang.image_release)."""
     if grant.image is None:
+        return
+    if "sglang.launch_server" in grant.argv[:3]:
+        from ..vocab.releases.sglang import image_release as sglang_image
+
+        version, how = sglang_image(grant.image)
+        if version is not None and "sglang.version" not in overrides:
+            overrides["sglang.version"] = (version, how)
+        elif version is None:
+            err(f"note: {how}")
         return
     from ..vocab.releases.images import image_release
 
@@ -302,7 +312,13 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
         return load_layout(layout, overrides={**(base or {}), **overrides})
     from ..inputs.serve import load_serve, split
 
-    loaded, notes = load_serve(split(serve), overrides=overrides, base=base)
+    argv = split(serve)
+    if "sglang" in serve:  # `python -m sglang.launch_server ...` / `sglang serve ...`: SGLang's flags
+        from ..inputs.sglang_serve import is_sglang, load_sglang_serve
+
+        if is_sglang(argv):
+            load_serve = load_sglang_serve  # noqa: F811
+    loaded, notes = load_serve(argv, overrides=overrides, base=base)
     for n in notes:
         err(f"note: {n}")
     return loaded

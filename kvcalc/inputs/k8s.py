@@ -87,7 +87,9 @@ MAX_QUANTITY = 1 << 63
 
 DEFAULT_SHM = 64 << 20
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
-# Servers that are not vLLM: named in the refusal rather than misread as a malformed vLLM line.
+# The servers kvcalc plans: vLLM's `vllm serve` and SGLang's `python -m sglang.launch_server` / `sglang serve`
+# (inputs/sglang_serve.py). Other servers: named in the refusal rather than misread as a malformed vLLM line.
+PLANNED = ("vLLM", "SGLang")
 OTHER_ENGINES = (("sglang.launch_server", "SGLang"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM"),
                  ("text-generation-launcher", "TGI"), ("llama-server", "llama.cpp"), ("ollama", "Ollama"),
                  ("lmdeploy", "LMDeploy"))
@@ -226,13 +228,13 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
                 hit = _servers(path, tpl, c, objs, j)
                 if hit.engine is not None or container is not None:
                     found.append(hit)
-    vllm = [f for f in found if f.engine == "vLLM" or container is not None]
+    vllm = [f for f in found if f.engine in PLANNED or container is not None]
     if not vllm:
         other = [f for f in found if f.engine]
         if other:
             f = other[0]
             raise UnsupportedError(f"{path}: {f.label} container {f.container.get('name')!r} runs {f.engine}, not "
-                                   "vLLM: kvcalc plans vLLM's `vllm serve`")
+                                   "vLLM or SGLang: kvcalc plans `vllm serve` and `python -m sglang.launch_server`")
         what = f"a container named {container!r}" if container else "a container that runs `vllm serve`"
         raise LayoutError(path, "", f"{what} in a pod template (Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
                                     "InferenceService, or a custom resource's)", detail=_why_none(docs))
@@ -244,9 +246,9 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
     if hit.engine is None:
         raise LayoutError(path, f"{hit.label} container {hit.container.get('name')!r}",
                           "a command that runs `vllm serve`")
-    if hit.engine != "vLLM":
+    if hit.engine not in PLANNED:
         raise UnsupportedError(f"{path}: {hit.label} container {hit.container.get('name')!r} runs {hit.engine}, not "
-                               "vLLM: kvcalc plans vLLM's `vllm serve`")
+                               "vLLM or SGLang: kvcalc plans `vllm serve` and `python -m sglang.launch_server`")
     return hit
 
 
@@ -370,6 +372,9 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     label = f"{hit.label} container {c.get('name')!r}"
     words, added = unwrap(cmd.words)
     argv = ["vllm", "serve", *words[hit.start:]]
+    if hit.engine == "SGLang":  # SGLang's line, in its own spellings (inputs/sglang_serve.py)
+        rest = words[hit.start:]
+        argv = ["python3", "-m", "sglang.launch_server", *(rest[1:] if rest[:1] == ["serve"] else rest)]
     notes = _check_refs(path, label, argv, cmd.unknown)
     env = hit.env
     memory, request, gpus = _resources(path, label, c)

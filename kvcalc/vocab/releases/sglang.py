@@ -213,6 +213,27 @@ class SglangLayout:
     host_available: int | None = None  # psutil's available host memory on one node at start-up
 
 
+# SGLang's images: lmsysorg/sglang:v0.5.23 (-cu129, -runtime, ... suffixes), rocm/sgl-dev:v0.5.8.post1-rocm720-...:
+# the release in the tag (docker/Dockerfile of the sglang repository tags images by release).
+_IMAGE_TAG = r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?:[-_].*)?"
+
+
+def image_release(image: str) -> tuple[str | None, str]:
+    """(the SGLang release an image's tag names, how it was read), or (None, why not)."""
+    import re
+
+    name, _, tag = image.rpartition("@")[0 if "@" in image else 2].rpartition(":")
+    if "sgl" not in name.lower():
+        return None, f"image {image!r} is not an SGLang image kvcalc reads"
+    m = re.fullmatch(_IMAGE_TAG, tag) if tag else None
+    if m is None:
+        return None, f"image {image!r}: its tag names no SGLang release"
+    if m.group(1) not in SGLANG_RELEASES:
+        return None, f"image {image!r}: SGLang {m.group(1)} is not a release kvcalc models ({SGLANG_RELEASES[0]} - " \
+                     f"{SGLANG_RELEASES[-1]})"
+    return m.group(1), f"image {name}:{tag}"
+
+
 @record
 class SglangBehaviour:
     """What one SGLang release does, from STEPS."""
