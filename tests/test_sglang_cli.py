@@ -106,3 +106,43 @@ def test_a_vllm_plan_imports_no_sglang_module():
             "sys.stderr.write(repr(sorted(m for m in sys.modules if 'sglang' in m or 'hicache' in m)))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stderr.strip().endswith("[]")
+
+
+def test_size_cpu_tokens_answers_hicache_size(capsys):
+    code, out, err = run(capsys, "size", LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23", "--cpu-tokens", "2M", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    # 2M = 2,097,152 tokens x 131,072 B = 274.88e9 B: the smallest whole decimal GB is 275.
+    assert doc["hicache_size_gb"] == 275
+    assert doc["tokens_per_rank"] >= 2097152
+    # The ratio multiplies the GPU pool's tokens: 2,097,152 / max_total_num_tokens, up to the next thousandth.
+    gpu, _ = plan_json(capsys, LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                       "--sglang-version", "0.5.23")
+    tokens = gpu["sglang"]["max_total_num_tokens"]
+    assert doc["hicache_ratio"] == -(-2097152 * 1000 // tokens) / 1000
+
+
+def test_size_gpu_tokens_answers_mem_fraction_static(capsys):
+    code, out, err = run(capsys, "size", LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23", "--gpu-tokens", "300000", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    k = doc["mem_fraction_static"]
+    assert doc["max_total_num_tokens"] >= 300000
+    below, _ = plan_json(capsys, LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23", "--mem-fraction-static", str(round(k - 0.001, 3)))
+    assert below["sglang"]["max_total_num_tokens"] < 300000
+
+
+def test_sweep_rows_read_the_hicache_pool(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23", "--tp", "1,2", "--enable-hierarchical-cache", "--hicache-size",
+                         "50", "--format", "jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["family"] for r in rows] == ["hicache", "hicache"]
+    # int(50e9 // bytes per token) + one padding page per rank; TP 2 halves the bytes, doubles the tokens.
+    assert rows[0]["cpu_tokens_safe"] == int(50e9 // 131072) + 1
+    assert rows[1]["cpu_tokens_safe"] == int(50e9 // 65536) + 1
+    assert rows[1]["resident_bytes_per_node"] == 2 * (int(50e9 // 65536) + 1) * 65536

@@ -20,9 +20,17 @@ def size_gpu_command(layout: str, gpu_tokens: str | None, concurrency: float | N
     if concurrency is not None and not 0 < concurrency < 1e9:
         raise KvcalcError(f"--concurrency: expected a positive number of requests, got {concurrency}")
     loaded = load_layout(layout, overrides=overrides)
+    if loaded.engine == "sglang":  # SGLang's --mem-fraction-static (tools/sglang_sizing.py)
+        from ..tools.sglang_sizing import size_gpu as size_gpu  # noqa: F811
     with naming(loaded.source):
         doc = size_gpu(loaded, tokens, concurrency)
-    if fmt == "json":
+    if loaded.engine == "sglang":
+        if fmt != "json":
+            from ..report.table_sglang import gpu_size_text as text
+
+            sys.stdout.write(text(doc))
+            return
+    if fmt == "json" or doc.get("engine") == "sglang":
         print_json(doc)
         return
     from ..report.commands import gpu_size_text

@@ -107,3 +107,11 @@ def engines_table(entries, style) -> Table:
                   "—" if e.host_bytes_per_node is None else format_bytes(e.host_bytes_per_node),
                   "—" if e.shm_bytes_per_node is None else format_bytes(e.shm_bytes_per_node), e.refusal or "no")
     return t
+
+
+def gpu_size_text(doc: dict) -> str:
+    """`kvcalc size --gpu-tokens N` for SGLang, in words."""
+    if doc["refusal"]:
+        return f"SGLang {doc['sglang_version']}: {doc['refusal']}\n"
+    return (f"SGLang {doc['sglang_version']}: --mem-fraction-static {doc['mem_fraction_static']} holds "
+            f"{doc['max_total_num_tokens']:,} tokens (target {doc['target_tokens']:,}; context {doc['context_length']:,})\n")

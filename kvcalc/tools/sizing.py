@@ -13,5 +13,10 @@ from ..vocab.layout import Layout
 
 
 def size(layout: Layout, target: SizeTarget) -> Any:
-    """The layout's backend's answer: a record with `backend`, `refusal` and `document(source, target)`."""
+    """The layout's backend's answer: a record with `backend`, `refusal` and `document(source, target)` (an SGLang
+    layout: HiCache's --hicache-size, tools/sglang_sizing.py)."""
+    if layout.engine == "sglang":
+        from .sglang_sizing import size_host
+
+        return size_host(layout, target)
     return backend(layout.offload.backend).size(layout, target, plan)

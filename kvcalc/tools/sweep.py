@@ -63,6 +63,11 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
                 overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
                 data, origin = expand(top, source=source, overrides=overrides)
                 layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
+                if layout.engine == "sglang":  # SGLang's plan (no vLLM stage to share between budgets)
+                    p = plan(layout)
+                    fill(row, p)
+                    yield row
+                    continue
                 stage = plan_gpu(layout)
                 if key is not None:
                     if len(shared) >= _SHARED_LIMIT:
@@ -83,8 +88,11 @@ def fill(row: dict, p) -> None:
     pool = p.pool
     row["family"] = pool.family
     row["cpu_bytes_to_use"] = pool.budget_bytes
-    row["gpu_num_blocks"] = p.gpu.num_blocks
-    row["gpu_kv_cache_bytes"] = None if p.memory is None else p.memory.kv_cache_bytes  # predicted (--gpu)
+    if p.engine == "sglang":  # SGLang: its KV budget, no blocks
+        row["gpu_kv_cache_bytes"] = p.stage.gpu.budget_bytes
+    else:
+        row["gpu_num_blocks"] = p.gpu.num_blocks
+        row["gpu_kv_cache_bytes"] = None if p.memory is None else p.memory.kv_cache_bytes  # predicted (--gpu)
     if pool.not_modelled is not None:
         nm = pool.not_modelled
         row["error"] = f"vLLM {p.behaviour.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"
