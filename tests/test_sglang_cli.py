@@ -2,6 +2,8 @@
 that loads none of SGLang's modules."""
 
 import json
+
+import pytest
 import os
 import subprocess
 import sys
@@ -146,3 +148,27 @@ def test_sweep_rows_read_the_hicache_pool(capsys):
     assert rows[0]["cpu_tokens_safe"] == int(50e9 // 131072) + 1
     assert rows[1]["cpu_tokens_safe"] == int(50e9 // 65536) + 1
     assert rows[1]["resident_bytes_per_node"] == 2 * (int(50e9 // 65536) + 1) * 65536
+
+
+SGLANG_FLAGS = [k for k in __import__("kvcalc.vocab.keys", fromlist=["FLAGS"]).FLAGS.values()
+                if k.path.startswith("sglang.") or k.path in ("engine", "host.available_memory")]
+
+
+def test_every_sglang_flag_is_in_the_readme():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    missing = [k.flag[0] for k in SGLANG_FLAGS if k.flag[0] not in text]
+    assert missing == []
+
+
+@pytest.mark.parametrize("key", [k for k in SGLANG_FLAGS if k.cli_type is not bool], ids=lambda k: k.flag[0])
+def test_every_sglang_flag_refuses_a_bad_value_in_one_line(capsys, key):
+    bad = {"int": "-3", "number": "-1", "fraction": "1.5", "size": "12 parsecs", "choice": "nonsense",
+           "str": None}[key.kind]
+    if bad is None:  # a free string (--hicache-storage-backend): named, never refused
+        return
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", key.flag[0], bad)
+    assert code == 2, err
+    assert err.strip().count("\n") == 0
+    assert key.flag[0] in err or key.path in err

@@ -2,7 +2,8 @@
 
 - vLLM -> SGLang: the GPU by name (nvidia-smi's capacity from vocab/releases/sglang.DEVICES), SGLang's defaults for
   everything else (mem_fraction_static, page size), and vLLM's CPU budget per engine as HiCache's --hicache-size per
-  rank (decimal GB, rounded down, as SGLang takes whole numbers): the same host bytes.
+  rank (decimal GB, rounded down, as SGLang takes whole numbers): the same host bytes. Without a GPU, vLLM's
+  --kv-cache-memory is SGLang's KV budget per GPU: the same bytes, divided by SGLang's cells.
 - SGLang -> vLLM: the GPU by name (torch's total from vocab/devices.DEVICES: the budget is predicted per release),
   vLLM's defaults, and HiCache's bytes per engine as the native connector's cpu_bytes_to_use.
 
@@ -32,6 +33,9 @@ def as_sglang(layout: Layout) -> Layout:
     if not sg.hicache.enabled:
         sg = replace(sg, hicache=hicache)
     sg = replace(sg, architecture=sg.architecture or arch)
+    memory = layout.cache.kv_cache_memory
+    if sg.capacity_mib is None and sg.gpu_free_memory is None and memory is not None:
+        sg = replace(sg, kv_budget_bytes=min(memory))  # no GPU named: the same KV budget per GPU
     return replace(layout, engine="sglang", sglang=sg, offload=NO_CONNECTOR)
 
 

@@ -38,9 +38,9 @@ class SglangSection:
 
     version: str = field("the SGLang release")
     version_from: str = field("where the release came from: --sglang-version, 'layout file', an image tag, default")
-    mem_fraction_static: float = field("the fraction used")
+    mem_fraction_static: float | None = field("the fraction used (null: a budget given in bytes)")
     mem_fraction_static_default: bool = field("true: SGLang's default for the GPU, not a flag")
-    min_mem_fraction_static: float = field("1 - available / free before the load: SGLang refuses below it")
+    min_mem_fraction_static: float | None = field("1 - available / free before the load: SGLang refuses below it")
     cell_size_bytes: list[CellSize] = field("bytes per token, per PP stage and pool")
     max_total_num_tokens: int = field("the GPU token pool")
     page_size: int = field("tokens per page")

@@ -31,17 +31,18 @@ class SglangGpu:
     attention_backend: str = field("SGLang's default backend on this GPU (fa3, flashinfer, triton, trtllm_mha, ...)")
     page_size: int = field("tokens per page: the flag's, else the backend's (1; 64 for TRT-LLM on SM100)")
     capacity_mib: int | None = field("nvidia-smi memory.total (what the defaults read)")
-    mem_fraction_static: float = field("the fraction used")
+    mem_fraction_static: float | None = field("the fraction used (null when a budget was given in bytes)")
     mem_fraction_static_default: bool = field("true: SGLang's default for this GPU (reserve below), not a flag")
     reserve: Reserve | None = field("the default's terms (null when the flag sets the fraction)")
-    free_before_bytes: int = field("free device memory before the weights load (pre_model_load_memory)")
+    free_before_bytes: int | None = field("free device memory before the weights load (pre_model_load_memory)")
     free_before_basis: str = field("flag | table")
     free_before_source: str = field("where it comes from")
     weights_bytes: tuple[int, ...] = field("per PP stage: the weights on one rank")
     weights_basis: str = field("flag (--weights-bytes) | exact | estimate (the parameter breakdown)")
-    available_bytes: int = field("free after the weights load, MIN over the world: free_before - the largest weights")
+    available_bytes: int | None = field("free after the weights load, MIN over the world: free_before - the largest "
+                                        "weights")
     budget_bytes: int = field("int((available - free_before x (1 - mem_fraction_static)) x 2^30), from GiB floats")
-    min_mem_fraction_static: float = field("1 - available / free_before: below it SGLang refuses to start")
+    min_mem_fraction_static: float | None = field("1 - available / free_before: below it SGLang refuses to start")
     cell_size_bytes: tuple[CellSize, ...] = field("per PP stage and pool")
     max_total_num_tokens: int = field("the token pool: MIN over the stages, floored to the page, capped by the flag")
     full_max_total_num_tokens: int | None = field("hybrid SWA: the full pool's tokens")
@@ -97,6 +98,8 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     """Layout -> SGLang's pools, budget and tokens on one engine."""
     sg = layout.sglang
     model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture), behaviour.hybrid_swa_stage_layers)
+    if sg.kv_budget_bytes is not None:  # --compare-engines: vLLM's --kv-cache-memory as the budget itself
+        return _given_budget(layout, behaviour, model, sg.kv_budget_bytes)
     if sg.gpu_free_memory is None and sg.capacity_mib is None:
         raise UnsupportedError(f"{layout.source}: SGLang's budget starts from the GPU: give --gpu NAME, "
                                "--gpu-capacity-mib or --gpu-free-memory")
@@ -115,6 +118,20 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
         cell_size_bytes=(), max_total_num_tokens=0, full_max_total_num_tokens=None, swa_max_total_num_tokens=None,
         max_total_tokens_flag=sg.max_total_tokens, max_running_requests=0, context_length=layout.cache.max_model_len,
         kv_bytes_per_rank=0, log_lines=()))
+
+
+def _given_budget(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, kv: int) -> SglangStage:
+    """A budget given in bytes (vLLM's --kv-cache-memory for --compare-engines): the pool SGLang builds from it."""
+    sg = layout.sglang
+    backend, page = attention_backend(layout, sg.device.arch if sg.device else "sm90", model.kind == "mla")
+    return _tokens(layout, behaviour, model, kv, page, SglangGpu(
+        attention_backend=backend, page_size=page, capacity_mib=sg.capacity_mib, mem_fraction_static=None,
+        mem_fraction_static_default=False, reserve=None, free_before_bytes=None, free_before_basis="flag",
+        free_before_source="a KV budget in bytes (vLLM's --kv-cache-memory, --compare-engines)",
+        weights_bytes=(0,), weights_basis="flag", available_bytes=None, budget_bytes=kv,
+        min_mem_fraction_static=None, cell_size_bytes=(), max_total_num_tokens=0, full_max_total_num_tokens=None,
+        swa_max_total_num_tokens=None, max_total_tokens_flag=sg.max_total_tokens, max_running_requests=0,
+        context_length=layout.cache.max_model_len, kv_bytes_per_rank=0, log_lines=()))
 
 
 def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, budget_bytes: int, page: int,

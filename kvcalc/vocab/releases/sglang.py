@@ -209,6 +209,7 @@ class SglangLayout:
     weights_bytes: int | None = None  # bytes the weights take on one rank (free after load = free before - this)
     architecture: str | None = None  # the config's architectures[0]: SGLang's view of the model
     context_length_given: bool = False  # --context-length (cache.max_model_len) given, not the config's
+    kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
 

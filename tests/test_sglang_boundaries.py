@@ -1,0 +1,182 @@
+"""Every SGLang release boundary of vocab/releases/sglang.STEPS, checked on the release before it and the first
+release after it (the evidence is next to each Step). Numbers are derived by hand in each comment. A new Step
+without a check here fails test_every_boundary_has_a_check."""
+
+import pytest
+
+from kvcalc import layout_from_dict
+from kvcalc.engines.sglang.memory import default_fraction
+from kvcalc.pipeline import plan
+from kvcalc.vocab.errors import KvcalcError, StartupRefusal
+from kvcalc.vocab.releases import SGLANG_RELEASES
+from kvcalc.vocab.releases.sglang import STEPS, behaviour_for, parse_release
+
+CHECKS = {}
+DENSE = {"num_layers": 32, "num_kv_heads": 8, "head_size": 128}
+PINNED = {"gpu_free_memory": "78GiB", "weights_bytes": "15GiB", "mem_fraction_static": 0.85}
+
+
+def boundary(name, first):
+    def register(fn):
+        CHECKS[(name, first)] = fn
+        return fn
+    return register
+
+
+def before(first: str) -> str:
+    return SGLANG_RELEASES[SGLANG_RELEASES.index(first) - 1]
+
+
+def lay(version, model=DENSE, tp=1, pp=1, cache=None, **sglang):
+    return layout_from_dict({"engine": "sglang", "model": model,
+                             "parallel": {"tensor_parallel_size": tp, "pipeline_parallel_size": pp},
+                             "cache": cache or {"max_model_len": 8192}, "sglang": {"version": version, **sglang}})
+
+
+def mfs(version, **kw):
+    layout = lay(version, **{k: v for k, v in kw.items() if k in ("tp", "pp", "cache")},
+                 **{k: v for k, v in kw.items() if k not in ("tp", "pp", "cache")})
+    return default_fraction(layout, behaviour_for(version), False).mem_fraction_static
+
+
+@boundary("small_gpu_tier", "0.5.20")
+def _small_tier(first):
+    # L4 (23,034 MiB), TP 1: before, chunked 2,048, max_bs 24: 512 + 3,072 + 128 + 48 + 42 prefill graphs x 8
+    # (2,048: 8 + 14 + 8 + 8 + 4 sizes) = 4,096 -> round(18,938 / 23,034, 3) = 0.822; from 0.5.20 chunked 4,096,
+    # max_bs 48: 512 + 6,144 + 128 + 96 + 50 x 8 = 7,280 -> 0.684.
+    assert mfs(before(first), gpu_capacity_mib=23034) == 0.822
+    assert mfs(first, gpu_capacity_mib=23034) == 0.684
+
+
+@boundary("decode_reserve_without_graphs", "0.5.15")
+def _decode_reserve(first):
+    # H100 TP 1, --disable-cuda-graph: 512 + 12,288 + 128 = 12,928 (+ 256 x 2 = 13,440 on 0.5.14):
+    # round(68,631 / 81,559, 3) = 0.841, round(68,119 / 81,559, 3) = 0.835.
+    assert mfs(before(first), gpu_capacity_mib=81559, disable_cuda_graph=True) == 0.835
+    assert mfs(first, gpu_capacity_mib=81559, disable_cuda_graph=True) == 0.841
+
+
+@boundary("prefill_graphs_clamped_to_context", "0.5.17")
+def _context_clamp(first):
+    # H100 TP 1, --context-length 2048: 0.5.16 caps the prefill graphs at 2,048 tokens (42 graphs, 336 MiB) instead
+    # of 8,192 (58, 464): 13,776 -> 0.831; from 0.5.17 13,904 -> 0.830.
+    cache = {"max_model_len": 2048}
+    assert mfs(before(first), gpu_capacity_mib=81559, cache=cache) == 0.831
+    assert mfs(first, gpu_capacity_mib=81559, cache=cache) == 0.83
+
+
+@boundary("pp_prefill_graph_cap", "0.5.19")
+def _pp_cap(first):
+    # A100-80GB (81,920 MiB), TP 4 x PP 2, chunked 16,384: 512 + 24,576 + 1,024 + 512 x 2 + graphs: 74 x 8 = 592
+    # before (-> 27,728, round(54,192 / 81,920, 3) = 0.662), 58 x 8 = 464 capped at 8,192 (27,600 -> 0.663).
+    kw = dict(gpu_capacity_mib=81920, chunked_prefill_size=16384, tp=4, pp=2)
+    assert mfs(before(first), **kw) == 0.662
+    assert mfs(first, **kw) == 0.663
+
+
+@boundary("decode_max_bs_capped_by_requests", "0.5.22")
+def _requests_cap(first):
+    # H100 TP 2, --max-running-requests 64: max_bs 256 (512 MiB) before, 64 (128 MiB) from 0.5.22:
+    # 512 + 12,288 + 256 + 512 + 464 = 14,032 -> 0.828; 13,648 -> 0.833.
+    assert mfs(before(first), gpu_capacity_mib=81559, tp=2, max_running_requests=64) == 0.828
+    assert mfs(first, gpu_capacity_mib=81559, tp=2, max_running_requests=64) == 0.833
+
+
+@boundary("hybrid_swa_stage_layers", "0.5.21")
+def _swa_stages(first):
+    # A hybrid SWA model of 4 full + 4 sliding layers (full first) at PP 2: stage 0 holds the 4 full layers, stage 1
+    # the 4 sliding ones. Before 0.5.21 every stage counts the whole model's 4 + 4; from 0.5.21 its own.
+    from kvcalc.engines.sglang.model import sglang_model
+
+    model = {"num_layers": 8, "num_kv_heads": 8, "head_size": 128, "sliding_window": 128,
+             "layer_types": ["full_attention"] * 4 + ["sliding_attention"] * 4}
+    old = sglang_model(lay(before(first), model=model, pp=2, **PINNED), True, behaviour_for(before(first))
+                       .hybrid_swa_stage_layers)
+    new = sglang_model(lay(first, model=model, pp=2, **PINNED), True, behaviour_for(first).hybrid_swa_stage_layers)
+    assert [(s.full_layers, s.swa_layers) for s in old.stages] == [(4, 4), (4, 4)]
+    assert [(s.full_layers, s.swa_layers) for s in new.stages] == [(4, 0), (0, 4)]
+
+
+@boundary("host_smaller_than_device", "0.5.15")
+def _smaller(first):
+    # --hicache-ratio 0.5: half the device tokens + one page is smaller than the device pool: 0.5.14 refuses
+    # (assert self.size > device_pool.size), 0.5.15 warns and starts.
+    with pytest.raises(StartupRefusal, match="should be larger than the device memory"):
+        plan(lay(before(first), hicache={"enabled": True, "ratio": 0.5}, **PINNED))
+    assert plan(lay(first, hicache={"enabled": True, "ratio": 0.5}, **PINNED)).pool.section.enabled
+
+
+@boundary("host_guard", "0.5.19")
+def _guard(first):
+    # TP 4 on one host with 300 GB available, --hicache-size 100 a rank: 0.5.18 checks against 300 GB - 10 GiB =
+    # 289.3 GB (passes); 0.5.19 against that // 4 = 72.3 GB (refused).
+    kw = dict(tp=4, hicache={"enabled": True, "size": 100}, **PINNED)
+    layout = layout_from_dict({"engine": "sglang", "model": DENSE, "parallel": {"tensor_parallel_size": 4},
+                               "cache": {"max_model_len": 8192}, "host": {"available_memory": "300GB"},
+                               "sglang": {"version": before(first), **PINNED, "hicache": kw["hicache"]}})
+    assert plan(layout).pool.section.guard_bytes_per_rank == 300 * 10**9 - 10 * (1 << 30)
+    with pytest.raises(StartupRefusal, match="only have 72.32 GB free"):
+        plan(layout_from_dict({"engine": "sglang", "model": DENSE, "parallel": {"tensor_parallel_size": 4},
+                               "cache": {"max_model_len": 8192}, "host": {"available_memory": "300GB"},
+                               "sglang": {"version": first, **PINNED, "hicache": kw["hicache"]}}))
+
+
+@boundary("hicache_size_split", "0.5.17")
+def _split(first):
+    # gpt-oss-like hybrid (4 full + 4 sliding, SWA pool 0.8 x the full one), --hicache-size 10: before, each of the
+    # two host pools gets 10 GB (~20 GB a rank, sglang#29034 / #32373); from 0.5.17 the 10 GB are split by device
+    # bytes (full : SWA = 1 : 0.8).
+    model = {"num_layers": 8, "num_kv_heads": 8, "head_size": 128, "sliding_window": 128,
+             "layer_types": ["full_attention", "sliding_attention"] * 4}
+
+    def pools(version):
+        layout = lay(version, model=model, hicache={"enabled": True, "size": 10}, **PINNED)
+        from kvcalc.vocab.records import replace
+
+        layout = replace(layout, sglang=replace(layout.sglang, architecture="GptOssForCausalLM"))
+        return plan(layout).pool.section
+
+    old, new = pools(before(first)), pools(first)
+    assert [p.size_gb_share for p in old.pools] == [10.0, 10.0]
+    assert 19.9e9 < old.bytes_per_rank < 20.1e9
+    assert sum(p.size_gb_share for p in new.pools) == pytest.approx(10.0)
+    assert 9.9e9 < new.bytes_per_rank < 10.1e9
+
+
+@boundary("hicache_auto_size", "0.5.21")
+def _auto(first):
+    # No ratio, no size, 100 GiB available: 0.5.20 keeps 2.0 (and its guard refuses ~2 x 59 GiB against 90 GiB);
+    # 0.5.21 lowers the ratio to fit 0.8 x 90 GiB x 0.95.
+    def at(version):
+        return plan(layout_from_dict({"engine": "sglang", "model": DENSE, "cache": {"max_model_len": 8192},
+                                      "host": {"available_memory": "100GiB"},
+                                      "sglang": {"version": version, **PINNED, "hicache": {"enabled": True}}}))
+    with pytest.raises(StartupRefusal, match="Not enough host memory"):
+        at(before(first))
+    assert at(first).pool.section.ratio_from == "auto-size"
+
+
+@boundary("buffer_only", "0.5.19")
+def _buffer_only(first):
+    h = {"enabled": True, "host_memory_mode": "buffer_only", "storage_backend": "file"}
+    with pytest.raises(KvcalcError, match="no buffer_only mode"):
+        plan(lay(before(first), hicache=h, **PINNED))
+    assert plan(lay(first, hicache=h, **PINNED)).pool.section.ratio == 1.2  # buffer_only's default ratio
+
+
+def boundaries():
+    out = []
+    for name, steps in STEPS.items():
+        for s in steps[1:]:
+            first = next(v for v in SGLANG_RELEASES if parse_release(v) >= s.first)
+            out.append((name, first))
+    return out
+
+
+def test_every_boundary_has_a_check():
+    assert sorted(boundaries()) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("name, first", boundaries())
+def test_boundary(name, first):
+    CHECKS[(name, first)](first)
