@@ -16,6 +16,8 @@ Targets (issue 9):
                                                         (wall clock, and instructions under callgrind when present)
   peak RSS of `kvcalc plan --format json`            <= 40 MB
   torch imported                                     only with --verify
+  plans/s of an SGLang plan (issue 24)               >= 0.5 x a vLLM plan of the same model (Llama-3.1-8B on an
+                                                        H100, a predicted budget; SGLang with HiCache)
 """
 
 from __future__ import annotations
@@ -286,6 +288,28 @@ def torch_free() -> dict:
     return {"torch_imported_without_verify": out == "True", "ok": out == "False"}
 
 
+def engines(seconds: float) -> dict:
+    """Plans/s of the same model planned by vLLM's rules and by SGLang's (issue 24: SGLang within 2 x)."""
+    from kvcalc import load_layout, plan
+
+    model = os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json")
+    base = {"gpu.name": ("H100", "--gpu"), "cache.max_model_len": (16384, "--max-model-len")}
+    layouts = {"vllm": load_layout(model, overrides=base), "sglang": load_layout(model, overrides={
+        **base, "engine": ("sglang", "--engine"), "sglang.version": ("0.5.23", "--sglang-version"),
+        "sglang.hicache.enabled": (True, "x"), "sglang.hicache.size": (100, "x")})}
+    out = {}
+    for name, layout in layouts.items():
+        plan(layout)
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(50):
+                plan(layout)
+            n += 50
+        out[name] = round(n / (time.perf_counter() - t0))
+    return {"plans_per_s": out, "ratio": round(out["sglang"] / out["vllm"], 2),
+            "ok": out["sglang"] >= out["vllm"] / 2}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -310,6 +334,7 @@ def main() -> int:
         "memory": peak_rss(),
         "worst": worst_layout(),
         "torch": torch_free(),
+        "engines": engines(seconds),
     }
     if args.json:
         print(json.dumps(results, indent=2))
@@ -342,7 +367,10 @@ def main() -> int:
               f"/ {w['table']['peak_rss_mb']} MB as a table (target < 2 s, < 200 MB) {ok(w)}; a 10^8-point sweep "
               f"refused in {w['sweep_1e8_refused_s']} s")
         print(f"torch imported without --verify: {results['torch']['torch_imported_without_verify']}")
-    keys = ("cold_start", "plans", "layer_scaling", "sweep", "memory", "worst", "torch")
+        e = results["engines"]
+        print(f"plans/s, Llama-3.1-8B on an H100: vLLM {e['plans_per_s']['vllm']:,}, SGLang "
+              f"{e['plans_per_s']['sglang']:,}: ratio {e['ratio']} (target >= 0.5) {ok(e)}")
+    keys = ("cold_start", "plans", "layer_scaling", "sweep", "memory", "worst", "torch", "engines")
     return 0 if all(results[k]["ok"] for k in keys) else 1
 
 
