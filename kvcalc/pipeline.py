@@ -126,6 +126,16 @@ class SglangLogs:
     kv_cache_size_tokens: int
 
 
+def vllm_only(layout: Layout, what: str) -> None:
+    """Refuse a vLLM-only operation (a vLLM log or scrape, vllm-args, --verify, --compare-versions, ...) on an SGLang
+    layout, naming what to use instead."""
+    if layout.engine == "sglang":
+        from .vocab.errors import UnsupportedError
+
+        raise UnsupportedError(f"{layout.source}: {what} reads vLLM's plan, and this layout is planned by SGLang's "
+                               "rules (engine sglang): drop --engine sglang for vLLM, or --compare-engines for both")
+
+
 def plan_sglang(layout: Layout) -> SglangPlan:
     """An SGLang layout: its pools, budget and tokens, then its HiCache host pool. Imports SGLang's modules only
     here (a vLLM plan loads none)."""
@@ -180,6 +190,7 @@ def compare(layout: Layout, versions: list[str]) -> list[tuple[str, Plan | Kvcal
     """The same layout planned as each release would: a Plan, or the refusal that release gives. A string that
     is no release kvcalc models is refused up front (UnsupportedError), not shown as a start-up failure; the
     list is de-duplicated, so it is never longer than versions.RELEASES."""
+    vllm_only(layout, "--compare-versions")
     versions = list(dict.fromkeys(versions))
     for v in versions:
         behaviour_for(v)
@@ -196,6 +207,7 @@ def compare_backends(layout: Layout) -> list[tuple[str, Plan | KvcalcError]]:
     """The layout on every backend with the same host budget: this layout's budget for one engine (the pool
     LMCache's config makes, or the native budget), spelled by each other backend in its own config
     (OffloadBackend.with_budget), in OFFLOAD_BACKENDS order."""
+    vllm_only(layout, "--compare-backends")
     mine = layout.offload.backend
     try:
         own: Plan | KvcalcError = plan(layout)

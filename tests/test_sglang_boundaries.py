@@ -138,6 +138,8 @@ def _split(first):
 
     old, new = pools(before(first)), pools(first)
     assert [p.size_gb_share for p in old.pools] == [10.0, 10.0]
+    assert any("sglang#29034" in w for w in plan_warnings(before(first), model))
+    assert not any("sglang#29034" in w for w in plan_warnings(first, model))
     assert 19.9e9 < old.bytes_per_rank < 20.1e9
     assert sum(p.size_gb_share for p in new.pools) == pytest.approx(10.0)
     assert 9.9e9 < new.bytes_per_rank < 10.1e9
@@ -162,6 +164,13 @@ def _buffer_only(first):
     with pytest.raises(KvcalcError, match="no buffer_only mode"):
         plan(lay(before(first), hicache=h, **PINNED))
     assert plan(lay(first, hicache=h, **PINNED)).pool.section.ratio == 1.2  # buffer_only's default ratio
+
+
+def plan_warnings(version, model):
+    from kvcalc.vocab.records import replace
+
+    layout = lay(version, model=model, hicache={"enabled": True, "size": 10}, **PINNED)
+    return plan(replace(layout, sglang=replace(layout.sglang, architecture="GptOssForCausalLM"))).warnings
 
 
 def boundaries():

@@ -172,3 +172,21 @@ def test_every_sglang_flag_refuses_a_bad_value_in_one_line(capsys, key):
     assert code == 2, err
     assert err.strip().count("\n") == 0
     assert key.flag[0] in err or key.path in err
+
+
+@pytest.mark.parametrize("extra", [
+    ["vllm-args", LLAMA], ["check", LLAMA, "--log", os.path.join(ROOT, "tests/fixtures/logs/llama-3.1-8b-tp1-v0.19.1.log")],
+    ["plan", LLAMA, "--verify"], ["plan", LLAMA, "--compare-versions", "0.19.1,0.33.0"],
+    ["plan", LLAMA, "--compare-backends"]], ids=lambda e: " ".join(e[:1] + e[2:3]))
+def test_vllm_only_operations_refuse_an_sglang_layout(capsys, extra):
+    code, _, err = run(capsys, *extra, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23")
+    assert code == 2, err
+    assert "planned by SGLang's rules" in err
+    assert err.strip().count("\n") == 0
+
+
+def test_a_capacity_below_the_baseline_is_refused(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu-capacity-mib", "1", "--sglang-version",
+                       "0.5.23")
+    assert code == 2
+    assert "no free GPU memory before the weights load" in err

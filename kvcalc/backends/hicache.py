@@ -285,7 +285,24 @@ class HiCachePool(Pool):
                 f"{format_bytes(s.bytes_per_node)} on the busiest node.")
 
 
+def _warnings(layout: Layout, stage: SglangStage, s: HiCacheSection) -> tuple[str, ...]:
+    """SGLang's own sizing bugs and warnings where they touch this plan, each with its size here."""
+    b, out = stage.behaviour, []
+    if not s.enabled:
+        return ()
+    if s.size_gb and len(s.pools) > 1 and not b.hicache_size_split:
+        out.append(f"SGLang {b.version} gives --hicache-size {s.size_gb} GB to each of its {len(s.pools)} host pools "
+                   f"(sglang#29034, #32373; split by device bytes from 0.5.17): {s.bytes_per_rank / 1e9:.2f} GB a "
+                   f"rank, not {s.size_gb}")
+    for p in s.pools:
+        if p.size_tokens <= p.device_tokens:  # pool_host/base.py:231-240 @0.5.23, logged at start-up
+            out.append(f"HiCache {p.pool} host pool ({p.size_tokens:,} tokens) is smaller than the device pool "
+                       f"({p.device_tokens:,} tokens): L2 cache effectiveness is reduced (SGLang's own warning)")
+    return tuple(out)
+
+
 def hicache_pool(layout: Layout, stage: SglangStage) -> HiCachePool:
     section, notes = hicache_section(layout, stage)
     return HiCachePool(section=section, behaviour_version=stage.behaviour.version,
-                       gpu_tokens=stage.gpu.max_total_num_tokens, notes=notes)
+                       gpu_tokens=stage.gpu.max_total_num_tokens, notes=notes,
+                       warnings=_warnings(layout, stage, section))

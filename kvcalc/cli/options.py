@@ -399,9 +399,10 @@ def verified(p):
 
 def backends_of(loaded):
     """--compare-backends: every backend's pool for this layout's budget."""
-    from ..pipeline import compare_backends as every_backend
+    from ..pipeline import compare_backends as every_backend, vllm_only
     from ..report.report import backend_entries
 
+    vllm_only(loaded, "--compare-backends")
     if not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
                           "--kv-offloading-size (or an LMCache config)")

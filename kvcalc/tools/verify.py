@@ -60,6 +60,9 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
 
 
 def verify_plan(plan) -> VerifySection:
+    from ..pipeline import vllm_only
+
+    vllm_only(plan.layout, "--verify")
     torch = _torch()
     tensors = views = 0
     for w in plan.gpu.workers:

@@ -107,6 +107,9 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     backend, page = attention_backend(layout, arch, model.kind == "mla")
     mfs, reserve = _fraction(layout, behaviour, model.kind == "mla")
     pre, pre_basis, pre_source = free_before(layout)
+    if pre <= 0:
+        raise UnsupportedError(f"{layout.source}: no free GPU memory before the weights load ({pre_source}): give "
+                               "--gpu-free-memory or a GPU's real capacity")
     weights, w_basis = _weights(layout, [s.layers for s in model.stages])
     available = min(pre - w for w in weights)
     budget_bytes, minimum = budget(pre, available, mfs)
