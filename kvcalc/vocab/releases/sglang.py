@@ -291,17 +291,4 @@ def behaviour_for(version: str) -> SglangBehaviour:
         auto_size=value("hicache_auto_size"), buffer_only=value("buffer_only"))
 
 
-def boundaries() -> list[dict]:
-    """Every behaviour's value per range of releases, with its evidence (`kvcalc versions --boundaries`)."""
-    out = []
-    for name, steps in STEPS.items():
-        for i, s in enumerate(steps):
-            first = next(v for v in SGLANG_RELEASES if parse_release(v) >= s.first)
-            later = [v for v in SGLANG_RELEASES if i + 1 < len(steps) and parse_release(v) < steps[i + 1].first]
-            last = later[-1] if later else SGLANG_RELEASES[-1]
-            out.append({"behaviour": f"sglang.{name}", "value": s.value, "first": first, "last": last,
-                        "evidence": s.evidence})
-    return out
-
-
 __all__ = ["DEFAULT_SGLANG_VERSION", "SGLANG_RELEASES", "STEPS", "SglangBehaviour", "behaviour_for"]
