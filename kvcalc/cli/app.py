@@ -153,7 +153,8 @@ def init(
     if serve is not None:
         from ..inputs.serve import SOURCE, parse, split
 
-        base, from_line, notes = parse(split(serve))
+        release = overrides.get("vllm.version", (None, ""))[0]
+        base, from_line, notes = parse(split(serve), release=release if isinstance(release, str) else None)
         for n in notes:
             err(f"note: {n}")
         merged = {**from_line, **overrides}

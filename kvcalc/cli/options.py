@@ -308,19 +308,6 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
     return loaded
 
 
-def with_a_budget(loaded):
-    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
-    if loaded.offload.budget_given:
-        return loaded
-    from ..vocab.records import replace
-
-    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The steps of `kvcalc plan` between reading the input and writing the report: the plan (or the start-up
-# refusal under --check), the gates, the release and backend comparisons, --verify.
-
 def plan_or_refusal(loaded, check: bool, fmt: str):
     """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
     gate (stdout: the refused report as JSON) and exit 1."""
