@@ -39,9 +39,12 @@ def app_for(args: list[str]) -> typer.Typer:
     return one
 
 
+INPUT_COMMANDS = ("plan", "size", "sweep", "check", "vllm-args", "init")  # the commands that read an input
+
+
 def serve_tail(args: list[str]) -> list[str]:
-    """`kvcalc plan [opts] -- vllm serve MODEL ...` -> `kvcalc plan [opts] --serve "vllm serve MODEL ..."`."""
-    if "--" in args and args[:1] == ["plan"]:
+    """`kvcalc CMD [opts] -- vllm serve MODEL ...` -> `kvcalc CMD [opts] --serve "vllm serve MODEL ..."`."""
+    if "--" in args and args[:1] and args[0] in INPUT_COMMANDS:
         import shlex  # only here: importing it compiles a regex, and start-up time is a target
 
         i = args.index("--")

@@ -142,7 +142,7 @@ def test_a_model_not_in_the_cache_names_every_path_and_the_fetch_command(capsys,
 def test_a_layout_and_a_serve_line_are_exclusive(capsys):
     code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "llama-3.1-8b.yaml"), "--serve", "vllm serve x")
     assert code == 2
-    assert "one of them" in err
+    assert "give one input" in err
 
 
 @pytest.mark.parametrize("config", sorted(n for n in os.listdir(CONFIGS) if n.endswith(".json") and "eagle" not in n))
