@@ -119,7 +119,9 @@ def plan(
             raise typer.Exit(1)
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
-        raise StartupRefusal(f"{loaded.source}: {report.error}")
+        e = StartupRefusal(f"{loaded.source}: {report.error}")
+        e.document_printed = fmt == "json"  # the report, with its `error`, is the document
+        raise e
 
 
 @app.command()
@@ -408,7 +410,9 @@ def check_cmd(
 
         console(120).print(render_log_check(result, log, loaded.source))
     if not result["rows"]:
-        raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
+        e = KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
+        e.document_printed = fmt == "json"
+        raise e
     if not result["match"]:
         err(f"check failed: {log} does not match the prediction for {loaded.source}")
         raise typer.Exit(1)
