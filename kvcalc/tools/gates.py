@@ -47,7 +47,7 @@ def workers_on_node(parallel) -> int:
     """GPU worker processes on the busiest node: an engine's TP x PP ranks over its nodes, times the engines a node
     holds."""
     ranks = parallel.tensor_parallel_size * parallel.pipeline_parallel_size
-    return -(-ranks // parallel.nnodes) * parallel.engines_per_node
+    return -(-ranks // parallel.nodes_per_engine) * parallel.engines_per_node
 
 
 def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
