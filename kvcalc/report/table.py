@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..vocab.records import record
+from .fit import FitTable
 from .report import collapse_layers
 from .sections import FamilyEntry, Report
 from ..vocab.units import exact_bytes, format_bytes
@@ -41,9 +42,13 @@ def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
-def _table(style: Style, title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=style.box, show_edge=False,
-              pad_edge=False, show_header=header, title_style="bold")
+def _table(style: Style, title: str, *columns: str, header: bool = True, by: str | None = None) -> Table:
+    """A table that never cuts a number (report/fit.py); `by`: how it goes vertical when the width is too small
+    (default: one block per column when the first column is an unnamed label column, else one per row)."""
+    if by is None:
+        by = "column" if header and len(columns) > 2 and columns[0] == "" else "row"
+    t = FitTable(title=title, title_justify="left", box=style.box, show_edge=False, by=by,
+                 pad_edge=False, show_header=header, title_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
