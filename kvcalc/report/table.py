@@ -211,9 +211,9 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
         row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
         red = None if style.plain else "bold red"
-        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
+        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "refused (below)"
                                      for _, e, _ in cols))
-        out.append(t)
+        out += [t, *refusals(report, cols)]
     out += gpu_memory_lines(report)
     text = report.verdict
     unsafe = "UNSAFE" in text or "would not start" in text
@@ -274,12 +274,25 @@ def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> Rend
 
 
 def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
-    """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
+    """(header, entry, family id): old and fixed always, then the selected release's family if it is another. Each
+    column is its family on one release (JSON offload.old/fixed.vllm_version): the selected release for its own
+    family, else the family's representative release planned whole (report.representative_entry)."""
     off = report.offload
-    cols = [(FAMILIES["old"].heading, off.old, "old"), (FAMILIES["fixed"].heading, off.fixed, "fixed")]
+
+    def head(fam: str) -> str:
+        return f"{fam} {report.vllm_version if fam == report.family else FAMILIES[fam].representative}"
+
+    cols = [(head("old"), off.old, "old"), (head("fixed"), off.fixed, "fixed")]
     if report.family not in ("old", "fixed"):
-        cols.append((f"{report.family} {report.vllm_version}", off.selected, report.family))
+        cols.append((head(report.family), off.selected, report.family))
     return cols
+
+
+def refusals(report: Report, cols) -> list[Text]:
+    """Under a table of release columns: why a column has no numbers (its release refuses the layout, or its
+    offloading connector fails at start-up), in that release's words."""
+    return [Text(f"{h}: {report.offload.errors[fam]}") for h, e, fam in cols
+            if e is None and fam in report.offload.errors]
 
 
 def _lmcache_table(report: Report, style: Style) -> RenderableType:
@@ -388,14 +401,14 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
         t.add_row("CPU blocks, worst worker ÷ fixed", *(
             _ratio(min(e.num_blocks_workers), min(base.num_blocks_workers)) if e else "—" for _, e, _ in cols))
 
-    def oob(e: FamilyEntry | None, fam: str) -> str:
+    def oob(e: FamilyEntry | None) -> str:
         if e is None:
-            return f"fails at init: {off.errors.get(fam, '')}"
+            return "refused (below)"
         ids = e.out_of_bounds_ids
         return f"YES ids {ids.first:,}–{ids.last:,}" if ids else "no"
 
-    t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
-    return Group(t, *_family_notes(cols))
+    t.add_row("out-of-bounds CPU stores", *(oob(e) for _, e, _ in cols))
+    return Group(t, *refusals(report, cols), *_family_notes(cols))
 
 
 def _family_notes(cols) -> list[Text]:
