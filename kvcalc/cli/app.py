@@ -116,7 +116,7 @@ def plan(
         checks = gate(p, loaded, limits)
     report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
                           verify=verified(p) if verify else None,
-                          backends=backends_of(loaded) if compare_backends else None)
+                          backends=backends_of(loaded) if compare_backends else None, limits=limits)
     for line in p.notes:
         err(f"note: {line}")
     other = decimal_budget_note(p)

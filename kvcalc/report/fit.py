@@ -61,12 +61,13 @@ class FitTable(Table):
         """Content widths that fit `max_width` without breaking a word or number (the widest columns give way
         first); None when the narrowest such widths do not fit."""
         cols = self.columns
-        mins, maxs = [], []
+        mins, maxs, body = [], [], []
         for col in cols:
             sizes = [_widths(c) for c in self._cells(col)] or [(1, 1)]
             widest = max(m for _, m in sizes)
             maxs.append(widest)
             mins.append(widest if col.no_wrap else max(m for m, _ in sizes))
+            body.append(max([widest if col.no_wrap else m for _, m in map(_widths, col.cells)] or [0]))
         # rich counts each column's left and right padding, edge columns too (Table._get_padding_width).
         _, right, _, left = self.padding
         extra = (len(cols) - 1 if self.box else 0) + (2 if self.box and self.show_edge else 0)
@@ -74,6 +75,10 @@ class FitTable(Table):
         if sum(mins) > room:
             return None
         widths = list(maxs)
+        # First the headings wrap (a column no wider than its widest cell), then the widest columns give way.
+        for k, floor in enumerate(max(m, b) for m, b in zip(mins, body)):
+            if sum(widths) > room:
+                widths[k] -= min(widths[k] - floor, sum(widths) - room) if widths[k] > floor else 0
         while sum(widths) > room:
             i = max((k for k in range(len(cols)) if widths[k] > mins[k]), key=lambda k: widths[k])
             widths[i] -= 1

@@ -19,6 +19,7 @@ from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSum
                        GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
                        TensorEntry, WorkerSection)
 from ..backends.base import OutOfBounds
+from .verdict import verdict
 
 if TYPE_CHECKING:
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
@@ -348,35 +349,12 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
     )
 
 
-def other_release(plan: Plan, off: OffloadSection | None) -> str:
-    """The verdict's word on the other formula's column, read from the same entries the Summary shows: how to get
-    out of bounds on an old release, or that the old formula's release would go out of bounds on this layout."""
-    sel = None if off is None else off.selected
-    if sel is None:
-        return ""
-    if plan.selected == "old":
-        fixed = off.fixed
-        if not sel.out_of_bounds:
-            return ""
-        if fixed is None:
-            return f" {off.errors.get('fixed', '')}."
-        if fixed.out_of_bounds:
-            return (f" vLLM {fixed.vllm_version} (the fixed formula) goes out of bounds too: its pipeline stages "
-                    "hold different bytes per block.")
-        return (f" Upgrading to vLLM ≥ 0.20.0 fixes it: vLLM {fixed.vllm_version} gets {fixed.num_blocks_scheduler:,} "
-                f"CPU {fixed.unit} on every worker.")
-    old = off.old
-    if old is None or not old.out_of_bounds:
-        return ""
-    return (f" On vLLM {old.vllm_version} (the old formula) this layout gets {old.num_blocks_scheduler:,} scheduler / "
-            f"{min(old.num_blocks_workers):,} worker CPU {old.unit}: out of bounds.")
-
-
 def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] | None = None,
                  checks: list[Check] | None = None, verify: VerifySection | None = None,
-                 backends: list[BackendEntry] | None = None) -> Report:
+                 backends: list[BackendEntry] | None = None, limits: dict | None = None) -> Report:
     """The report, built once. `releases` (from pipeline.compare) adds the comparison; `checks` (tools.gates) the
-    gates; `backends` (backend_entries) --compare-backends."""
+    gates; `backends` (backend_entries) --compare-backends; `limits` the gates' limits (tools.gates.Gates fields:
+    host_memory, shm, overhead; from --k8s's manifest or the flags), which the verdict says are enough or not."""
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
     kinds = Counter(lay.model.layer_types)
     rel = None
@@ -418,7 +396,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
         ),
         gpu=gpu, offload=offload, offload_reason=None if offload is not None else plan.pool.notes[0],
         notes=list(plan.notes), warnings=list(plan.warnings),
-        checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict + other_release(plan, offload),
+        checks=checks, releases=rel, verify=verify, verdict=verdict(plan, offload, limits),
         error=None if not plan.pool.startup_error else
         f"vLLM {plan.behaviour.version} refuses to start {plan.pool.connector}: {plan.pool.startup_error}",
     )

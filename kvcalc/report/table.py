@@ -12,6 +12,7 @@ from ..vocab.records import record
 from .fit import FitTable
 from .report import collapse_layers
 from .sections import FamilyEntry, Report
+from .verdict import gib
 from ..vocab.units import exact_bytes, format_bytes
 from ..vocab.releases.vllm import FAMILIES
 
@@ -195,28 +196,30 @@ def _tensor_table(report: Report, w, style: Style) -> Table:
 
 
 def summary(report: Report, style: Style) -> list[RenderableType]:
-    """The first screen (<= 20 lines at 80 columns): per formula column the CPU counts, the tokens held, the
-    host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
+    """The first screen (<= 20 lines at 80 columns): per release column the CPU counts, the tokens held, the host
+    memory resident and /dev/shm in GiB (exact bytes: the JSON and the offload table), the out-of-bounds answer,
+    then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
     if off is not None and off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
         cols = _columns(report)
-        t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
+        t = _table(style, f"Summary: {gib(off.cpu_bytes_to_use)} CPU budget per engine", "", *(c[0] for c in cols))
 
-        def row(label: str, get) -> None:
-            t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
+        def row(label: str, get, fmt=_n) -> None:
+            t.add_row(label, *(fmt(get(e)) if e is not None else "—" for _, e, _ in cols))
 
         row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
         row("CPU blocks/chunks, worst worker", lambda e: min(e.num_blocks_workers))
         row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
-        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
+        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node, gib)
+        row("/dev/shm region, node", lambda e: e.host.shm_bytes_per_node, lambda b: gib(b) if b else "none")
         red = None if style.plain else "bold red"
         t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "refused (below)"
                                      for _, e, _ in cols))
         out += [t, *refusals(report, cols)]
     out += gpu_memory_lines(report)
     text = report.verdict
-    unsafe = "UNSAFE" in text or "would not start" in text
+    unsafe = "UNSAFE" in text or "would not start" in text or "WOULD NOT START" in text
     out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
     return out
 

@@ -62,7 +62,110 @@ def test_a_release_that_refuses_shows_its_refusal_not_numbers(capsys, monkeypatc
     summary = out.split("Verdict:")[0].splitlines()
     head = next(i for i, line in enumerate(summary) if "fixed 0.23.0" in line)
     column = summary[head].index("fixed 0.23.0")
-    cells = [line[column:column + 12].strip() for line in summary[head + 1:head + 6]]
-    assert cells[:4] == ["—", "—", "—", "—"]
-    assert cells[4].startswith("refused")
+    cells = [line[column:column + 12].strip() for line in summary[head + 1:head + 7]]
+    assert cells[:5] == ["—", "—", "—", "—", "—"]
+    assert cells[5].startswith("refused")
     assert any(line.startswith("fixed 0.23.0: vLLM 0.23.0 would not start the offloading connector") for line in summary)
+
+
+# Kimi-K2.5 (61 MLA layers) at TP 4 on 0.33.0 stores each chunk once: 73,728 B x 61 = 4,497,408 B a chunk,
+# 64 GiB // that = 15,279 chunks in one /dev/shm region (tests/inputs/test_k8s.py).
+REGION = 15279 * 4497408
+GIB = 1 << 30
+
+
+def manifest(tmp_path, name, **subst):
+    """A manifest of tests/fixtures/k8s with its model path pointing at Kimi-K2.5's config (as test_k8s.py)."""
+    import shutil
+
+    model = tmp_path / "kimi-k2.5"
+    model.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(EX, "configs", "kimi-k2.5.json"), model / "config.json")
+    with open(os.path.join(ROOT, "tests", "fixtures", "k8s", name)) as fh:
+        text = fh.read().replace("/models/kimi-k2.5", str(model))
+    for old, new in subst.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def verdict_of(out: str) -> str:
+    return " ".join(out.split("Verdict:", 1)[1].split("\nLayout")[0].split())
+
+
+def test_the_summary_is_in_gib_and_fits_80_columns(capsys, monkeypatch, tmp_path):
+    path = manifest(tmp_path, "deployment-helm.yaml")
+    code, out, err = table(capsys, monkeypatch, "plan", "--k8s", path)
+    assert code == 0, err
+    first = out.split("\nLayout")[0].splitlines()
+    assert all(len(line) <= 80 for line in first)
+    assert first[2] == "Summary: 64.00 GiB CPU budget per engine"
+    rows = {line[:33].strip(): line[33:].split() for line in first[3:10]}
+    # 0.33.0's column: the region, 68,715,896,832 B = 63.997 GiB -> 64.00 GiB, resident and in /dev/shm alike.
+    assert REGION / GIB == 68715896832 / GIB
+    assert rows["host memory resident, node"][-2:] == ["64.00", "GiB"]
+    assert rows["/dev/shm region, node"][-2:] == ["64.00", "GiB"]
+    assert rows["/dev/shm region, node"][:2] == ["none", "none"]  # 0.19.1 and 0.23.0 pin private tensors
+    assert "68,715,896,832" not in "\n".join(first)  # exact bytes: the JSON and the offload table below
+    assert "68,715,896,832" in out
+
+
+def test_the_verdict_names_what_the_pod_needs_and_what_the_manifest_grants(capsys, monkeypatch, tmp_path):
+    # deployment-helm.yaml grants 96Gi of memory and an 80Gi memory-backed /dev/shm. One node's pod needs the
+    # region resident (68,715,896,832 B) + 4 workers x 3 GiB = 81,600,798,720 B = 76.00 GiB, and /dev/shm 64.00 GiB.
+    need = REGION + 4 * 3 * GIB
+    assert f"{need / GIB:.2f}" == "76.00"
+    code, out, err = table(capsys, monkeypatch, "plan", "--k8s", manifest(tmp_path, "deployment-helm.yaml"))
+    text = verdict_of(out)
+    assert text.startswith("safe on vLLM 0.33.0: 15,279 CPU chunks")
+    assert ("Needs per node (the pod): memory 76.00 GiB = 64.00 GiB resident CPU tier + 12.00 GiB for 4 GPU worker "
+            "process(es)") in text
+    assert "/dev/shm 64.00 GiB for the offload's shared region" in text
+    assert "Granted: memory 96.00 GiB from the pod's memory limit" in text
+    assert "/dev/shm 80 GiB (emptyDir 'dshm' (medium: Memory) sizeLimit 80Gi): enough" in text
+    # 70Gi is 6.00 GiB short of 76.00: the verdict is not "safe" although the pool's counts are.
+    path = manifest(tmp_path, "deployment-helm.yaml", **{"memory: 96Gi": "memory: 70Gi"})
+    text = verdict_of(table(capsys, monkeypatch, "plan", "--k8s", path)[1])
+    assert text.startswith("UNSAFE in this pod on vLLM 0.33.0")
+    assert "memory 70.00 GiB from the pod's memory limit" in text
+    assert "short by 6.00 GiB, the pod is OOM-killed" in text
+    assert "safe on" not in text
+
+
+def test_a_pod_with_the_runtimes_64_mib_dev_shm_is_not_safe_on_0_33(capsys, monkeypatch, tmp_path):
+    # lws.yaml (a LeaderWorkerSet) mounts nothing at /dev/shm: the container runtime's default 64 MiB. 0.33.0's
+    # start-up preflight (gates.shm_refusal) refuses a 65,533 MiB region there: the verdict must not say "safe".
+    path = manifest(tmp_path, "lws.yaml")
+    code, out, err = table(capsys, monkeypatch, "plan", "--k8s", path)
+    assert code == 0, err
+    text = verdict_of(out)
+    assert "safe" not in text.replace("unsafe", "").lower()
+    assert text.startswith("WOULD NOT START in this pod on vLLM 0.33.0")
+    assert f"{REGION / (1 << 20):.0f}" == "65533"  # vLLM's own message rounds the MiB (shm_broadcast.py)
+    assert ("/dev/shm 64 MiB (nothing mounted at /dev/shm: the runtime's default 64 MiB): too small, vLLM 0.33.0 "
+            "refuses to start: \"Insufficient space in /dev/shm for CPU KV offload shared region in /dev/shm: 65533 "
+            "MiB required, 64 MiB free.") in text
+    # lws.yaml's limit is 200G = 200 x 10^9 B = 186.26 GiB: enough for 76.00 GiB.
+    assert "memory 186.26 GiB from the pod's memory limit" in text
+    # 0.27.0 does not check /dev/shm at start-up: it starts, and its workers die with SIGBUS once the region fills.
+    code, out, err = table(capsys, monkeypatch, "plan", "--k8s", path, "--vllm-version", "0.27.0")
+    text = verdict_of(out)
+    assert text.startswith("UNSAFE in this pod on vLLM 0.27.0")
+    assert "die with SIGBUS" in text
+
+
+def test_the_verdict_reads_the_flags_limits_and_overhead(capsys, monkeypatch):
+    # Kimi-K2.5 + EAGLE3 on 0.33.0 without a manifest: --host-memory is a node's; --host-overhead replaces the
+    # estimate. The node keeps the 0.33.0 column's resident bytes (the Summary's) + 8 GiB.
+    argv = ["plan", KIMI, "--vllm-version", "0.33.0", "--host-memory", "64GiB", "--host-overhead", "8GiB"]
+    code, out, err = run(capsys, *argv, "--format", "json")
+    resident = json.loads(out)["offload"]["selected"]["host"]["resident_bytes_per_node"]
+    need = resident + 8 * GIB
+    code, out, err = table(capsys, monkeypatch, *argv)
+    text = verdict_of(out)
+    assert "+ 8.00 GiB for --host-overhead" in text
+    assert f"memory {(need * 100 + GIB // 2) // GIB / 100:.2f} GiB =" in text
+    assert "memory 64.00 GiB from --host-memory (a node): short by" in text
+    assert "the node runs out of memory" in text
