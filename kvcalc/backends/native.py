@@ -258,7 +258,14 @@ class NativePool(Pool):
     @property
     def kept(self) -> str:
         host = self.result.host
-        return f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B asked per engine)"
+        rounding = host.pinned_rounding
+        if rounding == "none":
+            how = "no allocator rounding" + (": one shared /dev/shm region" if host.shared_region else "")
+        elif rounding == "power_of_two":
+            how = "each pinned tensor rounded up to a power of two"
+        else:  # threshold:N (PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb)
+            how = f"pinned tensors up to {rounding.split(':')[1]} MiB rounded up to a power of two"
+        return f"resident ({how}; {host.requested_bytes_per_engine:,} B asked per engine)"
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -272,9 +279,9 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+            who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
-                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never "
-                   "allocated: out-of-bounds stores")
+                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
         return self.offload.warnings + ((oob,) if oob else ())
 
     @property

@@ -10,7 +10,8 @@ import typer
 
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, naming, plain, print_json, report_checks, write_sweep
+from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
+                      write_sweep)
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option,
                       from_manifest, gate, plan_or_refusal, releases_of, verified,
                       layout_flags, layout_overrides, load_input, split_overrides)
@@ -51,6 +52,8 @@ def plan(
     fmt: OutputFormat = format_option("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
+    summary: bool = typer.Option(False, "--summary", help="the table's first screen only: the title, Summary, GPU "
+                                 "lines and Verdict (and the Checks with --check)", rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
     compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
@@ -84,6 +87,8 @@ def plan(
     from ..pipeline import decimal_budget_note
     from ..report.report import build_report
 
+    if summary and fmt != "table":
+        raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
     base, overrides = split_overrides(flags)
     limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
     if k8s is not None:
@@ -124,7 +129,7 @@ def plan(
         err(f"note: {other}")
     for line in p.warnings:
         err(f"warning: {line}")
-    RENDERERS[fmt](report)
+    (print_summary if summary else RENDERERS[fmt])(report)
     if check:
         report_checks(report.checks)
         if not all(c.passed for c in report.checks):

@@ -169,3 +169,72 @@ def test_the_verdict_reads_the_flags_limits_and_overhead(capsys, monkeypatch):
     assert f"memory {(need * 100 + GIB // 2) // GIB / 100:.2f} GiB =" in text
     assert "memory 64.00 GiB from --host-memory (a node): short by" in text
     assert "the node runs out of memory" in text
+
+
+def test_summary_prints_the_first_screen_only(capsys, monkeypatch):
+    code, full, err = table(capsys, monkeypatch, "plan", KIMI, "--compare-versions", "0.19.1,0.33.0")
+    code, out, err = table(capsys, monkeypatch, "plan", KIMI, "--compare-versions", "0.19.1,0.33.0", "--summary")
+    assert code == 0, err
+    assert full.startswith(out)  # the same first screen, cut after the Verdict
+    assert out.splitlines()[0].startswith("Kimi-K2.5 + EAGLE3 — vLLM 0.19.1")
+    assert "Summary: 64.00 GiB CPU budget per engine" in out
+    assert "Verdict: UNSAFE on vLLM 0.19.1" in out
+    for detail in ("Layout", "KV cache groups", "CPU offload:", "Memory tiers", "release by release"):
+        assert detail in full
+        assert detail not in out
+    code, out, err = table(capsys, monkeypatch, "plan", KIMI, "--check", "--host-memory", "512GiB", "--summary")
+    assert code == 1  # the gates still decide the exit code
+    assert "Checks (--check" in out
+    assert out.rstrip().splitlines()[-1].startswith("min_cpu_tokens")
+
+
+def test_summary_with_json_is_one_line_exit_2(capsys):
+    code, out, err = run(capsys, "plan", KIMI, "--summary", "--format", "json")
+    assert code == 2
+    assert out == ""
+    assert err == "kvcalc: error: --summary shortens the table (--format table): the JSON document is always whole\n"
+
+
+GLOSSARY_TERMS = ("engine", "TP, PP, DP, world", "worker", "PP stage", "scheduler, worst worker", "Out of bounds",
+                  "family", "representative", "UniformType", "blocks, chunks", "copies", "CPU tokens held",
+                  "chunks per max_model_len request", "pinned, resident", "Budget unused", "rounding",
+                  "/dev/shm region (shm)", "node, pod", "process memory", "hybrid KV cache manager", "KV cache groups",
+                  "Mamba mode", "L1, L2, L3", "GPU line", "budget formula A – D", "GiB flag",
+                  "needs, limit, margin, limit from")
+
+
+def glossary() -> str:
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    return text.split("### Glossary\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_term_on_the_first_screen_is_in_the_readme_glossary(capsys, monkeypatch):
+    words = glossary()
+    missing = [t for t in GLOSSARY_TERMS if f"**{t}**" not in words]
+    assert missing == []
+    for family in ("old", "fixed", "packed", "config", "replicated", "single-alloc"):
+        assert f"`{family}`" in words, family
+    for rounding in ("power_of_two", "none", "threshold:N"):
+        assert f"`{rounding}`" in words, rounding
+    # The words on screen the glossary explains, where they appear (a renamed label must rename its entry).
+    code, out, err = table(capsys, monkeypatch, "plan", os.path.join(EX, "qwen3-next-80b-tp4.yaml"),
+                           "--vllm-version", "0.33.0", width=120)
+    for shown in ("CPU blocks/chunks, scheduler", "worst worker", "CPU tokens held", "resident", "/dev/shm region",
+                  "copies of each block", "chunks per max_model_len request", "hybrid KV cache manager",
+                  "KV cache groups (hybrid)", "mode align", "rule L3", "family single-alloc", "budget unused"):
+        assert shown in out, shown
+
+
+def test_the_unexplained_words_are_gone(capsys, monkeypatch):
+    # Issue 21: `PP stage 0` at PP 1, `copies (world or 1)`, "none rounding", "is above".
+    for argv in (["plan", KIMI], ["plan", os.path.join(EX, "llama-3.1-8b.yaml"), "--check", "--host-memory", "1TiB",
+                                  "--vllm-version", "0.33.0"],
+                 ["plan", os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json"), "--gpu", "H100"]):
+        code, out, err = table(capsys, monkeypatch, *argv, width=120)
+        assert "Verdict: " in out, err
+        text = out + err
+        for gone in ("PP stage 0", "stage 0", "world or 1", "none rounding", "is above"):
+            assert gone not in text, (argv, gone)
+    code, out, err = table(capsys, monkeypatch, "plan", KIMI, "--pp", "2", width=120)
+    assert "KV cache tensors, PP stage 1" in out  # named where there are stages
