@@ -159,11 +159,21 @@ def test_flags_override_file(capsys):
     assert doc["offload"]["cpu_bytes_all_replicas"] == 2 * 64 * GIB
 
 
-def test_zero_budget_gives_zero_blocks_and_a_warning(capsys):
-    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0")
-    assert doc['offload']['fixed']['num_blocks_scheduler'] == 0
-    assert doc['offload']['old']['num_blocks_scheduler'] == 0
-    assert "0 CPU blocks" in err
+def test_a_zero_budget_is_a_start_up_refusal(capsys):
+    # Issue 22: vLLM's CPUOffloadingSpec raises on a falsy cpu_bytes_to_use (v1/kv_offload/cpu/spec.py:100-104
+    # @0.33.0): exit 2 (the JSON document says why), and under --check a failed startup gate, exit 1.
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.33.0", "--cpu-bytes", "0",
+                         "--format", "json")
+    assert code == 2
+    assert "cpu_bytes_to_use must be specified in kv_connector_extra_config" in json.loads(out)["error"]
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.33.0", "--cpu-bytes", "0",
+                         "--check", "--format", "json")
+    assert code == 1
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["startup"]["status"] == "fail"
+    # `size` still plans at no budget to learn a block's bytes.
+    code, out, err = run(capsys, "size", ex("llama-3.1-8b.yaml"), "--cpu-tokens", "1M", "--format", "json")
+    assert code == 0, err
 
 
 def test_zero_gpu_blocks_never_divides_by_zero(capsys):

@@ -139,3 +139,15 @@ def test_pure_mamba_with_prefix_caching_is_refused_in_plan_and_sweep_alike(capsy
     code, out, err = run(capsys, "sweep", *args, "--format", "jsonl")
     assert code == 0, err
     assert "mamba_block_size" in json.loads(out)["error"]
+
+
+def test_every_refusal_has_a_json_document_with_format_json(capsys):
+    # Issue 21: bad input, an unmapped model and a start-up refusal gave 0 bytes on stdout although the README
+    # promised the document.
+    for args in (["plan", "nonexistent.yaml"], ["plan", os.path.join(EXAMPLES_DIR, "qwen3-next-80b-tp4.yaml"),
+                                                "--vllm-version", "0.19.1"],
+                 ["size", LLAMA, "--cpu-tokens", "0"]):
+        code, out, err = run(capsys, *args, "--format", "json")
+        assert code == 2, args
+        doc = json.loads(out)
+        assert doc["error"] == err.strip().splitlines()[-1][len("kvcalc: error: "):], args

@@ -124,6 +124,11 @@ class SizeTarget:
     resident: int | None = None
 
 
+# The budget `kvcalc size` plans a pool with to learn the bytes of one unit (a source no input can spell: a budget of
+# 0 given by a user is a start-up refusal).
+SIZING_BUDGET = "(sizing: no budget)"
+
+
 class Pool:
     """The host-side pool of one engine, as every consumer reads it whatever the backend. Subclasses are records
     that derive these figures from their own plan (lazily: a plain API plan reads none of them).

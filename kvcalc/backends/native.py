@@ -17,7 +17,7 @@ from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour, decide_hma
 from ..vocab.units import format_bytes
-from .base import Capacity, OutOfBounds, Pool, SizeTarget, pod_resources
+from .base import SIZING_BUDGET, Capacity, OutOfBounds, Pool, SizeTarget, pod_resources
 
 if TYPE_CHECKING:
     from .native_sizing import NativeSizes
@@ -86,9 +86,6 @@ class OffloadPlan:
             warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read "
                             "from 0.26.0): one GPU block per CPU block; use offload.block_size on this release")
         if self.startup_error is None and self.budget_given:
-            if s.cpu_bytes == 0:
-                warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a "
-                                "falsy cpu_bytes_to_use at startup)")
             for name, r in self.results.items():
                 if s.cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
                     warnings.append(f"{name} formula: 0 CPU blocks because the GPU has 0 blocks")
@@ -98,13 +95,18 @@ class OffloadPlan:
         return tuple(warnings)
 
 
+
 def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_enabled: bool,
-                 families: tuple[str, ...], budget_given: bool = True) -> OffloadPlan:
+                 families: tuple[str, ...], budget_given: bool = True, sizing: bool = False) -> OffloadPlan:
     selected_error = None
     if behaviour.offload_refuses_chunked_local and hma_enabled and any(
             isinstance(g.spec, ChunkedLocalAttentionSpec) for g in gpu.scheduler_groups):
         selected_error = ("the offloading scheduler accepts only full-attention and sliding-window groups with the "
                           "hybrid manager on; it asserts on this chunked-local group at startup")
+    if budget_given and s.cpu_bytes == 0 and not sizing:
+        # CPUOffloadingSpec refuses a falsy budget at start-up (v1/kv_offload/cpu/spec.py:100-104 @0.33.0,
+        # spec.py:25-29 @0.22.0; the same test in every release read).
+        selected_error = "cpu_bytes_to_use must be specified in kv_connector_extra_config (vLLM refuses a budget of 0)"
     families = tuple(dict.fromkeys(families))
     own = behaviour.formula
     sel = check = None
@@ -392,7 +394,8 @@ class NativeBackend:
         budget = layout.offload.cpu_bytes_to_use
         families = (behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula)
         off = plan_offload(stage.gpu, settings_for(layout, budget or 0), behaviour, hma_enabled=stage.hma_enabled,
-                           families=families, budget_given=budget is not None)
+                           families=families, budget_given=budget is not None,
+                           sizing=layout.offload.cpu_bytes_source == SIZING_BUDGET)
         return NativePool(offload=off, budget_bytes=budget, hma_enabled=stage.hma_enabled)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
