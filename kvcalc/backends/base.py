@@ -230,7 +230,7 @@ def workers_on_node(parallel) -> int:
     """GPU worker processes on the busiest node: an engine's TP x PP ranks over its nodes, times the engines a node
     holds."""
     ranks = parallel.tensor_parallel_size * parallel.pipeline_parallel_size
-    return -(-ranks // parallel.nnodes) * parallel.engines_per_node
+    return -(-ranks // parallel.nodes_per_engine) * parallel.engines_per_node
 
 
 def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: bool) -> str | None:

@@ -134,7 +134,7 @@ def settings_for(layout: Layout, budget: int) -> OffloadSettings:
         cpu_bytes=budget, block_size=layout.offload.block_size,
         blocks_per_chunk=layout.offload.blocks_per_chunk, tp=par.tensor_parallel_size,
         pp=par.pipeline_parallel_size, dp=par.data_parallel_size, world_size=par.world_size,
-        backend=par.distributed_executor_backend, nnodes=par.nnodes, engines_per_node=par.engines_per_node,
+        backend=par.distributed_executor_backend, nnodes=par.nodes_per_engine, engines_per_node=par.engines_per_node,
         platform=layout.platform, is_mla_model=model.is_mla, max_model_len=layout.cache.max_model_len,
         attention_backend=layout.backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
