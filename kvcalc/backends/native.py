@@ -16,7 +16,7 @@ from ..vocab.errors import KvcalcError
 from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour, decide_hma
-from ..vocab.units import exact_bytes, format_bytes
+from ..vocab.units import format_bytes
 from .base import SIZING_BUDGET, Capacity, OutOfBounds, Pool, SizeTarget, pod_resources
 
 if TYPE_CHECKING:
@@ -260,7 +260,14 @@ class NativePool(Pool):
     @property
     def kept(self) -> str:
         host = self.result.host
-        return f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B asked per engine)"
+        rounding = host.pinned_rounding
+        if rounding == "none":
+            how = "no allocator rounding" + (": one shared /dev/shm region" if host.shared_region else "")
+        elif rounding == "power_of_two":
+            how = "each pinned tensor rounded up to a power of two"
+        else:  # threshold:N (PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb)
+            how = f"pinned tensors up to {rounding.split(':')[1]} MiB rounded up to a power of two"
+        return f"resident ({how}; {host.requested_bytes_per_engine:,} B asked per engine)"
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -274,9 +281,9 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+            who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
-                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never "
-                   "allocated: out-of-bounds stores")
+                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
         return self.offload.warnings + ((oob,) if oob else ())
 
     @property
@@ -296,34 +303,26 @@ class NativePool(Pool):
 
 
 def native_verdict(pool: NativePool) -> str:
-    """The comparison in words, for the selected release."""
+    """The selected release's pool in words (the report adds the other releases' columns: report/report.py)."""
     off, v = pool.offload, pool.offload.behaviour.version
     if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
     if pool.budget_bytes is None:
-        return (f"Verdict: the GPU side on vLLM {v} is above; give a CPU budget (--cpu-bytes) for the CPU counts, or "
+        return (f"Verdict: vLLM {v}, the GPU side only: give a CPU budget (--cpu-bytes) for the CPU counts, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
     sel, ids = pool.result, pool.out_of_bounds
     unit = f"CPU {pool.unit}"
     if sel.scheduler.num_blocks == 0:
         first = f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing."
     elif ids is not None:
-        first = (f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.scheduler.num_blocks:,} {unit} but PP stage "
-                 f"{ids.pp_rank}'s workers allocated {sel.stages[ids.pp_rank].count.num_blocks:,}: once more than "
-                 "that many are offloaded, stores land out of bounds (crashes or corrupted KV).")
+        who = f"PP stage {ids.pp_rank}'s workers" if off.settings.pp > 1 else "the workers"
+        first = (f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.scheduler.num_blocks:,} {unit} but {who} "
+                 f"allocated {sel.stages[ids.pp_rank].count.num_blocks:,}: once more than that many are offloaded, "
+                 "stores land out of bounds (crashes or corrupted KV).")
     else:
         first = (f"Verdict: safe on vLLM {v}: {sel.scheduler.num_blocks:,} {unit} ({sel.tokens_scheduler:,} tokens), "
-                 f"{exact_bytes(sel.unused_bytes)} of the budget unused.")
-    old, fixed = off.results.get("old"), off.results.get("fixed")
-    if old is None or fixed is None:
-        return first
-    workers = [[s.count.num_blocks for s in r.stages] for r in (old, fixed)]
-    if workers[0] == workers[1] and old.scheduler.num_blocks == fixed.scheduler.num_blocks:
-        return first + " Old and fixed formulas agree for this layout."
-    if off.behaviour.family.id == "old":
-        return first + f" Upgrading to vLLM ≥ 0.20.0 gives {fixed.scheduler.num_blocks:,} CPU blocks on every rank."
-    return (first + f" On 0.14.0–0.19.1 the same layout would get {old.scheduler.num_blocks:,} scheduler / "
-            f"{min(workers[0]):,} worker CPU blocks" + (" (out of bounds)." if old.out_of_bounds else "."))
+                 f"{format_bytes(sel.unused_bytes)} of the budget unused.")
+    return first
 
 
 def gib_spelling(cpu_bytes: int) -> float | None:

@@ -10,7 +10,8 @@ import typer
 
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, naming, plain, print_json, report_checks, write_sweep
+from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
+                      write_sweep)
 from .inputs import LAYOUT_HELP, container_option, k8s_option, load_any, raw_any, serve_option
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, format_option, gate,
                       layout_flags, plan_or_refusal, releases_of, verified)
@@ -48,6 +49,8 @@ def plan(
     fmt: OutputFormat = format_option("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
+    summary: bool = typer.Option(False, "--summary", help="the table's first screen only: the title, Summary, GPU "
+                                 "lines and Verdict (and the Checks with --check)", rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
     compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
@@ -79,6 +82,8 @@ def plan(
     from ..pipeline import decimal_budget_note
     from ..report.report import build_report
 
+    if summary and fmt != "table":
+        raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
     limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
     loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
@@ -104,7 +109,7 @@ def plan(
         checks = gate(p, loaded, limits)
     report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
                           verify=verified(p) if verify else None,
-                          backends=backends_of(loaded) if compare_backends else None)
+                          backends=backends_of(loaded) if compare_backends else None, limits=limits)
     for line in p.notes:
         err(f"note: {line}")
     other = decimal_budget_note(p)
@@ -112,7 +117,7 @@ def plan(
         err(f"note: {other}")
     for line in p.warnings:
         err(f"warning: {line}")
-    RENDERERS[fmt](report)
+    (print_summary if summary else RENDERERS[fmt])(report)
     if check:
         report_checks(report.checks)
         if not all(c.passed for c in report.checks):
