@@ -81,7 +81,8 @@ def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
 
 def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Table:
     """`kvcalc check --metrics`: each scraped label against the prediction."""
-    t = _table(f"{metrics} against {layout_source} (vLLM {result['vllm_version']})",
+    # File names, not paths, in the title (the JSON has the paths): a long path folds mid-word at any width.
+    t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
         match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
@@ -91,7 +92,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
 
 def render_log_check(result: dict, log: str, layout_source: str) -> Table:
     """`kvcalc check --log`: each logged quantity against the prediction."""
-    t = _table(f"{log} against {layout_source} (vLLM {result['vllm_version']}; memory: {result['memory']})",
+    t = _table(f"{os.path.basename(log)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']}; "
+               f"memory: {result['memory']})",
                ("quantity", "predicted", "logged", "match"))
     for r in result["rows"]:
         t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
