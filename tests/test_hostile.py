@@ -169,3 +169,14 @@ def test_nnodes_is_the_whole_worlds_node_count(capsys):
                                    for i, a in enumerate(args)], "--host-memory", "400GiB")
     assert code == 2
     assert "a divisor of the world size DP x PP x TP = 4" in err
+
+
+def test_integers_beyond_a_float_are_bad_input(capsys, tmp_path):
+    # Issue 22: 10^400 GiB in kv_offloading_size or an LMCache size was an OverflowError (exit 70).
+    big = "9" * 400
+    for offload in (f"{{kv_offloading_size: {big}}}", f"{{backend: lmcache, lmcache: {{max_local_cpu_size: {big}}}}}"):
+        path = tmp_path / "big.yaml"
+        path.write_text(f"model: {{hf_config: {EXAMPLES_DIR}/configs/gemma-3-27b.json}}\noffload: {offload}\n")
+        code, out, err = run(capsys, "plan", str(path))
+        assert code == 2, err
+        assert len(err.strip().splitlines()) == 1, err

@@ -285,8 +285,8 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if has_gib:
         gib = o["kv_offloading_size"]
         key = KEY["offload.kv_offloading_size"]
-        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < key.minimum \
-                or (key.cap is not None and gib > key.cap):
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or (isinstance(gib, int) and gib > 1 << 60) \
+                or not math.isfinite(gib) or gib < key.minimum or (key.cap is not None and gib > key.cap):
             raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
                          gib)
         flag = r.flags.get("offload.kv_offloading_size")
