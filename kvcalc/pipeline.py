@@ -18,7 +18,7 @@ from .vocab.units import parse_size
 if TYPE_CHECKING:
     from .backends.base import OffloadBackend
     from .engines.vllm.memory import GpuMemory
-from .vocab.releases.vllm import REPRESENTATIVE, Behaviour, behaviour_for
+from .vocab.releases.vllm import Behaviour, behaviour_for
 
 
 @record
@@ -61,34 +61,6 @@ class Plan:
     def selected(self) -> str:
         """The formula the selected release uses."""
         return self.behaviour.formula
-
-
-def formula_notes(selected: Plan) -> dict[str, str]:
-    """Per formula id: how that formula's own releases would lay this model out, when it differs from the selected
-    release's layout (the old column is computed on the selected release's tensors). It plans the model a second
-    time: only reports that show the note ask for it."""
-    layout = selected.layout
-    other = "fixed" if selected.selected == "old" else "old"
-    version = REPRESENTATIVE[other]
-    try:
-        alt = plan(replace(layout, vllm_version=version, vllm_version_from="representative"))
-    except KvcalcError as e:
-        return {other: f"vLLM {version} would refuse this layout at startup: {e.one_line()}"}
-    same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \
-        [(g.layer_names, g.spec) for g in selected.grouping.groups] and alt.gpu.num_blocks == selected.gpu.num_blocks
-    if same:
-        return {}
-    r = alt.offload.results.get(other)
-    if r is None:
-        return {other: f"vLLM {version} lays this model out differently and fails to start the offloader: "
-                       f"{alt.offload.startup_error}"}
-    hma = "on" if alt.hma_enabled else "off"
-    blocks = "" if alt.gpu.num_blocks is None else f", {alt.gpu.num_blocks:,} GPU blocks"
-    return {other: f"vLLM {version} lays this model out differently (hybrid manager {hma}, "
-                   f"{len(alt.grouping.groups)} group(s){blocks}): there the {other} "
-                   f"formula gives {r.scheduler.num_blocks:,} scheduler / "
-                   f"{', '.join(f'{s.count.num_blocks:,}' for s in r.stages)} worker CPU blocks"
-                   + (", out of bounds" if r.out_of_bounds else "")}
 
 
 def plan_gpu(layout: Layout, connector: OffloadBackend | None = None) -> GpuStage:

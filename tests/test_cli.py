@@ -67,6 +67,9 @@ def test_every_example_prints_a_table_and_json(capsys, path):
         assert off["lmcache"]["stages"]
         return
     for f in ("old", "fixed"):
+        if off[f] is None:  # that family's release refuses this layout: the reason instead of numbers
+            assert off["errors"][f].startswith("vLLM ")
+            continue
         assert set(off[f]) >= {"kv_bytes_per_block", "kv_bytes_per_offloaded_block", "num_blocks_scheduler",
                                "num_blocks_workers"}
         assert all(isinstance(v, int) for v in off[f]["num_blocks_workers"])
@@ -156,11 +159,21 @@ def test_flags_override_file(capsys):
     assert doc["offload"]["cpu_bytes_all_replicas"] == 2 * 64 * GIB
 
 
-def test_zero_budget_gives_zero_blocks_and_a_warning(capsys):
-    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--cpu-bytes", "0")
-    assert doc['offload']['fixed']['num_blocks_scheduler'] == 0
-    assert doc['offload']['old']['num_blocks_scheduler'] == 0
-    assert "0 CPU blocks" in err
+def test_a_zero_budget_is_a_start_up_refusal(capsys):
+    # Issue 22: vLLM's CPUOffloadingSpec raises on a falsy cpu_bytes_to_use (v1/kv_offload/cpu/spec.py:100-104
+    # @0.33.0): exit 2 (the JSON document says why), and under --check a failed startup gate, exit 1.
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.33.0", "--cpu-bytes", "0",
+                         "--format", "json")
+    assert code == 2
+    assert "cpu_bytes_to_use must be specified in kv_connector_extra_config" in json.loads(out)["error"]
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.33.0", "--cpu-bytes", "0",
+                         "--check", "--format", "json")
+    assert code == 1
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["startup"]["status"] == "fail"
+    # `size` still plans at no budget to learn a block's bytes.
+    code, out, err = run(capsys, "size", ex("llama-3.1-8b.yaml"), "--cpu-tokens", "1M", "--format", "json")
+    assert code == 0, err
 
 
 def test_zero_gpu_blocks_never_divides_by_zero(capsys):
@@ -304,12 +317,21 @@ def test_usage_errors_are_one_line(capsys):
 
 
 def test_other_family_layout_noted(capsys):
-    # Vector e1: 0.14-0.21 refuse Qwen3-Next with the offloader (rule A); vector d2: 0.22 keeps HMA on for gpt-oss.
+    # Each column is planned on its own release (issue 21). Vector e1: 0.14-0.21 refuse Qwen3-Next with the
+    # offloader (rule A): the old column (0.19.1) has no numbers, errors.old says why.
     doc, _ = run_json(capsys, "plan", ex("qwen3-next-80b-tp4.yaml"))
-    assert 'refuse' in doc['offload']['old']['note']
+    assert doc['offload']['old'] is None
+    assert doc['offload']['errors']['old'].startswith("vLLM 0.19.1 refuses this layout at startup: ")
     assert doc['offload']['fixed']['note'] is None
+    # Vector d2: 0.23.0 keeps HMA on for gpt-oss (2 groups of 18 layers); 0.19.1 folds the sliding layers into one
+    # group. At TP 2 a layer's page is 16 tokens x 4 heads x 64 x 2 (K, V) x 2 B = 16,384 B; 0.23.0's 18 tensors
+    # (one per layer pair) make sum(tensor sizes) // N = 18 x 16,384 = 294,912 B a block, x 2 workers = 589,824 B:
+    # the fixed formula gives 68,719,476,736 // 589,824 = 116,508 CPU blocks.
     doc, _ = run_json(capsys, "plan", ex("gpt-oss-120b.yaml"), "--vllm-version", "0.19.1")
-    assert "116,508" in doc["offload"]["fixed"]["note"]
+    fixed = doc["offload"]["fixed"]
+    assert fixed["vllm_version"] == "0.23.0"
+    assert fixed["num_blocks_scheduler"] == 68719476736 // (18 * 16384 * 2) == 116508
+    assert "hybrid manager on, 2 KV cache group(s)" in fixed["note"]
     doc, _ = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"))
     assert doc["offload"]["old"]["note"] is None
 

@@ -116,7 +116,7 @@ def assert_contract(code, out, err, path, data=None):
         assert_integers(doc)
         assert "error" not in doc, err
         assert not errors, err
-    elif out:
+    elif "offload" in json.loads(out):
         # A release that would not start: the plan is still the answer on stdout, with its `error`; stderr has
         # notes and that one error line last.
         doc = json.loads(out)
@@ -126,8 +126,10 @@ def assert_contract(code, out, err, path, data=None):
         assert doc["error"] in errors[0], err
         assert doc["offload"]["selected"] is None
     else:
+        # Any other refusal: one stderr line, and (--format json) the same text as the document's `error`.
         assert err.count('\n') == 1, err
         assert err.startswith('kvcalc: error: '), err
+        assert json.loads(out) == {"schema_version": 1, "error": err.strip()[len("kvcalc: error: "):], "exit_code": 2}
     if code == 2:
         assert any(p in err for p in [path, *config_paths(data)]), err
 

@@ -139,3 +139,44 @@ def test_pure_mamba_with_prefix_caching_is_refused_in_plan_and_sweep_alike(capsy
     code, out, err = run(capsys, "sweep", *args, "--format", "jsonl")
     assert code == 0, err
     assert "mamba_block_size" in json.loads(out)["error"]
+
+
+def test_every_refusal_has_a_json_document_with_format_json(capsys):
+    # Issue 21: bad input, an unmapped model and a start-up refusal gave 0 bytes on stdout although the README
+    # promised the document.
+    for args in (["plan", "nonexistent.yaml"], ["plan", os.path.join(EXAMPLES_DIR, "qwen3-next-80b-tp4.yaml"),
+                                                "--vllm-version", "0.19.1"],
+                 ["size", LLAMA, "--cpu-tokens", "0"]):
+        code, out, err = run(capsys, *args, "--format", "json")
+        assert code == 2, args
+        doc = json.loads(out)
+        assert doc["error"] == err.strip().splitlines()[-1][len("kvcalc: error: "):], args
+
+
+def test_nnodes_is_the_whole_worlds_node_count(capsys):
+    # Issue 22: vLLM's --nnodes counts the nodes of the whole DP x PP x TP world (engine/arg_utils.py 0.33.0:2399-2446:
+    # local_world_size = world // nnodes; DP local = max(local_world // (PP x TP), 1)). -dp 2 -tp 2 --nnodes 2: 4
+    # ranks, 2 a node = one whole engine a node, so a node keeps one engine's 64 GiB pool (+ 2 workers x 3 GiB).
+    args = ["plan", LLAMA, "--vllm-version", "0.33.0", "--dp", "2", "--tp", "2", "--nnodes", "2", "--cpu-bytes",
+            "64GiB", "--check", "--format", "json"]
+    code, out, err = run(capsys, *args, "--host-memory", "40GiB")
+    gate = {c["name"]: c for c in json.loads(out)["checks"]}["host_memory"]
+    assert code == 1
+    assert gate["status"] == "fail"
+    assert gate["need"] >= 64 * 2 ** 30 + 2 * 3 * 2 ** 30
+    # 3 nodes do not divide the world of 4 ranks: vLLM stops ('world_size=4 must be divisible by nnodes=3').
+    code, out, err = run(capsys, *[a if a != "2" or i != args.index("--nnodes") + 1 else "3"
+                                   for i, a in enumerate(args)], "--host-memory", "400GiB")
+    assert code == 2
+    assert "a divisor of the world size DP x PP x TP = 4" in err
+
+
+def test_integers_beyond_a_float_are_bad_input(capsys, tmp_path):
+    # Issue 22: 10^400 GiB in kv_offloading_size or an LMCache size was an OverflowError (exit 70).
+    big = "9" * 400
+    for offload in (f"{{kv_offloading_size: {big}}}", f"{{backend: lmcache, lmcache: {{max_local_cpu_size: {big}}}}}"):
+        path = tmp_path / "big.yaml"
+        path.write_text(f"model: {{hf_config: {EXAMPLES_DIR}/configs/gemma-3-27b.json}}\noffload: {offload}\n")
+        code, out, err = run(capsys, "plan", str(path))
+        assert code == 2, err
+        assert len(err.strip().splitlines()) == 1, err

@@ -59,6 +59,15 @@ def test_table(capsys):
     assert "HiCache" in out
 
 
+def test_summary_is_the_title_bar_and_verdict(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
+                         "--sglang-version", "0.5.23", "--summary")
+    assert code == 0, err
+    assert "SGLang 0.5.23" in out
+    assert "Verdict: SGLang 0.5.23" in out
+    assert "max_total_num_tokens" not in out  # the pool table is the full table's
+
+
 def test_compare_engines(capsys):
     doc, _ = plan_json(capsys, LLAMA, "--engine", "sglang", "--gpu", "H100", "--max-model-len", "16384",
                        "--sglang-version", "0.5.23", "--enable-hierarchical-cache", "--hicache-size", "100",

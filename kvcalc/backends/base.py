@@ -124,6 +124,11 @@ class SizeTarget:
     resident: int | None = None
 
 
+# The budget `kvcalc size` plans a pool with to learn the bytes of one unit (a source no input can spell: a budget of
+# 0 given by a user is a start-up refusal).
+SIZING_BUDGET = "(sizing: no budget)"
+
+
 class Pool:
     """The host-side pool of one engine, as every consumer reads it whatever the backend. Subclasses are records
     that derive these figures from their own plan (lazily: a plain API plan reads none of them).
@@ -210,6 +215,36 @@ def node_peak(per_rank: list[int], nnodes: int, engines_per_node: int) -> int:
         return sum(per_rank) * engines_per_node
     k = cdiv(len(per_rank), nnodes)
     return max(sum(per_rank[i:i + k]) for i in range(0, len(per_rank), k)) * engines_per_node
+
+
+# Host memory a node needs besides the CPU pool, per GPU worker process: Python, torch, the CUDA context, NCCL.
+# An estimate from measurements: vLLM PR #48436 (TP 2, pinned tensors): "--kv-offloading-size 64 would cause
+# per-worker RSS of ~35GB (32GB + 3), and --kv-offloading-size 80 ... ~67GB (64GB + 3)" -> 3 GiB a worker beyond
+# its pool (the "32GB" is the 32 GiB share of 64 GiB). vLLM #53042 measured more on a GB200 node at idle (anon
+# 35.0 GiB for 4 GPUs, API server and engine core included): --host-overhead sets a node's figure.
+OVERHEAD_PER_WORKER = 3 << 30
+OVERHEAD_BASIS = "estimate: 3 GiB per GPU worker process (vLLM PR #48436: per-worker RSS = pool share + ~3 GiB)"
+
+
+def workers_on_node(parallel) -> int:
+    """GPU worker processes on the busiest node: an engine's TP x PP ranks over its nodes, times the engines a node
+    holds."""
+    ranks = parallel.tensor_parallel_size * parallel.pipeline_parallel_size
+    return -(-ranks // parallel.nodes_per_engine) * parallel.engines_per_node
+
+
+def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: bool) -> str | None:
+    """vLLM's own /dev/shm preflight (0.28.0+ v1/kv_offload/cpu/shared_offload_region.py -> shm_broadcast.py
+    check_shm_free_space): each engine's creator needs its region free; the k-th engine on a node sees what the
+    first k-1 took. The RuntimeError's text, or None when every engine fits."""
+    mib = 1 << 20
+    for k in range(engines):
+        free = shm_size - k * region
+        if region > free:
+            what = " for CPU KV offload shared region in /dev/shm" if named else ""
+            return (f"Insufficient space in /dev/shm{what}: {region / mib:.0f} MiB required, {max(free, 0) / mib:.0f} "
+                    "MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).")
+    return None
 
 
 def pod_resources(pool: Pool) -> dict | None:

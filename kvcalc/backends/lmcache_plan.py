@@ -332,7 +332,7 @@ def _failed(layout: Layout, behaviour: Behaviour, failure: tuple[str, str], plan
     return replace(plan, stages=stages, pool_bytes_per_storing_rank=0, first_rank=None, pool_bytes_per_engine=0,
                    resident_bytes_per_engine=sum(resident), tokens_per_engine=0, disk_bytes_per_rank=0,
                    disk_chunks_per_rank=0, hidden_state_pools=pools, degraded=what,
-                   resident_bytes_per_node=node_peak(resident, par.nnodes, par.engines_per_node),
+                   resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node),
                    warnings=plan.warnings + (warning,))
 
 
@@ -409,7 +409,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
         storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
         first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident),
-        resident_bytes_per_node=node_peak(resident, par.nnodes, par.engines_per_node), tokens_per_engine=tokens,
+        resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node), tokens_per_engine=tokens,
         disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
         notes=tuple(notes), warnings=tuple(warnings), hidden_state_pools=hidden_pools, hidden_state_bytes=hidden)
     failure = _startup_failure(lm, max_size, first_size)

@@ -16,8 +16,8 @@ from ..vocab.errors import KvcalcError
 from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour, decide_hma
-from ..vocab.units import exact_bytes, format_bytes
-from .base import Capacity, OutOfBounds, Pool, SizeTarget, pod_resources
+from ..vocab.units import format_bytes
+from .base import SIZING_BUDGET, Capacity, OutOfBounds, Pool, SizeTarget, pod_resources
 
 if TYPE_CHECKING:
     from .native_sizing import NativeSizes
@@ -86,9 +86,6 @@ class OffloadPlan:
             warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read "
                             "from 0.26.0): one GPU block per CPU block; use offload.block_size on this release")
         if self.startup_error is None and self.budget_given:
-            if s.cpu_bytes == 0:
-                warnings.append("cpu_bytes_to_use is 0: 0 CPU blocks, offloading stores nothing (vLLM refuses a "
-                                "falsy cpu_bytes_to_use at startup)")
             for name, r in self.results.items():
                 if s.cpu_bytes and r.scheduler.num_blocks == 0 and r.scheduler.kv_bytes_per_block == 0:
                     warnings.append(f"{name} formula: 0 CPU blocks because the GPU has 0 blocks")
@@ -98,13 +95,18 @@ class OffloadPlan:
         return tuple(warnings)
 
 
+
 def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_enabled: bool,
-                 families: tuple[str, ...], budget_given: bool = True) -> OffloadPlan:
+                 families: tuple[str, ...], budget_given: bool = True, sizing: bool = False) -> OffloadPlan:
     selected_error = None
     if behaviour.offload_refuses_chunked_local and hma_enabled and any(
             isinstance(g.spec, ChunkedLocalAttentionSpec) for g in gpu.scheduler_groups):
         selected_error = ("the offloading scheduler accepts only full-attention and sliding-window groups with the "
                           "hybrid manager on; it asserts on this chunked-local group at startup")
+    if budget_given and s.cpu_bytes == 0 and not sizing:
+        # CPUOffloadingSpec refuses a falsy budget at start-up (v1/kv_offload/cpu/spec.py:100-104 @0.33.0,
+        # spec.py:25-29 @0.22.0; the same test in every release read).
+        selected_error = "cpu_bytes_to_use must be specified in kv_connector_extra_config (vLLM refuses a budget of 0)"
     families = tuple(dict.fromkeys(families))
     own = behaviour.formula
     sel = check = None
@@ -132,7 +134,7 @@ def settings_for(layout: Layout, budget: int) -> OffloadSettings:
         cpu_bytes=budget, block_size=layout.offload.block_size,
         blocks_per_chunk=layout.offload.blocks_per_chunk, tp=par.tensor_parallel_size,
         pp=par.pipeline_parallel_size, dp=par.data_parallel_size, world_size=par.world_size,
-        backend=par.distributed_executor_backend, nnodes=par.nnodes, engines_per_node=par.engines_per_node,
+        backend=par.distributed_executor_backend, nnodes=par.nodes_per_engine, engines_per_node=par.engines_per_node,
         platform=layout.platform, is_mla_model=model.is_mla, max_model_len=layout.cache.max_model_len,
         attention_backend=layout.backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
@@ -258,7 +260,14 @@ class NativePool(Pool):
     @property
     def kept(self) -> str:
         host = self.result.host
-        return f"resident ({host.pinned_rounding} rounding; {host.requested_bytes_per_engine:,} B asked per engine)"
+        rounding = host.pinned_rounding
+        if rounding == "none":
+            how = "no allocator rounding" + (": one shared /dev/shm region" if host.shared_region else "")
+        elif rounding == "power_of_two":
+            how = "each pinned tensor rounded up to a power of two"
+        else:  # threshold:N (PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb)
+            how = f"pinned tensors up to {rounding.split(':')[1]} MiB rounded up to a power of two"
+        return f"resident ({how}; {host.requested_bytes_per_engine:,} B asked per engine)"
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -272,9 +281,9 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+            who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
-                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that PP stage {worst.pp_rank}'s workers never "
-                   "allocated: out-of-bounds stores")
+                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
         return self.offload.warnings + ((oob,) if oob else ())
 
     @property
@@ -294,34 +303,26 @@ class NativePool(Pool):
 
 
 def native_verdict(pool: NativePool) -> str:
-    """The comparison in words, for the selected release."""
+    """The selected release's pool in words (the report adds the other releases' columns: report/report.py)."""
     off, v = pool.offload, pool.offload.behaviour.version
     if off.startup_error:
         return f"Verdict: vLLM {v} would not start the offloading connector with this layout."
     if pool.budget_bytes is None:
-        return (f"Verdict: the GPU side on vLLM {v} is above; give a CPU budget (--cpu-bytes) for the CPU counts, or "
+        return (f"Verdict: vLLM {v}, the GPU side only: give a CPU budget (--cpu-bytes) for the CPU counts, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
     sel, ids = pool.result, pool.out_of_bounds
     unit = f"CPU {pool.unit}"
     if sel.scheduler.num_blocks == 0:
         first = f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing."
     elif ids is not None:
-        first = (f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.scheduler.num_blocks:,} {unit} but PP stage "
-                 f"{ids.pp_rank}'s workers allocated {sel.stages[ids.pp_rank].count.num_blocks:,}: once more than "
-                 "that many are offloaded, stores land out of bounds (crashes or corrupted KV).")
+        who = f"PP stage {ids.pp_rank}'s workers" if off.settings.pp > 1 else "the workers"
+        first = (f"Verdict: UNSAFE on vLLM {v}. The scheduler counts {sel.scheduler.num_blocks:,} {unit} but {who} "
+                 f"allocated {sel.stages[ids.pp_rank].count.num_blocks:,}: once more than that many are offloaded, "
+                 "stores land out of bounds (crashes or corrupted KV).")
     else:
         first = (f"Verdict: safe on vLLM {v}: {sel.scheduler.num_blocks:,} {unit} ({sel.tokens_scheduler:,} tokens), "
-                 f"{exact_bytes(sel.unused_bytes)} of the budget unused.")
-    old, fixed = off.results.get("old"), off.results.get("fixed")
-    if old is None or fixed is None:
-        return first
-    workers = [[s.count.num_blocks for s in r.stages] for r in (old, fixed)]
-    if workers[0] == workers[1] and old.scheduler.num_blocks == fixed.scheduler.num_blocks:
-        return first + " Old and fixed formulas agree for this layout."
-    if off.behaviour.family.id == "old":
-        return first + f" Upgrading to vLLM ≥ 0.20.0 gives {fixed.scheduler.num_blocks:,} CPU blocks on every rank."
-    return (first + f" On 0.14.0–0.19.1 the same layout would get {old.scheduler.num_blocks:,} scheduler / "
-            f"{min(workers[0]):,} worker CPU blocks" + (" (out of bounds)." if old.out_of_bounds else "."))
+                 f"{format_bytes(sel.unused_bytes)} of the budget unused.")
+    return first
 
 
 def gib_spelling(cpu_bytes: int) -> float | None:
@@ -393,7 +394,8 @@ class NativeBackend:
         budget = layout.offload.cpu_bytes_to_use
         families = (behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula)
         off = plan_offload(stage.gpu, settings_for(layout, budget or 0), behaviour, hma_enabled=stage.hma_enabled,
-                           families=families, budget_given=budget is not None)
+                           families=families, budget_given=budget is not None,
+                           sizing=layout.offload.cpu_bytes_source == SIZING_BUDGET)
         return NativePool(offload=off, budget_bytes=budget, hma_enabled=stage.hma_enabled)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:

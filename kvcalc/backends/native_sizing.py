@@ -14,7 +14,7 @@ from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import FAMILIES, family_of, parse_release
 from ..vocab.units import cdiv, smallest_gib
-from .base import SizeTarget, largest
+from .base import SIZING_BUDGET, SizeTarget, largest
 
 if TYPE_CHECKING:
     from .native import NativePool
@@ -124,7 +124,7 @@ def size_native(layout: Layout, target: SizeTarget, plan: Callable) -> NativeSiz
     """One answer per family: the asked release for its own family, the family's representative release (its
     pinned row in vocab/releases/vllm.py) for the others. `plan`: the pipeline's (Layout -> Plan)."""
     if layout.offload.cpu_bytes_to_use is None:  # sizing needs no budget: the pool is planned at 0
-        layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
+        layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=0, cpu_bytes_source=SIZING_BUDGET))
     selected = family_of(parse_release(layout.vllm_version)[0]).id
     rows = []
     for fam in FAMILIES.values():

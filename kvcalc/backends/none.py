@@ -73,7 +73,7 @@ class NoPool(Pool):
 
     @property
     def verdict(self) -> str:
-        return (f"Verdict: vLLM {self.behaviour.version} without a KV connector: the GPU side is above, no CPU tier. "
+        return (f"Verdict: vLLM {self.behaviour.version} without a KV connector: the KV cache lives on the GPU only. "
                 "Give a CPU budget (--cpu-bytes, --kv-offloading-size) to plan vLLM's offloading connector, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
 

@@ -99,7 +99,7 @@ class SimplePool(Pool):
         par = self.layout.parallel
         per_rank = [self.simple.stages[r // par.tensor_parallel_size].resident_bytes_per_worker
                     for r in range(par.workers_per_engine)] if self.simple.stages else [0]
-        return node_peak(per_rank, par.nnodes, par.engines_per_node)
+        return node_peak(per_rank, par.nodes_per_engine, par.engines_per_node)
 
     @property
     def unused_bytes(self) -> int:

@@ -195,7 +195,7 @@ def disk_files(layout: Layout, mode: str) -> tuple[str, ...]:
     if mode != "disk":
         return ()
     par = layout.parallel
-    per_node = cdiv(par.workers_per_engine, par.nnodes)
+    per_node = cdiv(par.workers_per_engine, par.nodes_per_engine)
     return tuple(f"{layout.offload.simple.disk_path}.rank_{i}" for i in range(per_node))
 
 

@@ -39,9 +39,12 @@ def app_for(args: list[str]) -> typer.Typer:
     return one
 
 
+INPUT_COMMANDS = ("plan", "size", "sweep", "check", "vllm-args", "init")  # the commands that read an input
+
+
 def serve_tail(args: list[str]) -> list[str]:
-    """`kvcalc plan [opts] -- vllm serve MODEL ...` -> `kvcalc plan [opts] --serve "vllm serve MODEL ..."`."""
-    if "--" in args and args[:1] == ["plan"]:
+    """`kvcalc CMD [opts] -- vllm serve MODEL ...` -> `kvcalc CMD [opts] --serve "vllm serve MODEL ..."`."""
+    if "--" in args and args[:1] and args[0] in INPUT_COMMANDS:
         import shlex  # only here: importing it compiles a regex, and start-up time is a target
 
         i = args.index("--")
@@ -74,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     return 74 if rc == 0 and LOST else rc
 
 
+def _json_asked(args: list[str]) -> bool:
+    for i, a in enumerate(args):
+        if a in ("--format=json", "--format=jsonl") or (a == "--format" and args[i + 1:i + 2] in (["json"], ["jsonl"])):
+            return True
+    return False
+
+
 def _run(args: list[str]) -> int:
     try:
         rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
@@ -81,6 +91,13 @@ def _run(args: list[str]) -> int:
             return rc  # typer.Exit(code) inside a command comes back as the return value
     except KvcalcError as e:
         err(f"kvcalc: error: {e.one_line()}")
+        if _json_asked(args) and not getattr(e, "document_printed", False):
+            # README (Exit codes): with --format json every refusal after the command line parsed is also a
+            # document on stdout, its `error` the stderr line's text.
+            import json
+
+            sys.stdout.write(json.dumps({"schema_version": 1, "error": e.one_line(), "exit_code": e.exit_code},
+                                        indent=2) + "\n")
         return e.exit_code
     except click.ClickException as e:  # usage errors: bad flag values, missing arguments
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked

@@ -10,10 +10,11 @@ import typer
 
 from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
-from .console import RENDERERS, console, err, naming, plain, print_json, report_checks, write_sweep
-from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of, format_option,
-                      from_manifest, gate, plan_or_refusal, releases_of, verified,
-                      layout_flags, layout_overrides, load_input, split_overrides)
+from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
+                      write_sweep)
+from .inputs import LAYOUT_HELP, container_option, k8s_option, load_any, raw_any, serve_option
+from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of,
+                      format_option, gate, layout_flags, plan_or_refusal, releases_of, verified)
 
 
 APP_SETTINGS = dict(
@@ -43,14 +44,13 @@ def root_callback(version: bool = typer.Option(False, "--version", callback=_sho
 @app.command()
 @layout_flags()
 def plan(
-    layout: Optional[str] = typer.Argument(None, help="layout YAML (schema v1), a Hugging Face config.json, or its "
-                                                      "directory; or `-- vllm serve MODEL ...`"),
-    serve: Optional[str] = typer.Option(None, "--serve", help="a `vllm serve MODEL ...` command line, as one string "
-                                        "(MODEL: a directory or a hub id in the local Hugging Face cache)",
-                                        rich_help_panel="input"),
+    layout: Optional[str] = typer.Argument(None, help=LAYOUT_HELP),
+    serve: Optional[str] = serve_option(),
     fmt: OutputFormat = format_option("table for people, json for pipelines", rich_help_panel="output"),
     verify: bool = typer.Option(False, "--verify", help="rebuild every tensor and layer view on torch's meta device",
                                 rich_help_panel="output"),
+    summary: bool = typer.Option(False, "--summary", help="the table's first screen only: the title, Summary, GPU "
+                                 "lines and Verdict (and the Checks with --check)", rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
     compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
@@ -65,10 +65,8 @@ def plan(
     min_cpu_tokens: Optional[str] = typer.Option(None, "--min-cpu-tokens",
                                                  help="--check: CPU tokens wanted (2M = 2,097,152; 2m = 2,000,000)",
                                                  rich_help_panel="checks"),
-    k8s: Optional[str] = typer.Option(None, "--k8s", help="a Kubernetes manifest: plan its vLLM container's serve "
-                                      "line; --check gates the pod's memory limit and /dev/shm", rich_help_panel="input"),
-    container: Optional[str] = typer.Option(None, "--container", help="--k8s: the container to plan",
-                                            rich_help_panel="input"),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     memory_log: Optional[str] = typer.Option(None, "--kv-cache-memory-from-log",
                                              help="a vLLM startup log: the GPU block count its 'Available KV cache "
                                                   "memory' line (and KV cache size line) pins down",
@@ -86,15 +84,10 @@ def plan(
     from ..pipeline import decimal_budget_note
     from ..report.report import build_report
 
-    base, overrides = split_overrides(flags)
+    if summary and fmt != "table":
+        raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
     limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
-    if k8s is not None:
-        if layout is not None or serve is not None:
-            raise KvcalcError("--k8s reads the serve line from the manifest: give no layout or --serve with it")
-        serve, base = from_manifest(k8s, container, overrides, base, limits)
-    elif container is not None:
-        raise KvcalcError("--container picks a container of --k8s FILE")
-    loaded = load_input(layout, serve, overrides, base)
+    loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
         from ..inputs.files import read_bytes
         from ..tools.logcheck import gpu_blocks_from_log
@@ -122,7 +115,7 @@ def plan(
         checks = gate(p, loaded, limits)
     report = build_report(p, releases=releases_of(loaded, compare_versions), checks=checks,
                           verify=verified(p) if verify else None,
-                          backends=backends_of(loaded) if compare_backends else None,
+                          backends=backends_of(loaded) if compare_backends else None, limits=limits,
                           engines=engines_of(loaded) if compare_engines else None)
     for line in p.notes:
         err(f"note: {line}")
@@ -131,49 +124,39 @@ def plan(
         err(f"note: {other}")
     for line in p.warnings:
         err(f"warning: {line}")
-    RENDERERS[fmt](report)
+    (print_summary if summary else RENDERERS[fmt])(report)
     if check:
         report_checks(report.checks)
         if not all(c.passed for c in report.checks):
             raise typer.Exit(1)
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
-        raise StartupRefusal(f"{loaded.source}: {report.error}")
+        e = StartupRefusal(f"{loaded.source}: {report.error}")
+        e.document_printed = fmt == "json"  # the report, with its `error`, is the document
+        raise e
 
 
 @app.command()
 @layout_flags()
 def init(
-    config: Optional[str] = typer.Argument(None, help="a Hugging Face config.json, or its directory"),
-    serve: Optional[str] = typer.Option(None, "--serve", help="a `vllm serve MODEL ...` line instead: each field's "
-                                        "comment names the flag it came from", rich_help_panel="input"),
+    config: Optional[str] = typer.Argument(None, help="a Hugging Face config.json, its directory, or a hub id in the "
+                                                      "local HF cache; or `-- vllm serve MODEL ...`"),
+    serve: Optional[str] = serve_option(),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     flags: dict = None,
 ) -> None:
-    """Write the layout YAML a config.json (or a vllm serve line) maps to, with where each value came from."""
-    from ..inputs.yaml_layout import expand, read_input
+    """Write the layout YAML a config.json (or a vllm serve line, or a manifest) maps to, with where each value came
+    from."""
     from ..inputs.validate import validate
     from ..report.yaml import render
 
-    overrides = layout_overrides(flags)
-    if (config is None) == (serve is None):
-        raise KvcalcError("kvcalc init reads a config.json (or its directory), or --serve 'vllm serve ...': one of them")
-    if serve is not None:
-        from ..inputs.serve import SOURCE, parse, split
-
-        base, from_line, notes = parse(split(serve))
-        for n in notes:
-            err(f"note: {n}")
-        merged = {**from_line, **overrides}
-        top, origin = expand(base, source=SOURCE, overrides=merged)
-        source = SOURCE
-        overrides = merged
-    else:
-        if not (os.path.isdir(config) or config.endswith(".json")):
-            raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json or a directory holding one")
-        top, origin, source = read_input(config, overrides=overrides)
+    if config is not None and not (os.path.isdir(config) or config.endswith(".json") or not os.path.exists(config)):
+        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json, a directory holding one or a hub id")
+    top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
-    what = "config key (or vllm serve flag)" if serve is not None else "config key"
+    what = "config key (or vllm serve flag)" if config is None else "config key"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       f"Each comment names the {what} a value came from.")
     if "offload" not in top:
@@ -219,27 +202,40 @@ def models(vllm_version: Optional[str] = typer.Option(None, "--vllm-version", he
 @app.command("vllm-args")
 @layout_flags()
 def vllm_args(
-    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    layout: Optional[str] = typer.Argument(None, help=LAYOUT_HELP),
+    serve: Optional[str] = serve_option(),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     fmt: OutputFormat = format_option(rich_help_panel="output"),
     force: bool = typer.Option(False, "--force", help="exit 0 even when kvcalc calls the layout unsafe (out of "
                                                       "bounds, or vLLM would not start)", rich_help_panel="output"),
-    k8s: bool = typer.Option(False, "--k8s", help="also print the pod's resources block: memory limit and the "
+    pod: bool = typer.Option(False, "--pod", help="also print the pod's resources block: memory limit and the "
                                                   "/dev/shm emptyDir, in Gi", rich_help_panel="output"),
     flags: dict = None,
 ) -> None:
-    """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste."""
-    from ..inputs.yaml_layout import load_layout
+    """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste; with --k8s, the
+    patch the manifest needs (its container's memory limit and /dev/shm)."""
     from ..tools.vllm_args import build, startable_plan
 
-    loaded = load_layout(layout, overrides=layout_overrides(flags))
+    limits: dict = {}
+    loaded = load_any(layout, serve, k8s, container, flags, limits)
     with naming(loaded.source):
         doc = build(*startable_plan(loaded))
+    grant = limits.get("grant")
+    if grant is not None:
+        from ..report.pod_patch import manifest_patch
+        from ..tools.gates import OVERHEAD_PER_WORKER, workers_on_node
+
+        doc["manifest_patch"] = manifest_patch(grant, doc["pod"], OVERHEAD_PER_WORKER * workers_on_node(
+            loaded.parallel))
     if fmt == "json":
         print_json(doc)
     else:
         from ..report.commands import vllm_args_text
 
-        sys.stdout.write(vllm_args_text(doc, loaded.source, k8s))
+        sys.stdout.write(vllm_args_text(doc, loaded.source, pod))
+        if doc.get("manifest_patch"):
+            sys.stdout.write(doc["manifest_patch"]["yaml"])
     for n in doc["notes"]:
         err(f"note: {n}")
     unsafe = ("vLLM would not start with this layout" if not doc["starts"] else
@@ -254,7 +250,10 @@ def vllm_args(
 @app.command("size")
 @layout_flags(exclude=("cpu_bytes", "kv_offloading_size"))
 def size_cmd(
-    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    layout: Optional[str] = typer.Argument(None, help=LAYOUT_HELP),
+    serve: Optional[str] = serve_option(),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     cpu_tokens: Optional[str] = typer.Option(None, "--cpu-tokens", help="tokens to hold (2M = 2,097,152)",
                                              rich_help_panel="offload"),
     cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
@@ -271,7 +270,6 @@ def size_cmd(
     """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), or the largest whose resident host
     memory fits --resident, for every vLLM family, with the resident bytes and /dev/shm it implies."""
     from ..inputs.values import Reader
-    from ..inputs.yaml_layout import load_layout
     from ..backends.base import SizeTarget
     from ..tools.sizing import size
     from ..vocab.units import SizeError, parse_size
@@ -281,7 +279,7 @@ def size_cmd(
     if gpu_tokens is not None or concurrency is not None:
         from .gpu_size import size_gpu_command
 
-        size_gpu_command(layout, gpu_tokens, concurrency, fmt, layout_overrides(flags))
+        size_gpu_command(load_any(layout, serve, k8s, container, flags), gpu_tokens, concurrency, fmt)
         return
     tokens = None if cpu_tokens is None else Reader("--cpu-tokens", {}).human_int(cpu_tokens, "", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
@@ -292,7 +290,7 @@ def size_cmd(
             limit = parse_size(resident)
         except SizeError as e:
             raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
-    loaded = load_layout(layout, overrides=layout_overrides(flags))
+    loaded = load_any(layout, serve, k8s, container, flags)
     target = SizeTarget(tokens=tokens, units=cpu_blocks, resident=limit)
     answer = size(loaded, target)
     if answer.refusal:
@@ -309,7 +307,10 @@ def size_cmd(
 @app.command()
 @layout_flags(lists=True)
 def sweep(
-    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    layout: Optional[str] = typer.Argument(None, help=LAYOUT_HELP),
+    serve: Optional[str] = serve_option(),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     fmt: SweepFormat = format_option(rich_help_panel="output"),
     max_points: int = typer.Option(1_000_000, "--max-points", min=1,
                                    help="refuse a grid of more points than this, before planning any",
@@ -317,7 +318,6 @@ def sweep(
     flags: dict = None,
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
-    from ..inputs.yaml_layout import read_input
     from ..tools.sweep import COLUMNS, SHOWN, grid, run
 
     from ..vocab.keys import FLAGS, SWEEP_AXES
@@ -341,13 +341,16 @@ def sweep(
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
-    base = layout_overrides(flags)
     total = 1
     for v in axes.values():
         total *= len(v) if v else 1
     if total > max_points:
         raise KvcalcError(f"sweep: the grid has {total:,} points, more than --max-points {max_points:,}")
-    top, _, source = read_input(layout)
+    top, _, source, base = raw_any(layout, serve, k8s, container, flags, merge=False)
+    if axes.get("cpu_bytes"):
+        # The axis is the budget: a serve line's or manifest's own budget gives way, as a layout file's does.
+        for path in ("offload.cpu_bytes_to_use", "offload.kv_offloading_size"):
+            base.pop(path, None)
     points = grid(axes)  # lazy: the first row is out before the cross product is walked
     rows = run(top, source, points, base)
     if total > 200 and sys.stderr.isatty():
@@ -361,7 +364,10 @@ def sweep(
 @app.command("check")
 @layout_flags()
 def check_cmd(
-    layout: str = typer.Argument(..., help="layout YAML, a Hugging Face config.json, or its directory"),
+    layout: Optional[str] = typer.Argument(None, help=LAYOUT_HELP),
+    serve: Optional[str] = serve_option(),
+    k8s: Optional[str] = k8s_option(),
+    container: Optional[str] = container_option(),
     log: Optional[str] = typer.Option(None, "--log", help="a vLLM startup log", rich_help_panel="input"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="a Prometheus scrape of vLLM's /metrics (0.33: "
                                           "vllm:kv_offload_config_info, vllm:cache_config_info)",
@@ -372,13 +378,12 @@ def check_cmd(
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
     /metrics (--metrics); exit 1 on a mismatch."""
     from ..inputs.files import decode, read_bytes
-    from ..inputs.yaml_layout import load_layout
 
     if log is None and metrics is None:
         raise KvcalcError("check: give --log LOG or --metrics FILE")
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
-    loaded = load_layout(layout, overrides=layout_overrides(flags))
+    loaded = load_any(layout, serve, k8s, container, flags)
     source = log or metrics
     text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
@@ -417,7 +422,9 @@ def check_cmd(
 
         console(120).print(render_log_check(result, log, loaded.source))
     if not result["rows"]:
-        raise KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
+        e = KvcalcError(f"{log}: no KV cache line found (GPU KV cache size / Maximum concurrency)")
+        e.document_printed = fmt == "json"
+        raise e
     if not result["match"]:
         err(f"check failed: {log} does not match the prediction for {loaded.source}")
         raise typer.Exit(1)

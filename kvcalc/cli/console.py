@@ -181,6 +181,17 @@ def print_table(report) -> None:
         out.print(report.verify.summary)
 
 
+def print_summary(report) -> None:
+    """plan --summary: the table's first screen only."""
+    from ..report.table import Style, render_summary
+
+    out = console(100)
+    if report.engine == "sglang":  # SGLang's own renderer (report/table_sglang.py)
+        from ..report.table_sglang import render_summary  # noqa: F811
+    for item in render_summary(report, Style(plain=plain())):
+        out.print(item)
+
+
 def print_json(report) -> None:
     from ..report.json import render
 

@@ -242,6 +242,7 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
                                                                             f"{asked}: pass --host-memory"))
     limits.setdefault("shm", Limit(value=grant.shm.size, source=f"/dev/shm: {grant.shm.how}"))
     limits["env_unknown"], limits["env_unread"] = grant.env_unknown, grant.env_unread
+    limits["grant"] = grant  # vllm-args --k8s writes the manifest's patch from it
     err(f"note: /dev/shm: {grant.shm.how}")
     for src in grant.env_unread:
         err(f"note: {src}: its variables are not read")
@@ -324,19 +325,6 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
     return loaded
 
 
-def with_a_budget(loaded):
-    """A layout without a budget for its pool, planned with a budget of 0 (for commands whose answer needs none)."""
-    if loaded.offload.budget_given:
-        return loaded
-    from ..vocab.records import replace
-
-    return replace(loaded, offload=replace(loaded.offload, cpu_bytes_to_use=0, cpu_bytes_source="0"))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The steps of `kvcalc plan` between reading the input and writing the report: the plan (or the start-up
-# refusal under --check), the gates, the release and backend comparisons, --verify.
-
 def plan_or_refusal(loaded, check: bool, fmt: str):
     """The plan; or, when the selected release refuses the layout at start-up under --check, the failed startup
     gate (stdout: the refused report as JSON) and exit 1."""
@@ -368,6 +356,7 @@ def gate(p, loaded, limits: dict):
     """Every gate over the plan (tools/gates), with the limits the flags and the manifest gave."""
     from ..tools.gates import Gates, evaluate, unreadable_env, workers_on_node
 
+    limits.pop("grant", None)
     unreadable = unreadable_env(p.pool, limits.pop("env_unknown", {}), limits.pop("env_unread", []))
     return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
                     Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,

@@ -52,7 +52,8 @@ class PodGrant:
         `key:value` list (torch c10/core/AllocatorConfig.cpp parses that list), not a substring of another key."""
         for item in self.env.get("PYTORCH_ALLOC_CONF", "").split(","):
             key, _, value = item.partition(":")
-            if key.strip() == "pinned_max_round_threshold_mb" and value.strip().isdigit():
+            if key.strip() == "pinned_max_round_threshold_mb" and value.strip().isascii() \
+                    and value.strip().isdigit() and len(value.strip()) <= 12:
                 return int(value.strip())
         return None
 

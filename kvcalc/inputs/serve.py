@@ -16,45 +16,42 @@ import os
 import shlex
 from typing import Any
 
-from ..vocab.errors import LayoutError, UnsupportedError
+from ..vocab.errors import LayoutError, StartupRefusal, UnsupportedError
 from ..vocab.keys import KEYS, Key
+from .hub import hub_cache_dirs, resolve_model  # noqa: F401 - the model lookup, also part of this module's API
 
 SOURCE = "vllm serve"
 
-# vLLM flag -> the key it sets: the key table's vLLM spellings (vocab/keys: a row's `vllm` and `vllm_parse`).
-VALUE_FLAGS: dict[str, Key] = {spelling: k for k in KEYS if k.vllm_parse not in ("", "switch") for spelling in k.vllm}
-BOOL_FLAGS: dict[str, Key] = {k.vllm[0]: k for k in KEYS if k.vllm_parse == "switch"}  # --flag / --no-flag
+# vLLM option -> the key it sets: the key table's vLLM spellings (vocab/keys: a row's `vllm` and `vllm_parse`).
+KEY_OF: dict[str, Key] = {spelling: k for k in KEYS if k.vllm_parse for spelling in k.vllm}
 JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--hf-overrides")
-# Flags that do not change the KV cache or the offload pool: accepted, listed in a note. Switches take no value.
-IGNORED_SWITCHES = frozenset((
-    "--trust-remote-code", "--disable-log-requests", "--enable-log-requests", "--disable-log-stats",
-    "--enable-chunked-prefill", "--enable-auto-tool-choice", "--enable-expert-parallel",
-    "--enable-lora", "--async-scheduling", "--disable-custom-all-reduce", "--disable-fastapi-docs",
-    "--enable-prompt-tokens-details", "--enable-force-include-usage", "--enable-server-load-tracking", "--headless",
-))
-IGNORED = IGNORED_SWITCHES | frozenset((
-    "--host", "--port", "--served-model-name", "--tokenizer", "--tokenizer-mode", "--api-key",
-    "--uvicorn-log-level", "--no-enable-chunked-prefill", "--seed",
-    "--swap-space", "--load-format", "--chat-template", "--tool-call-parser", "--reasoning-parser",
-    "--limit-mm-per-prompt", "--max-logprobs", "--compilation-config", "-O", "--cuda-graph-sizes",
-    "--generation-config", "--override-generation-config", "--max-loras", "--max-lora-rank", "--lora-modules",
-    "--scheduling-policy", "--kv-events-config", "--tokenizer-revision", "--code-revision", "--response-role",
-    "--ssl-keyfile", "--ssl-certfile", "--allowed-origins", "--root-path", "--middleware",
-    "--max-parallel-loading-workers", "--worker-cls", "--api-server-count", "--data-parallel-address",
-    "--data-parallel-rpc-port", "--data-parallel-start-rank", "--node-rank", "--master-addr", "--master-port",
-    "--cpu-offload-gb", "--revision", "--download-dir",
-    "--model", "--config",
-))
-# Ignored but worth a word: what it changes that kvcalc takes from elsewhere.
+# Options of vLLM's parser that change the KV cache, its budget or the offload pool in ways kvcalc does not model:
+# refused unless given their no-op value (None: any use is refused; "set": a switch turned on).
+UNMODELLED = {
+    "--disable-sliding-window": "set", "--kv-sharing-fast-prefill": "set", "--use-replayssm": "set",
+    "--enable-mamba-shared-prefix-checkpoint": "set", "--decode-context-parallel-size": "1",
+    "--prefill-context-parallel-size": "1", "--kv-cache-dtype-skip-layers": None, "--hf-config-path": None,
+    "--replayssm-buffer-len": None, "--swa-bounded-replay": "set", "--spec-method": None, "--spec-model": None,
+    "--spec-tokens": None,
+}
+# Read elsewhere or handled on their own: not listed among the options that leave the KV cache alone.
+HANDLED = frozenset(("--model", "--revision", "--config", "--kv-offloading-backend", *JSON_FLAGS))
+# Accepted, with a word on what they change that kvcalc takes from elsewhere.
 NOTE = {
     "--cpu-offload-gb": "offloads weights, not the KV cache (not modelled in the KV budget prediction)",
+    "--compilation-config": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
+    "--optimization-level": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
+    "--cudagraph-capture-sizes": "CUDA graph sizes: the predicted KV budget assumes vLLM's default capture sizes",
+    "--max-cudagraph-capture-size": "CUDA graph sizes: the predicted KV budget assumes vLLM's default capture sizes",
 }
 
 
 def changes_kv(flag: str) -> bool:
-    """Whether a flag's value can change what kvcalc plans: the model, its revision and --config do, and so does
-    every flag kvcalc reads; the IGNORED ones do not."""
-    return flag in ("--model", "--config", "--revision") or flag not in IGNORED
+    """Whether an option's value can change what kvcalc plans (the model, its revision, --config, every option
+    kvcalc reads or refuses); the release parser's other options do not. A manifest's unreadable value in one of
+    these is refused; in the others it is noted."""
+    name = flag.split("=", 1)[0]
+    return name in HANDLED or name in KEY_OF or name in UNMODELLED or name in ("-tp", "-pp", "-dp", "-dpl", "-q")
 
 
 def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
@@ -64,7 +61,7 @@ def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutE
 def split(text: str) -> list[str]:
     """One serve line as a shell would split it (line continuations joined); refuses what shlex cannot read."""
     try:
-        return shlex.split(text.replace("\\\n", " "), comments=True)
+        return shlex.split(text.replace("\\\r\n", " ").replace("\\\n", " "), comments=True)
     except ValueError as e:
         raise _fail("--serve", "a command line a shell can split", text[:60], detail=str(e)) from None
 
@@ -81,68 +78,6 @@ def assignments(words: list[str]) -> tuple[dict[str, str], list[str]]:
     return (env, words[i:]) if env else ({}, list(words))
 
 
-def _tokens(argv: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
-    """argv (with or without `vllm serve`) -> (positional model, [(flag, value or None)])."""
-    args = list(argv)
-    if args[:2] == ["vllm", "serve"]:
-        args = args[2:]
-    elif args[:1] == ["serve"]:
-        args = args[1:]
-    elif args and args[0] == "vllm":
-        raise _fail("argv", "a `vllm serve` command line", " ".join(args[:3]))
-    model = None
-    out: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a.startswith("-") and len(a) > 1 and not _number(a):
-            name, eq, value = a.partition("=")
-            if eq:
-                out.append((name, value))
-            elif _takes_value(name) and i + 1 < len(args):
-                out.append((name, args[i + 1]))
-                i += 1
-            else:
-                out.append((name, None))
-        elif model is None:
-            model = a
-        else:
-            raise _fail("argv", "one positional argument (the model)", a)
-        i += 1
-    return model, out
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _takes_value(name: str) -> bool:
-    return not (name in BOOL_FLAGS or name in IGNORED_SWITCHES or name.startswith("--no-"))
-
-
-def _config_file(path: str) -> list[tuple[str, str | None]]:
-    """vLLM's --config YAML: a mapping of serve arguments (dashes or underscores), as `--key value` pairs."""
-    from .files import parse_yaml, read_bytes
-
-    data = parse_yaml(read_bytes(path, "a readable vLLM --config YAML").decode("utf-8", "replace"), source=path)
-    if not isinstance(data, dict):
-        raise LayoutError(path, "", "a mapping of vllm serve arguments", type(data).__name__)
-    out: list[tuple[str, str | None]] = []
-    for key, value in data.items():
-        flag = "--" + str(key).replace("_", "-")
-        if isinstance(value, bool):
-            out.append((flag if value else f"--no-{flag[2:]}", None))
-        elif isinstance(value, (dict, list)):
-            out.append((flag, json.dumps(value)))
-        elif value is not None:
-            out.append((flag, str(value)))
-    return out
-
-
 def _json(flag: str, text: str | None) -> Any:
     if text is None:
         raise _fail(flag, "a JSON value")
@@ -156,89 +91,23 @@ def _json(flag: str, text: str | None) -> Any:
         raise _fail(flag, "JSON nested less deeply", text[:20]) from None
 
 
-def hub_cache_dirs(env: dict[str, str] | None = None) -> list[str]:
-    """Where huggingface_hub keeps its cache: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    env = os.environ if env is None else env
-    if env.get("HF_HUB_CACHE"):
-        return [env["HF_HUB_CACHE"]]
-    if env.get("HF_HOME"):
-        return [os.path.join(env["HF_HOME"], "hub")]
-    return [os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub")]
-
-
-def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL",
-                  env: dict[str, str] | None = None) -> str:
-    """A local directory (or config.json), or a hub id in the local cache -> the config.json path. The hub
-    client's layout: models--ORG--NAME/refs/<revision> holds a commit hash, snapshots/<hash>/config.json the file
-    (often a symlink into blobs/); a revision that is a commit hash names the snapshot directly."""
-    if os.path.isdir(model):
-        return os.path.join(model, "config.json")
-    if model.endswith(".json") and os.path.isfile(model):
-        return model
-    tried = []
-    rev = revision or "main"
-    # A revision is a ref name (main, v1.0, refs/pr/1) or a commit hash: never a path out of the cache (a serve
-    # line or a manifest someone else wrote must not make kvcalc read, or print, another file).
-    if not _REF.fullmatch(rev) or ".." in rev.split("/") or rev.startswith("/"):
-        raise _fail("--revision", "a branch, tag or commit hash", rev[:60])
-    if not _REPO.fullmatch(model):
-        raise _fail(flag, "a local model directory or a hub id such as org/name", model[:80])
-    for cache in hub_cache_dirs(env):
-        repo = os.path.join(cache, "models--" + model.replace("/", "--"))
-        ref = os.path.join(repo, "refs", rev)
-        commit = rev
-        if os.path.isfile(ref):
-            commit = _ref_commit(ref)
-        path = os.path.join(repo, "snapshots", commit, "config.json")
-        tried.append(path)
-        if os.path.isfile(path):
-            return path
-    raise _fail(flag, f"a local model directory or a model in the Hugging Face cache (tried {', '.join(tried)})",
-                model, detail=f"fetch its config with: huggingface-cli download {model} config.json"
-                              + (f" --revision {revision}" if revision else ""))
-
-
-_REF = __import__("re").compile(r"[A-Za-z0-9._-][A-Za-z0-9._/-]{0,200}")
-_REPO = __import__("re").compile(r"[A-Za-z0-9._-]{1,96}(/[A-Za-z0-9._-]{1,96})?")
-_COMMIT = __import__("re").compile(r"[0-9A-Za-z]{1,64}")  # the hub writes 40 hex digits; no path characters
-
-
-def _ref_commit(path: str) -> str:
-    """The commit hash a refs/<name> file of the cache holds (the hub client writes 40 hex digits); anything else
-    is refused without echoing it."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(81)
-    except OSError as e:
-        raise _fail("--revision", "a readable ref in the Hugging Face cache", detail=f"{path}: {e.strerror}") from None
-    text = raw.decode("ascii", "replace").strip()
-    if not _COMMIT.fullmatch(text):
-        raise _fail("--revision", "a ref file holding a commit hash", detail=path)
-    return text
-
-
-def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
-    """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes)."""
+def parse(argv: list[str], *, env: dict[str, str] | None = None,
+          release: str | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
+    """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes), read as `release`'s own
+    parser reads it (the newest kvcalc models when none is named)."""
+    from ..vocab.releases.vllm import DEFAULT_VERSION
+    from .serve_args import read, serve_words
     from .values import Reader
 
-    engine_env, argv = assignments(list(argv))
-    positional, given = _tokens(argv)
-    flags: list[tuple[str, str | None]] = []
-    for name, value in given:
-        if name == "--config":
-            if value is None:
-                raise _fail("--config", "a vLLM --config YAML path")
-            flags = _config_file(value) + flags  # the file first: the command line overrides it, as vLLM does
-    flags += given
-    model = positional
-    revision = None
-    for name, value in flags:
-        if name == "--model":
-            model = value
-        elif name == "--revision":
-            revision = value
+    release = release or DEFAULT_VERSION
+    engine_env, words = assignments(list(argv))
+    positional, opts = read(release, serve_words(words))
+    # A positional model wins over --model (a --config file's `model:`): vLLM's serve command sets args.model from
+    # model_tag when one is given (entrypoints/cli/serve.py cmd, every release read).
+    model = positional or (opts["--model"].value if "--model" in opts else None)
     if not model:
         raise _fail("MODEL", "a model: vllm serve MODEL, or --model")
+    revision = opts["--revision"].value if "--revision" in opts else None
     config = resolve_model(model, revision=revision, env=env)
     top: dict = {"model": {"hf_config": os.path.abspath(config)}}
     overrides: dict[str, tuple[Any, str]] = {}
@@ -246,55 +115,95 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, 
     ignored: list[str] = []
     r = Reader(SOURCE, {})
     offloading_backend = "native"
-    for name, value in flags:
-        if name in VALUE_FLAGS:
-            key = VALUE_FLAGS[name]
-            overrides[key.path] = (_value(r, name, value, key), name)
-        elif name in BOOL_FLAGS or (name.startswith("--no-") and f"--{name[5:]}" in BOOL_FLAGS):
-            key = BOOL_FLAGS[name if name in BOOL_FLAGS else f"--{name[5:]}"]
-            overrides[key.path] = (key.vllm_switch[0] if name in BOOL_FLAGS else key.vllm_switch[1], name)
+    for name, opt in opts.items():
+        key = KEY_OF.get(name) or next((KEY_OF[a] for a in _aliases(release, name) if a in KEY_OF), None)
+        if key is not None and key.vllm_parse == "switch":
+            overrides[key.path] = (key.vllm_switch[1] if opt.negated else key.vllm_switch[0], opt.spelling)
+        elif key is not None:
+            value = _value(r, opt.spelling, opt.value, key, notes)
+            if value is not None:
+                overrides[key.path] = (value, opt.spelling)
         elif name == "--kv-transfer-config":
-            _transfer(_json(name, value), overrides, notes)
+            _transfer(_json(name, opt.value), overrides, notes)
         elif name == "--speculative-config":
-            _speculative(_json(name, value), overrides, env)
+            _speculative(_json(name, opt.value), overrides, env)
         elif name == "--hf-overrides":
-            if _json(name, value):
+            if _json(name, opt.value):
                 raise UnsupportedError(f"{SOURCE}: --hf-overrides: kvcalc does not apply config overrides; edit the "
                                        "config.json (or write a layout YAML) instead")
         elif name == "--kv-offloading-backend":
-            if value not in ("native", "lmcache"):
-                raise _fail("--kv-offloading-backend", "native or lmcache (vLLM's choices)", value)
-            offloading_backend = value
-        elif name in IGNORED:
-            if name in NOTE:
-                notes.append(f"{name}: {NOTE[name]}")
-            elif name not in ("--model", "--revision", "--config"):
-                ignored.append(name)
-        else:
-            raise UnsupportedError(f"{SOURCE}: {name}: kvcalc does not know whether this flag changes the KV cache; "
-                                   "remove it to plan without it")
+            offloading_backend = opt.value
+        elif name in UNMODELLED:
+            _unmodelled(name, opt)
+        elif name in NOTE:
+            notes.append(f"{opt.spelling}: {NOTE[name]}")
+        elif name not in HANDLED:
+            ignored.append(opt.spelling)
     _offloading(engine_env, offloading_backend, overrides, notes)
     if ignored:
-        notes.append("flags that do not change the KV cache or the offload pool: " + ", ".join(dict.fromkeys(ignored)))
+        notes.append(f"options of vLLM {release}'s parser that do not change the KV cache or the offload pool: "
+                     + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
 
 
-def _value(r, name: str, value: str | None, key: Key) -> Any:
-    """A value flag's text as vLLM parses it (the key's vllm_parse: int, human_readable_int, float or text)."""
+def _aliases(release: str, name: str) -> tuple[str, ...]:
+    from ..vocab.releases.vllm_flags import flags_of
+
+    info = flags_of(release).get(name)
+    return info.aliases if info is not None else ()
+
+
+def _unmodelled(name: str, opt) -> None:
+    """An option that changes the KV cache in a way kvcalc does not model: refused unless it is its no-op."""
+    noop = UNMODELLED[name]
+    if noop == "set" and opt.negated:
+        return
+    if noop not in (None, "set") and str(opt.value).strip() == noop:
+        return
+    raise UnsupportedError(f"{SOURCE}: {opt.spelling}"
+                           + (f" {opt.value}" if opt.value is not None else "")
+                           + ": changes the KV cache in a way kvcalc does not model; plan without it")
+
+
+def _value(r, name: str, value: Any, key: Key, notes: list[str]) -> Any:
+    """A value option's text as vLLM's parser converts it (the key's vllm_parse): int() as argparse's type=int
+    ('1_000', '+5' pass), human_readable_int as vLLM computes it (int(float(x) x 10^3k) for k/m/g/t, so '1.001k'
+    is 1000: vocab/releases/vllm_flags.human_readable_int), float(), or the text."""
+    from ..vocab.releases.vllm_flags import human_readable_int
+
     if value is None:
         raise _fail(name, "a value")
+    text = str(value)
+    if len(text) > 40:
+        raise _fail(name, "a value of at most 40 characters", f"{len(text)} characters")
     parse = key.vllm_parse
-    if parse == "int":
-        if not (value.isascii() and value.isdigit()):
-            raise _fail(name, "an integer", value)
-        return int(value)
-    if parse == "human":
-        return r.human_int(value, name, minimum=key.minimum)
-    if parse == "float":
-        if not _number(value):
-            raise _fail(name, "a number", value)
-        return float(value)
-    return value
+    if key.path == "model.dtype" and text == "auto":
+        # ModelConfig's "auto": the config's own torch_dtype (a float32 checkpoint served in half precision), which
+        # is what kvcalc reads from config.json.
+        return None
+    try:
+        if parse == "int":
+            return int(text)
+        if parse == "human":
+            if key.path == "cache.max_model_len" and text.strip().lower() in ("auto", "-1"):
+                # human_readable_int_or_auto (0.14.0 engine/arg_utils.py): -1 asks vLLM to fit the longest length
+                # the KV memory holds.
+                notes.append(f"{name} {text}: vLLM lowers max_model_len to what the KV memory holds when the model's "
+                             "own maximum does not fit; kvcalc plans the model's maximum (the Verdict says if it fits)")
+                return None
+            out = human_readable_int(text)
+            if out < key.minimum:
+                raise ValueError(text)
+            return out
+        if parse == "float":
+            out = float(text)
+            if out != out or out in (float("inf"), float("-inf")):
+                raise ValueError(text)
+            return out
+    except ValueError:
+        raise _fail(name, {"int": "an integer", "human": "an integer, or digits with one K/M/G/T (binary) or "
+                           "k/m/g/t (decimal) suffix", "float": "a number"}[parse], text) from None
+    return text
 
 
 def _lmcache_backend(overrides: dict, notes: list[str]) -> None:
@@ -317,7 +226,15 @@ def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: 
     if offloading_backend == "lmcache":
         _lmcache_backend(overrides, notes)
     elif "offload.kv_offloading_size" in overrides:
-        _native_flag(overrides)
+        _native_flag(overrides, notes)
+    elif overrides.get("offload.backend", (None, ""))[1].startswith("--kv-transfer-config") and \
+            overrides["offload.backend"][0] in ("native", "simple") and "offload.cpu_bytes_to_use" not in overrides:
+        # The connector named with no budget: its spec raises at start-up (v1/kv_offload/cpu/spec.py:100-104
+        # @0.33.0: `if not cpu_bytes_to_use: raise Exception(...)`; simple: simple_cpu_offload_connector.py).
+        if overrides["offload.backend"][0] == "native":
+            raise StartupRefusal(f"{SOURCE}: --kv-transfer-config names OffloadingConnector without cpu_bytes_to_use "
+                                 "(and there is no --kv-offloading-size): vLLM stops with 'cpu_bytes_to_use must be "
+                                 "specified in kv_connector_extra_config'")
 
 
 def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
@@ -337,16 +254,24 @@ def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: s
                      + ", ".join(others))
 
 
-def _native_flag(overrides: dict) -> None:
-    """--kv-offloading-size with the native offloading backend: config/vllm.py _post_init_kv_transfer_config names
-    the connector itself (SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1, else OffloadingConnector),
-    replacing the one --kv-transfer-config names."""
+def _native_flag(overrides: dict, notes: list[str]) -> None:
+    """--kv-offloading-size with the native offloading backend: vLLM names the connector itself
+    (SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1, else OffloadingConnector) and sets the budget,
+    keeping the other kv_connector_extra_config entries (config/vllm.py _post_init_kv_transfer_config, 0.33.0:
+    1167-1175, 0.14.0:516-518: `kv_connector = ...; kv_connector_extra_config.update({"cpu_bytes_to_use":
+    kv_offloading_size * (1 << 30)})`): the flag wins over a --kv-transfer-config budget and connector."""
     named = overrides.get("offload.backend", (None, ""))
-    simple = overrides.get("offload.use_simple_kv_offload", (False, ""))[0]
-    if named[0] == "simple" and not simple:
-        raise UnsupportedError(f"{SOURCE}: --kv-offloading-size makes vLLM name OffloadingConnector (no "
-                               "VLLM_USE_SIMPLE_KV_OFFLOAD=1), replacing the SimpleCPUOffloadConnector "
-                               "--kv-transfer-config names: give one of them")
+    if overrides.pop("offload.cpu_bytes_to_use", None) is not None:
+        notes.append("--kv-offloading-size replaces --kv-transfer-config's cpu_bytes_to_use (vLLM updates "
+                     "kv_connector_extra_config with the flag's budget)")
+    if named[1].startswith("--kv-transfer-config"):
+        del overrides["offload.backend"]  # vLLM names the connector: VLLM_USE_SIMPLE_KV_OFFLOAD decides which
+        replaced = [k for k in overrides if k.startswith(("offload.lmcache.", "offload.simple."))]
+        for k in replaced:
+            del overrides[k]
+        if named[0] not in ("native",):
+            notes.append(f"--kv-offloading-size replaces the connector --kv-transfer-config names ({named[1]}) "
+                         "with vLLM's own offloading connector")
 
 
 _SIMPLE_KEYS = ("cpu_bytes_to_use_per_rank", "num_cpu_blocks", "kv_offload_backend", "disk_path",
@@ -376,6 +301,18 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     extra = cfg.get("kv_connector_extra_config") or {}
     if not isinstance(extra, dict):
         raise _fail("--kv-transfer-config.kv_connector_extra_config", "a JSON object", extra)
+    if connector is not None and cfg.get("kv_role") is None:
+        # config/kv_transfer.py __post_init__ (0.14.0:100, 0.33.0:120): a connector without a role is a ValueError.
+        raise StartupRefusal(f"{SOURCE}: --kv-transfer-config: vLLM stops with 'Please specify kv_role when "
+                             "kv_connector is set' (kv_both for offloading)")
+    budget = extra.get("cpu_bytes_to_use")
+    if budget is not None and not (isinstance(budget, int) and not isinstance(budget, bool)):
+        # The spec divides it by a chunk's bytes through int() (v1/kv_offload/cpu/spec.py:123 @0.33.0): "64G"
+        # raises there; digits in a string pass int().
+        if not (isinstance(budget, str) and budget.strip().isascii() and budget.strip().isdigit()):
+            raise StartupRefusal(f"{SOURCE}: --kv-transfer-config cpu_bytes_to_use {budget!r}: vLLM calls int() on it "
+                                 "and stops (give a whole number of bytes, or --kv-offloading-size in GiB)")
+        extra = {**extra, "cpu_bytes_to_use": int(budget.strip())}
     if connector == "LMCacheConnectorV1":
         _lmcache_extra(extra, overrides, notes)
         return
@@ -431,7 +368,11 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
         if not isinstance(cfg.get("model"), str):
             raise _fail("--speculative-config.model", f"the {method} drafter model (a directory or a hub id)",
                         cfg.get("model"))
-        path = resolve_model(cfg["model"], flag="--speculative-config.model", env=env)
+        revision = cfg.get("revision")
+        if revision is not None and not isinstance(revision, str):
+            raise _fail("--speculative-config.revision", "a branch, tag or commit hash", revision)
+        # The drafter's own revision (config/speculative.py: revision for the draft model), not main.
+        path = resolve_model(cfg["model"], revision=revision, flag="--speculative-config.model", env=env)
         overrides["model.draft.hf_config"] = (os.path.abspath(path), "--speculative-config model")
 
 
@@ -442,7 +383,8 @@ def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None 
     from .yaml_layout import expand
     from .validate import validate
 
-    top, from_line, notes = parse(argv, env=env)
+    release = (overrides or {}).get("vllm.version", (None, ""))[0]
+    top, from_line, notes = parse(argv, env=env, release=release if isinstance(release, str) else None)
     merged = {**(base or {}), **from_line, **(overrides or {})}
     data, origin = expand(top, source=SOURCE, overrides=merged)
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes

@@ -164,9 +164,20 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
     if local is not None:  # at most the DP size
         local = r.int_(local, "parallel.data_parallel_size_local",
                        minimum=KEY["parallel.data_parallel_size_local"].minimum, maximum=dp)
-    return ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
-                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
-                          data_parallel_size_local=local)
+    world = dp * pp * tp
+    if nnodes > 1 and world % nnodes:
+        # engine/arg_utils.py (0.14.0:1470, an assert; 0.33.0:2405, a ValueError): the whole DP x PP x TP world over
+        # the nodes.
+        raise r.fail("parallel.nnodes", f"a divisor of the world size DP x PP x TP = {world} (vLLM stops: "
+                     f"'world_size={world} must be divisible by nnodes={nnodes}')", nnodes)
+    par = ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
+                         pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
+                         data_parallel_size_local=local)
+    if nnodes > 1 and nnodes % max(dp // par.dp_local, 1):
+        # config/parallel.py 0.33.0:827-835 (nnodes_within_dp): the nodes must split evenly over the DP node groups.
+        raise r.fail("parallel.nnodes", f"a multiple of the DP node groups DP / DP local = {dp // par.dp_local} "
+                     "(vLLM stops: 'Invalid data parallel configuration')", nnodes)
+    return par
 
 
 def _check_heads(r: Reader, heads: int, tp: int, key: str, tp_key: str, *, replicates: bool = True) -> None:
@@ -286,8 +297,8 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if has_gib:
         gib = o["kv_offloading_size"]
         key = KEY["offload.kv_offloading_size"]
-        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib < key.minimum \
-                or (key.cap is not None and gib > key.cap):
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or (isinstance(gib, int) and gib > 1 << 60) \
+                or not math.isfinite(gib) or gib < key.minimum or (key.cap is not None and gib > key.cap):
             raise r.fail("offload.kv_offloading_size", "a non-negative number of GiB (vLLM's --kv-offloading-size)",
                          gib)
         flag = r.flags.get("offload.kv_offloading_size")

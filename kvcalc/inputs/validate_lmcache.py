@@ -100,6 +100,8 @@ def _converted(r: Reader, values: dict[str, tuple[Any, str]], version: str) -> d
             return fn(value, *args, **kw)
         except ValueError as e:
             raise r.fail(path, str(e), value) from None
+        except OverflowError:  # an integer beyond a float (10^400 GiB): no host's
+            raise r.fail(path, "a number of GiB a float holds", str(value)[:20] + "...") from None
 
     keys = lmr.config_keys(version)
     out: dict[str, Any] = {"chunk_size": conv("chunk_size", lmr.to_int)}

@@ -156,8 +156,17 @@ def layout_from_dict(data: Any, *, source: str = "<layout>", overrides: dict[str
     return validate(top, source=source, overrides=overrides, origin=origin)
 
 
+
 def read_input(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None) -> tuple[dict, dict, str]:
-    """A layout YAML, a config.json, or a model directory -> (raw layout, provenance, source)."""
+    """A layout YAML, a config.json, a model directory, or a hub id in the local Hugging Face cache -> (raw layout,
+    provenance, source)."""
+    if not os.path.exists(path) and not path.endswith((".yaml", ".yml", ".json")):
+        import re
+
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}", path):
+            from .hub import resolve_model  # a hub id: its config.json in the local cache
+
+            path = resolve_model(path, flag="MODEL")
     if os.path.isdir(path) or path.endswith(".json"):
         config = os.path.join(path, "config.json") if os.path.isdir(path) else path
         data = {"model": {"hf_config": os.path.abspath(config)}}

@@ -9,15 +9,17 @@ import shlex
 from rich import box
 from rich.table import Table
 
+from .fit import FitTable
+
 from ..vocab.releases.vllm import RELEASE_TUPLES, FAMILIES, RELEASES, STEPS
 
 
-def _table(title: str, columns: tuple[str, ...], plain: bool | None = None, fold: bool = True) -> Table:
-    """A left-titled table; `plain` None: no box at all, else the heavy head unless plain."""
-    t = Table(title=title, title_justify="left",
-              box=None if plain is None or plain else box.HEAVY_HEAD)
+def _table(title: str, columns: tuple[str, ...], plain: bool | None = None) -> Table:
+    """A left-titled table that never cuts a number (report/fit.py: one block per row when the width is too
+    small); `plain` None: no box at all, else the heavy head unless plain."""
+    t = FitTable(title=title, title_justify="left", box=None if plain is None or plain else box.HEAVY_HEAD)
     for c in columns:
-        t.add_column(c, overflow="fold") if fold else t.add_column(c)
+        t.add_column(c, overflow="fold")
     return t
 
 
@@ -62,8 +64,10 @@ def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
     """`kvcalc sweep --format table`: the axes that vary and the result columns a person reads; the first
     SWEEP_TABLE_ROWS points only (the rest are not planned), and the caption says so."""
     shown = min(total, SWEEP_TABLE_ROWS)
+    # The CSV / JSON names with spaces for underscores: a heading wraps between its words (cpu blocks / worst
+    # worker) where `cpu_blocks_worst_worker` would widen its column to 23 characters.
     t = _table(f"sweep of {source}: {total:,} point(s)" + (f", the first {shown:,} shown" if shown < total else ""),
-               tuple(columns))
+               tuple(c.replace("_", " ") for c in columns))
     for i, row in enumerate(rows):
         if i == shown:
             break
@@ -77,7 +81,8 @@ def render_sweep(rows, columns: list[str], source: str, total: int) -> Table:
 
 def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Table:
     """`kvcalc check --metrics`: each scraped label against the prediction."""
-    t = _table(f"{metrics} against {layout_source} (vLLM {result['vllm_version']})",
+    # File names, not paths, in the title (the JSON has the paths): a long path folds mid-word at any width.
+    t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
         match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
@@ -87,8 +92,9 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
 
 def render_log_check(result: dict, log: str, layout_source: str) -> Table:
     """`kvcalc check --log`: each logged quantity against the prediction."""
-    t = _table(f"{log} against {layout_source} (vLLM {result['vllm_version']}; memory: {result['memory']})",
-               ("quantity", "predicted", "logged", "match"), fold=False)
+    t = _table(f"{os.path.basename(log)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']}; "
+               f"memory: {result['memory']})",
+               ("quantity", "predicted", "logged", "match"))
     for r in result["rows"]:
         t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
     return t

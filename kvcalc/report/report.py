@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..engines.vllm.specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
-from ..pipeline import Plan, formula_notes
+from ..pipeline import Plan, plan as plan_layout
 from ..vocab.errors import KvcalcError
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
@@ -19,6 +19,7 @@ from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSum
                        GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
                        TensorEntry, WorkerSection)
 from ..backends.base import OutOfBounds
+from .verdict import verdict
 
 if TYPE_CHECKING:
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
@@ -42,8 +43,8 @@ def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
 
 
 def family_entry(plan: Plan, name: str, notes: dict[str, str]) -> FamilyEntry | None:
-    """One family's CPU count on this plan; `notes`: pipeline.formula_notes (how a family's own releases would lay
-    the model out, when that differs), or {}."""
+    """One family's CPU count on this plan; `notes`: family id -> how that family's release lays the model out,
+    when it differs from the selected release (representative_entry), or {}."""
     r = plan.offload.results.get(name)
     if r is None:
         return None
@@ -206,25 +207,60 @@ def _without_counts(plan: Plan, backends: list[BackendEntry] | None, *, block_si
         cpu_bytes_all_replicas=None, host=None, families=None, lmcache=lmcache, backends=backends)
 
 
+def representative_entry(plan: Plan, name: str) -> tuple[FamilyEntry | None, str | None]:
+    """The `name` family's column planned whole on its representative release (vocab FAMILIES[name].representative,
+    as `kvcalc size` does): that release's own hybrid manager, groups, tensors and GPU blocks, not the selected
+    release's. (entry, None), or (None, why that release refuses the layout or its connector)."""
+    version = FAMILIES[name].representative
+    try:
+        alt = plan_layout(replace(plan.layout, vllm_version=version, vllm_version_from="representative"),
+                          selected_only=True)
+    except KvcalcError as e:
+        return None, f"vLLM {version} refuses this layout at startup: {e.one_line()}"
+    if alt.offload.startup_error:
+        return None, f"vLLM {version} would not start the offloading connector: {alt.offload.startup_error}"
+    same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \
+        [(g.layer_names, g.spec) for g in plan.grouping.groups] and alt.gpu.num_blocks == plan.gpu.num_blocks
+    note = None if same else (
+        f"vLLM {version} lays this model out as its own: hybrid manager {'on' if alt.hma_enabled else 'off'}, "
+        f"{len(alt.grouping.groups)} KV cache group(s)" + ("" if alt.gpu.num_blocks is None else
+                                                           f", {alt.gpu.num_blocks:,} GPU blocks")
+        + f" (vLLM {plan.behaviour.version}: {len(plan.grouping.groups)} group(s)"
+        + ("" if plan.gpu.num_blocks is None else f", {plan.gpu.num_blocks:,} GPU blocks") + ")")
+    entry = family_entry(alt, name, {name: note} if note else {})
+    return (None, None) if entry is None else (_with_version(entry, version), None)
+
+
 def native_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                    backends: list[BackendEntry] | None) -> OffloadSection:
-    """The native connector's pool: the selected release's family, and the old and fixed columns beside it."""
+    """The native connector's pool: the selected release's family, and the old and fixed columns beside it, each
+    on its own release (the selected one for its own family, else the family's representative)."""
     off, par = plan.offload, plan.layout.parallel
     budget = plan.layout.offload.cpu_bytes_to_use
     if budget is None:
         return _without_counts(plan, backends, block_size=off.block_size, factor=off.block_size_factor,
                                startup_error=off.startup_error, errors=dict(off.errors), lmcache=None)
     # A release that would not start has no pool: its counts, verdict and host bytes are null, not numbers a
-    # pipeline could read as a plan (the old / fixed columns stay: what each formula gives on this layout).
-    notes = formula_notes(plan)
-    own = family_entry(plan, plan.selected, notes)
+    # pipeline could read as a plan (the old / fixed columns stay: what each release gives on this layout).
+    own = family_entry(plan, plan.selected, {})
+    own = None if own is None else _with_version(own, plan.behaviour.version)
     selected = None if off.startup_error else own
-    entries = {name: (own if name == plan.selected else family_entry(plan, name, notes)) for name in ("old", "fixed")}
+    # The selected family's own init failure only: reading off.errors would count the other families on this
+    # release's GPU stage, which no column shows any more.
+    errors = {plan.selected: off.selected} if isinstance(off.selected, str) else {}
+    entries = {}
+    for name in ("old", "fixed"):
+        if name == plan.selected:
+            entries[name] = own
+            continue
+        entries[name], why = representative_entry(plan, name)
+        if why:
+            errors[name] = why
     return OffloadSection(
         backend="native", lmcache=None, backends=backends,
         cpu_bytes_to_use=off.cpu_bytes_to_use, cpu_bytes_source=plan.layout.offload.cpu_bytes_source,
         block_size=off.block_size, block_size_factor=off.block_size_factor, startup_error=off.startup_error,
-        selected=selected, errors=dict(off.errors), old=entries["old"], fixed=entries["fixed"],
+        selected=selected, errors=errors, old=entries["old"], fixed=entries["fixed"],
         out_of_bounds=None if selected is None else selected.out_of_bounds,
         pinned_bytes_per_engine=None if selected is None else selected.pinned_bytes_per_engine,
         unused_bytes=None if selected is None else selected.unused_bytes,
@@ -308,17 +344,20 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
         startup_error=result.pool.startup_error,
         offload=None if result.pool.startup_error or result.layout.offload.cpu_bytes_to_use is None
-        or result.pool.backend != "native" else family_entry(result, result.selected, formula_notes(result)),
+        or result.pool.backend != "native" else family_entry(result, result.selected, {}),
         simple=result.pool.simple if result.pool.backend == "simple" else None,
     )
 
 
 def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] | None = None,
                  checks: list[Check] | None = None, verify: VerifySection | None = None,
-                 backends: list[BackendEntry] | None = None, engines: list | None = None) -> Report:
+                 backends: list[BackendEntry] | None = None, limits: dict | None = None,
+                 engines: list | None = None) -> Report:
     """The report, built once. `releases` (from pipeline.compare) adds the comparison; `checks` (tools.gates) the
-    gates; `backends` (backend_entries) --compare-backends; `engines` (sglang_section.engine_entries)
-    --compare-engines. An SGLang plan's report is report/sglang_section.SglangReport."""
+    gates; `backends` (backend_entries) --compare-backends; `limits` the gates' limits (tools.gates.Gates fields:
+    host_memory, shm, overhead; from --k8s's manifest or the flags), which the verdict says are enough or not;
+    `engines` (sglang_section.engine_entries) --compare-engines. An SGLang plan's report is
+    report/sglang_section.SglangReport."""
     if plan.engine == "sglang":
         from .sglang_section import build_sglang_report  # SGLang's reports only (start-up time is a target)
 
@@ -364,7 +403,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
         ),
         gpu=gpu, offload=offload, offload_reason=None if offload is not None else plan.pool.notes[0],
         notes=list(plan.notes), warnings=list(plan.warnings),
-        checks=checks, releases=rel, verify=verify, verdict=plan.pool.verdict, engines=engines,
+        checks=checks, releases=rel, verify=verify, verdict=verdict(plan, offload, limits), engines=engines,
         error=None if not plan.pool.startup_error else
         f"vLLM {plan.behaviour.version} refuses to start {plan.pool.connector}: {plan.pool.startup_error}",
     )

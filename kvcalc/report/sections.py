@@ -176,7 +176,8 @@ class FamilyEntry:
     pinned_bytes_all_replicas: int = field("x DP")
     unused_bytes: int = field("budget minus pinned")
     wasted_bytes_per_worker: list[int] = field("rows a worker pinned that the scheduler never uses, per stage")
-    note: str | None = field("how this family's own releases would lay the model out, when that differs")
+    note: str | None = field("how this entry's release lays the model out, when that differs from the selected "
+                             "release's")
     unit: str = field("blocks | chunks")
     block_size_factor: int = field("offloaded block / GPU block (blocks_per_chunk from 0.26)")
     copies: int = field("copies of each block: world size, or 1 for replicated MLA")
@@ -187,8 +188,9 @@ class FamilyEntry:
     shared_region: bool = field("one shared /dev/shm host region per engine (0.27+ on the release's platforms)")
     capacity: Capacity = field("what the tier holds, group-aware")
     host: HostMemory = field("host memory resident")
-    vllm_version: str | None = field("with --compare-versions: the release standing for the family",
-                                     omit_if_none=True, default=None)
+    vllm_version: str | None = field("the release this entry was planned on (old / fixed: the selected release for "
+                                     "its own family, else the family's representative)", omit_if_none=True,
+                                     default=None)
 
 
 @record
@@ -203,9 +205,12 @@ class OffloadSection:
     block_size_factor: int = field("offloaded block / GPU block")
     startup_error: str | None = field("why the selected release's connector fails at start-up, or null")
     selected: FamilyEntry | None = field("the selected release's family entry (null when it would not start)")
-    errors: dict[str, str] = field("family id -> why that family's connector fails at init")
-    old: FamilyEntry | None = field("the 0.14.0-0.19.1 formula on this layout")
-    fixed: FamilyEntry | None = field("the 0.20.0+ formula on this layout")
+    errors: dict[str, str] = field("family id -> why that family's release refuses the layout or fails to start "
+                                   "its connector")
+    old: FamilyEntry | None = field("the old family (0.14.0-0.19.1) on its own release, planned whole: the selected "
+                                    "release if old, else 0.19.1; null when it refuses (errors.old)")
+    fixed: FamilyEntry | None = field("the fixed family (0.20.0-0.23.0) on its own release: the selected release if "
+                                      "fixed, else 0.23.0; null when it refuses (errors.fixed)")
     out_of_bounds: bool | None = field("the selected release goes out of bounds (null when it would not start)")
     pinned_bytes_per_engine: int | None = field("selected: host bytes pinned by one engine")
     unused_bytes: int | None = field("selected: budget minus pinned")

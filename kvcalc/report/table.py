@@ -9,10 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ..vocab.records import record
+from .fit import FitTable
 from .report import collapse_layers
-from .sections import FamilyEntry, Report
+from .sections import Report
+from .verdict import gib
+from .table_offload import native_table, refusals, release_columns
 from ..vocab.units import exact_bytes, format_bytes
-from ..vocab.releases.vllm import FAMILIES
 
 
 @record
@@ -41,9 +43,13 @@ def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
-def _table(style: Style, title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=style.box, show_edge=False,
-              pad_edge=False, show_header=header, title_style="bold")
+def _table(style: Style, title: str, *columns: str, header: bool = True, by: str | None = None) -> Table:
+    """A table that never cuts a number (report/fit.py); `by`: how it goes vertical when the width is too small
+    (default: one block per column when the first column is an unnamed label column, else one per row)."""
+    if by is None:
+        by = "column" if header and len(columns) > 2 and columns[0] == "" else "row"
+    t = FitTable(title=title, title_justify="left", box=style.box, show_edge=False, by=by,
+                 pad_edge=False, show_header=header, title_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
@@ -67,8 +73,8 @@ def _runs(tensors) -> list[tuple[int, int | None, list[str]]]:
     return runs
 
 
-def render(report: Report, style: Style = Style()) -> list[RenderableType]:
-    """The plan for people: the heading, the first screen (summary, verdict), then the detail."""
+def render_summary(report: Report, style: Style = Style()) -> list[RenderableType]:
+    """The first screen (plan --summary): the heading, the Summary, the GPU lines, the Verdict, the Checks."""
     m, par = report.model, report.parallel
     head = Text()
     head.append(f"{m.name}", style="bold")
@@ -79,10 +85,17 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
     out: list[RenderableType] = [head, *summary(report, style)]
     if report.checks is not None:
         out.append(checks_table(report.checks, style))
+    return out
+
+
+def render(report: Report, style: Style = Style()) -> list[RenderableType]:
+    """The plan for people: the first screen (render_summary), then the detail."""
+    out = render_summary(report, style)
     out += [_layout_table(report, style),
                                  _fields_table(report, style), _groups_table(report, style)]
     out += [_tensor_table(report, w, style) for w in report.gpu.workers]
-    g = _table(style, f"GPU (what vLLM logs, {report.gpu.log_family})", "", "", header=False)
+    g = _table(style, f"GPU (what vLLM {report.vllm_version} logs at start-up: rule {report.gpu.log_family})", "", "",
+               header=False)
     g.add_row("num_gpu_blocks", _n(report.gpu.num_blocks))
     for line in report.gpu.log_lines:
         g.add_row("log", line)
@@ -172,8 +185,10 @@ def _groups_table(report: Report, style: Style) -> Table:
 
 
 def _tensor_table(report: Report, w, style: Style) -> Table:
-    title = f"KV cache tensors, PP stage {w.pp_rank} (decoder layers {w.decoder_layers[0]}–" \
-            f"{w.decoder_layers[1] - 1}; each of its {report.parallel.tensor_parallel_size} TP rank(s))"
+    tp = report.parallel.tensor_parallel_size
+    where = f"on each of the {tp} TP ranks" if tp > 1 else "on the GPU"
+    stage = f", PP stage {w.pp_rank}" if report.parallel.pipeline_parallel_size > 1 else ""
+    title = (f"KV cache tensors{stage} (decoder layers {w.decoder_layers[0]}–{w.decoder_layers[1] - 1}; {where})")
     tt = _table(style, title, "tensors", "size each", "shared by")
     runs = _runs(w.tensors)
     for count, size, names in runs[:TENSOR_ROWS]:
@@ -190,28 +205,30 @@ def _tensor_table(report: Report, w, style: Style) -> Table:
 
 
 def summary(report: Report, style: Style) -> list[RenderableType]:
-    """The first screen (<= 20 lines at 80 columns): per formula column the CPU counts, the tokens held, the
-    host memory resident and the out-of-bounds answer, then the verdict; the detail follows."""
+    """The first screen (<= 20 lines at 80 columns): per release column the CPU counts, the tokens held, the host
+    memory resident and /dev/shm in GiB (exact bytes: the JSON and the offload table), the out-of-bounds answer,
+    then the verdict; the detail follows."""
     off = report.offload
     out: list[RenderableType] = []
     if off is not None and off.cpu_bytes_to_use is not None and not off.startup_error and off.simple is None:
-        cols = _columns(report)
-        t = _table(style, f"Summary: {_b(off.cpu_bytes_to_use)} of CPU budget", "", *(c[0] for c in cols))
+        cols = release_columns(report)
+        t = _table(style, f"Summary: {gib(off.cpu_bytes_to_use)} CPU budget per engine", "", *(c[0] for c in cols))
 
-        def row(label: str, get) -> None:
-            t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
+        def row(label: str, get, fmt=_n) -> None:
+            t.add_row(label, *(fmt(get(e)) if e is not None else "—" for _, e, _ in cols))
 
         row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
         row("CPU blocks/chunks, worst worker", lambda e: min(e.num_blocks_workers))
         row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
-        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node)
+        row("host memory resident, node", lambda e: e.host.resident_bytes_per_node, gib)
+        row("/dev/shm region, node", lambda e: e.host.shm_bytes_per_node, lambda b: gib(b) if b else "none")
         red = None if style.plain else "bold red"
-        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "fails at init"
+        t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "refused (below)"
                                      for _, e, _ in cols))
-        out.append(t)
+        out += [t, *refusals(report, cols)]
     out += gpu_memory_lines(report)
     text = report.verdict
-    unsafe = "UNSAFE" in text or "would not start" in text
+    unsafe = "UNSAFE" in text or "would not start" in text or "WOULD NOT START" in text
     out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
     return out
 
@@ -238,7 +255,7 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
         out.append(Text(f"GPU {stage}[{bar}] {_gib(m.total_bytes)} GiB: W {_gib(w.weights_bytes)} + A "
                         f"{_gib(w.activation_peak_bytes)} + N {_gib(w.non_torch_bytes)} + G {_gib(w.cudagraph_bytes)}"
                         f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(m.total_bytes - m.requested_bytes)}"))
-    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (family {m.family}, util {m.utilization}): "
+    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, utilization {m.utilization}): "
                     f"{_gib(m.kv_cache_bytes)} GiB per GPU; weights exact, activation/graphs estimates "
                     "(JSON gpu.memory.terms)"))
     return out
@@ -266,15 +283,6 @@ def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> Rend
         n = (b * width + top - 1) // top if b else 0  # ceiling: a non-zero tier shows at least one cell
         t.add_row(label, (style.fill * n).ljust(width, style.empty), format_bytes(b))
     return t
-
-
-def _columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]:
-    """(header, entry, family id): old and fixed always, then the selected release's family if it is another."""
-    off = report.offload
-    cols = [(FAMILIES["old"].heading, off.old, "old"), (FAMILIES["fixed"].heading, off.fixed, "fixed")]
-    if report.family not in ("old", "fixed"):
-        cols.append((f"{report.family} {report.vllm_version}", off.selected, report.family))
-    return cols
 
 
 def _lmcache_table(report: Report, style: Style) -> RenderableType:
@@ -344,71 +352,7 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")
-    title = (f"CPU offload: cpu_bytes_to_use = {_b(off.cpu_bytes_to_use)}, from {off.cpu_bytes_source!r}; "
-             f"offloaded block {off.block_size} tokens (×{off.block_size_factor})")
-    if off.startup_error:
-        return Group(Text(title, style="bold"), Text(f"startup failure: {off.startup_error}", style="bold red"))
-    cols = _columns(report)
-    t = _table(style, title, "", *(c[0] for c in cols))
-    live = [c for c in cols if c[1] is not None]
-
-    def row(label: str, get) -> None:
-        t.add_row(label, *(_n(get(e)) if e is not None else "—" for _, e, _ in cols))
-
-    stages = range(len(live[0][1].num_blocks_workers)) if live else range(0)
-    row("bytes per CPU block/chunk, scheduler", lambda e: e.aligned_bytes)
-    for i in stages:
-        row(f"bytes per CPU block/chunk, stage {i}", lambda e, i=i: e.kv_bytes_per_block_workers[i]
-            * e.block_size_factor)
-    t.add_row("copies of each block (world or 1)", *(str(e.copies) if e else "—" for _, e, _ in cols))
-    row("CPU blocks/chunks, scheduler", lambda e: e.num_blocks_scheduler)
-    for i in stages:
-        row(f"CPU blocks/chunks, stage {i} workers", lambda e, i=i: e.num_blocks_workers[i])
-    row("chunks per max_model_len request", lambda e: e.capacity.chunks_per_request.total
-        if e.capacity.chunks_per_request else None)
-    row("CPU tokens, scheduler's count", lambda e: e.cpu_tokens_scheduler)
-    row("CPU tokens every worker holds", lambda e: e.cpu_tokens_safe)
-    for i in stages:
-        row(f"host bytes pinned, stage {i} worker", lambda e, i=i: e.pinned_bytes_per_worker[i])
-    row("host bytes pinned, engine", lambda e: e.pinned_bytes_per_engine)
-    row("budget unused (bytes)", lambda e: e.unused_bytes)
-    row("host bytes resident, engine", lambda e: e.host.resident_bytes_per_engine)
-    row("host bytes resident, node", lambda e: e.host.resident_bytes_per_node)
-    row("/dev/shm needed, node", lambda e: e.host.shm_bytes_per_node)
-    dp = report.parallel.data_parallel_size
-    if dp > 1:
-        row(f"host bytes pinned, {dp} DP replicas", lambda e: e.pinned_bytes_all_replicas)
-    if live and len(live) >= 2:
-        base = off.fixed or live[-1][1]
-        t.add_row("CPU blocks, worst worker ÷ fixed", *(
-            _ratio(min(e.num_blocks_workers), min(base.num_blocks_workers)) if e else "—" for _, e, _ in cols))
-
-    def oob(e: FamilyEntry | None, fam: str) -> str:
-        if e is None:
-            return f"fails at init: {off.errors.get(fam, '')}"
-        ids = e.out_of_bounds_ids
-        return f"YES ids {ids.first:,}–{ids.last:,}" if ids else "no"
-
-    t.add_row("out-of-bounds CPU stores", *(oob(e, fam) for _, e, fam in cols))
-    return Group(t, *_family_notes(cols))
-
-
-def _family_notes(cols) -> list[Text]:
-    """Under the table: what each column pins, how its own releases would lay the model out, its host memory."""
-    parts = [Text("; ".join(f"{fam}: pins {format_bytes(e.pinned_bytes_per_engine)}, "
-                            f"{format_bytes(e.unused_bytes)} unused" for _, e, fam in cols if e))]
-    for _, e, fam in cols:
-        if e and e.note:
-            parts.append(Text(f"{fam}: {e.note}"))
-        if e and e.host.note:
-            parts.append(Text(f"{fam} host memory: {e.host.note}"))
-    return parts
-
-
-def _ratio(a: int, b: int) -> str:
-    if b == 0:
-        return "—"
-    return f"{a / b:.4f}" if a < b else f"{a / b:.3f}"
+    return native_table(report, style, _table)
 
 
 def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
@@ -430,7 +374,7 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     row("logged KV cache tokens", lambda r: "—" if r.family is None else _n(r.kv_cache_size_tokens))
     row("CPU blocks/chunks, scheduler", off("num_blocks_scheduler"))
     row("CPU blocks/chunks, worst worker", lambda r: _n(min(r.offload.num_blocks_workers)) if r.offload else "—")
-    row("copies", off("copies"))
+    row("copies of each block", off("copies"))
     row("bytes per block/chunk (aligned)", off("aligned_bytes"))
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))

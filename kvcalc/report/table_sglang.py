@@ -78,6 +78,12 @@ def render(report, style) -> list[RenderableType]:
     return out
 
 
+def render_summary(report, style) -> list[RenderableType]:
+    """plan --summary on an SGLang plan: the title, the GPU bar and the Verdict (render's first and last lines)."""
+    full = render(report, style)
+    return full[:2] + full[-1:]
+
+
 def hicache_table(h, style) -> Table:
     t = _table(style, "HiCache host pool (per rank)", "", "", header=False)
     if not h.enabled:

@@ -48,26 +48,41 @@ def render_sizing(rows, tokens: int | None, blocks: int | None, resident: int | 
     title = _sizing_title("cpu_bytes_to_use", tokens, blocks, "CPU blocks", resident)
     t = _table(style, title, "family", "release", "cpu_bytes_to_use", "GiB flag", "blocks", "tokens",
                "resident, node", "/dev/shm, node", "safe?")
-    for col in t.columns[2:8]:
-        col.no_wrap = True
+    t.narrow = lambda: _sizing_lines(rows)
     notes = []
     for r in rows:
         if r.startup_error:
-            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused at startup")
+            t.add_row(r.family, r.vllm_version, "—", "—", "—", "—", "—", "—", "refused")
             notes.append(Text(f"{r.family} ({r.vllm_version}): {r.startup_error}"))
             continue
         if r.cpu_bytes_to_use is None:  # no budget helps: the note says why
-            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—",
-                      "NO: out of bounds at any budget")
+            t.add_row(r.family, r.vllm_version, "none helps", "—", "—", "—", "—", "—", "NO: out of bounds")
             notes.append(Text(f"{r.family}: {r.note}"))
             continue
         t.add_row(r.family, r.vllm_version, f"{r.cpu_bytes_to_use:,}", f"{r.kv_offloading_size_gib:g}",
                   f"{r.num_blocks:,} {r.unit}", f"{r.tokens:,}", format_bytes(r.resident_bytes_per_node),
-                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds at any budget"
-                  if r.out_of_bounds_at_any_budget else "yes")
+                  format_bytes(r.shm_bytes_per_node), "NO: out of bounds" if r.out_of_bounds_at_any_budget else "yes")
         if r.note:
             notes.append(Text(f"{r.family}: {r.note}"))
     return Group(t, *notes)
+
+
+def _sizing_lines(rows) -> RenderableType:
+    """The sizing table too wide for the console: one paragraph per family, the same figures in words."""
+    lines = []
+    for r in rows:
+        head = f"{r.family} {r.vllm_version}: "
+        if r.startup_error:
+            lines.append(Text(head + "refused at startup (below)"))
+        elif r.cpu_bytes_to_use is None:
+            lines.append(Text(head + "no budget helps: out of bounds at any budget"))
+        else:
+            lines.append(Text(
+                head + f"cpu_bytes_to_use {r.cpu_bytes_to_use:,} (GiB flag {r.kv_offloading_size_gib:g}): "
+                f"{r.num_blocks:,} {r.unit}, {r.tokens:,} tokens; per node resident "
+                f"{format_bytes(r.resident_bytes_per_node)}, /dev/shm {format_bytes(r.shm_bytes_per_node)}; "
+                + ("NOT safe: out of bounds at any budget" if r.out_of_bounds_at_any_budget else "safe")))
+    return Group(*lines)
 
 
 def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident: int | None,

@@ -7,20 +7,14 @@ or `unknown`)."""
 
 from __future__ import annotations
 
-from ..backends.base import Pool
+# The process overhead, the busiest node's workers and vLLM's /dev/shm preflight live with the Pool (backends/base.py):
+# the report's verdict reads them too, and the report comes before tools.
+from ..backends.base import OVERHEAD_BASIS, OVERHEAD_PER_WORKER, Pool, shm_refusal, workers_on_node  # noqa: F401
 from ..report.optional import Check
 from ..vocab.records import record
 from ..vocab.units import format_bytes
 
 GATES = ("startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory", "shm", "min_cpu_tokens")
-
-# Host memory a node needs besides the CPU pool, per GPU worker process: Python, torch, the CUDA context, NCCL.
-# An estimate from measurements: vLLM PR #48436 (TP 2, pinned tensors): "--kv-offloading-size 64 would cause
-# per-worker RSS of ~35GB (32GB + 3), and --kv-offloading-size 80 ... ~67GB (64GB + 3)" -> 3 GiB a worker beyond
-# its pool (the "32GB" is the 32 GiB share of 64 GiB). vLLM #53042 measured more on a GB200 node at idle (anon
-# 35.0 GiB for 4 GPUs, API server and engine core included): --host-overhead sets a node's figure.
-OVERHEAD_PER_WORKER = 3 << 30
-OVERHEAD_BASIS = "estimate: 3 GiB per GPU worker process (vLLM PR #48436: per-worker RSS = pool share + ~3 GiB)"
 
 
 @record
@@ -41,13 +35,6 @@ class Gates:
     min_cpu_tokens: int | None = None
     overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
     unreadable: tuple = ()  # inputs the pool depends on that could not be read (an envFrom elsewhere in the cluster)
-
-
-def workers_on_node(parallel) -> int:
-    """GPU worker processes on the busiest node: an engine's TP x PP ranks over its nodes, times the engines a node
-    holds."""
-    ranks = parallel.tensor_parallel_size * parallel.pipeline_parallel_size
-    return -(-ranks // parallel.nnodes) * parallel.engines_per_node
 
 
 def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
@@ -71,20 +58,6 @@ def refused(version: str, reason: str, engine: str = "vLLM") -> list[Check]:
     out += [_check(name, "unknown", f"not evaluated: {engine} does not start, so there is nothing to measure")
             for name in GATES[1:]]
     return out
-
-
-def shm_refusal(region: int, engines: int, shm_size: int, version: str, named: bool) -> str | None:
-    """vLLM's own /dev/shm preflight (0.28.0+ v1/kv_offload/cpu/shared_offload_region.py -> shm_broadcast.py
-    check_shm_free_space): each engine's creator needs its region free; the k-th engine on a node sees what the
-    first k-1 took. The RuntimeError's text, or None when every engine fits."""
-    mib = 1 << 20
-    for k in range(engines):
-        free = shm_size - k * region
-        if region > free:
-            what = " for CPU KV offload shared region in /dev/shm" if named else ""
-            return (f"Insufficient space in /dev/shm{what}: {region / mib:.0f} MiB required, {max(free, 0) / mib:.0f} "
-                    "MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).")
-    return None
 
 
 def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, engines_per_node: int = 1,

@@ -127,6 +127,9 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
 
     vllm_only(layout, "check --log")
     logged = parse_log(text, source)
+    # The layout offloads, the log's non-default args name no connector setting: the server ran without one.
+    connector_missing = (layout.offload.budget_given and layout.offload != NO_CONNECTOR and bool(logged.args)
+                         and not any(k in dict(logged.args) for k in CONNECTOR_ARGS))
     layout, taken = with_log_settings(layout, logged, given | ({"vllm.version"} if version_given else set()))
     n_lo, n_hi, memory_source = _memory_range(layout, logged, source)
     if n_lo is None or n_hi - n_lo > MAX_CANDIDATES:
@@ -156,6 +159,10 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     if stated is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
                         "logged": f"{stated:,}", "match": False})
+    if connector_missing:
+        rows.insert(0, {"quantity": "KV connector", "predicted": "the layout's offloading connector",
+                        "logged": "none (the non-default args name no kv_transfer_config or kv_offloading_size)",
+                        "match": False})
     notes = [f"taken from the log: {', '.join(taken)}"] if taken else []
     if logged.profiling_override is not None:
         o = logged.profiling_override

@@ -112,13 +112,13 @@ def _from_scrape(layout: Layout, found: dict) -> tuple[Layout, list[str], set[st
     taken: set[str] = set()
     if layout.cache.kv_cache_memory is None and layout.cache.num_gpu_blocks_override is None:
         blocks = {s.get("num_gpu_blocks") for _, s in found[CACHE_INFO]}
-        if len(blocks) == 1 and (b := blocks.pop()) and b.isdigit():
+        if len(blocks) == 1 and (b := blocks.pop()) and b.isascii() and b.isdigit() and len(b) <= 30:
             layout = replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=int(b)))
             taken.add("num_gpu_blocks")
             notes.append(f"num_gpu_blocks {int(b):,} taken from the scrape (the layout gives no KV memory)")
     if layout.offload.cpu_bytes_to_use is None:
         sizes = {s.get("cpu_kv_cache_size_bytes") for _, s in found[OFFLOAD_INFO]}
-        if len(sizes) == 1 and (b := sizes.pop()) and b.isdigit():
+        if len(sizes) == 1 and (b := sizes.pop()) and b.isascii() and b.isdigit() and len(b) <= 30:
             # The tier's bytes are whole chunks of the budget: as a budget they give the same chunk count.
             layout = replace(layout, offload=replace(layout.offload, cpu_bytes_to_use=int(b),
                                                      cpu_bytes_source="the scrape"))

@@ -161,16 +161,34 @@ class ParallelLayout:
     data_parallel_size: int = 1
     pp_layer_partition: tuple[int, ...] | None = None  # as VLLM_PP_LAYER_PARTITION
     distributed_executor_backend: str = "mp"  # mp | ray | uni | external_launcher
-    nnodes: int = 1  # nodes one engine (DP replica) spans
-    data_parallel_size_local: int | None = None  # DP replicas (engines) on one node; None: all of them
+    nnodes: int = 1  # vLLM's --nnodes: the nodes of the whole DP x PP x TP world
+    data_parallel_size_local: int | None = None  # DP replicas (engines) on one node; None: vLLM's inference
+
+    @property
+    def dp_local(self) -> int:
+        """DP replicas on one node: --data-parallel-size-local, else vLLM's inference for nnodes > 1 (engine/
+        arg_utils.py 0.14.0:1486-1490, 0.33.0:2442-2446: max(local_world_size // world_size_within_dp, 1), where
+        local_world_size = DP x PP x TP // nnodes), else every replica."""
+        if self.data_parallel_size_local is not None:
+            return self.data_parallel_size_local
+        if self.nnodes == 1:
+            return self.data_parallel_size
+        local_world = self.data_parallel_size * self.workers_per_engine // self.nnodes
+        return max(local_world // self.workers_per_engine, 1)
+
+    @property
+    def nodes_per_engine(self) -> int:
+        """The nodes one engine (DP replica) spans: ParallelConfig.nnodes_within_dp (config/parallel.py 0.14.0:
+        448-454, 0.33.0:812-836): nnodes // (DP // DP local), at least 1."""
+        if self.nnodes == 1:
+            return 1
+        return max(self.nnodes // max(self.data_parallel_size // self.dp_local, 1), 1)
 
     @property
     def engines_per_node(self) -> int:
-        """Engines whose host memory one node pays: --data-parallel-size-local, else every DP replica when an
-        engine fits on one node, else one (an engine spread over nnodes nodes)."""
-        if self.data_parallel_size_local is not None:
-            return self.data_parallel_size_local
-        return self.data_parallel_size if self.nnodes == 1 else 1
+        """Engines whose host memory one node pays: the DP replicas of its node group (each with the share of its
+        ranks the node holds when an engine spans nodes_per_engine nodes)."""
+        return self.dp_local
 
     @property
     def workers_per_engine(self) -> int:

@@ -142,9 +142,10 @@ def test_disk_and_local_cpu_false():
 
 
 def test_nodes_and_replicas():
-    # TP 8 over 2 nodes (4 ranks each), 2 engines per node would be --data-parallel-size-local 2: one node holds
-    # 4 ranks x 16 GiB x 2 engines = 128 GiB.
-    lc = lmcache_plan({**tp(8), "parallel": {"tensor_parallel_size": 8, "nnodes": 2, "data_parallel_size": 4,
+    # vLLM's --nnodes counts the whole world: 4 engines of TP 8 = 32 ranks over 4 nodes, 2 engines per node group
+    # (--data-parallel-size-local 2): 4 / 2 = 2 node groups of 4 // 2 = 2 nodes, each engine spans 2 nodes (4 ranks
+    # on each), and one node holds 4 ranks x 16 GiB x 2 engines = 128 GiB.
+    lc = lmcache_plan({**tp(8), "parallel": {"tensor_parallel_size": 8, "nnodes": 4, "data_parallel_size": 4,
                                               "data_parallel_size_local": 2}},
                       lmcache={"max_local_cpu_size": 16}).pool.lmcache
     assert lc.resident_bytes_per_node == 4 * 16 * GIB * 2

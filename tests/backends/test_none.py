@@ -71,9 +71,10 @@ def test_falcon_h1_serve_line_without_a_connector_is_not_refused(capsys, tmp_pat
     transfer = json.dumps({"kv_connector": "OffloadingConnector", "kv_role": "kv_both"})
     code, out, err = run(capsys, "plan", "--vllm-version", "0.22.1", "--format", "json", "--", "vllm", "serve",
                          str(model), "--kv-cache-memory-bytes", "20G", "--kv-transfer-config", transfer)
-    doc = json.loads(out)
-    assert doc["offload"]["backend"] == "native"
-    assert doc["offload"]["cpu_bytes_to_use"] is None
+    # ... but with no budget vLLM stops at start-up (issue 22): CPUOffloadingSpec raises on a falsy
+    # cpu_bytes_to_use (v1/kv_offload/cpu/spec.py:25-29 @0.22.0).
+    assert code == 2
+    assert "cpu_bytes_to_use must be specified in kv_connector_extra_config" in err
 
 
 BASE = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}

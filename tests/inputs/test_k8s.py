@@ -117,7 +117,7 @@ def test_vllm_args_prints_the_pod_block(capsys):
     import yaml
 
     code, out, err = run(capsys, "vllm-args", os.path.join(EXAMPLES_DIR, "deepseek-v3-tp4.yaml"), "--vllm-version",
-                         "0.33.0", "--k8s")
+                         "0.33.0", "--pod")
     assert code == 0, err
     block = yaml.safe_load("\n".join(line for line in out.splitlines() if not line.startswith("vllm serve")))
     assert -(-REGION // (1 << 30)) == 64

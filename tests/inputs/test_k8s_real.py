@@ -75,8 +75,13 @@ def test_dollar_paren_model_id_from_the_container_env(hub, capsys):
     hub("google/gemma-3-27b-it", os.path.join(SHARED_MODELS, "gemma-3-27b.json"))
     g = read("22-gke-gemma3-dollar-paren-model-id.yaml")
     assert flag(g.argv, "--model") == "google/gemma-3-27b-it"
+    # Its --swap-space left vLLM's parser after 0.17.1 (vocab/releases/vllm_flags): 0.33.0 stops at it, as vLLM does.
     code, out, err = run(capsys, "plan", "--k8s", real("22-gke-gemma3-dollar-paren-model-id.yaml"),
                          "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 2
+    assert "--swap-space: expected an option of vLLM 0.33.0's `vllm serve`" in err
+    code, out, err = run(capsys, "plan", "--k8s", real("22-gke-gemma3-dollar-paren-model-id.yaml"),
+                         "--vllm-version", "0.17.1", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     with open(os.path.join(SHARED_MODELS, "gemma-3-27b.json")) as fh:
@@ -85,6 +90,7 @@ def test_dollar_paren_model_id_from_the_container_env(hub, capsys):
     assert doc["parallel"]["tensor_parallel_size"] == 8
     # The image (a Vertex build tagged by date) names no release: the flag's release is used and said so.
     assert doc["vllm_version_from"] == "--vllm-version"
+    assert doc["vllm_version"] == "0.17.1"
     assert "not in kvcalc's image table" in err
 
 

@@ -209,8 +209,14 @@ def test_the_schema_states_the_published_bounds():
 
 def _sample(key: Key) -> tuple[str, object]:
     """A value vLLM accepts for the flag, and what it means."""
-    return {"int": ("2", 2), "human": ("4K", 4096), "float": ("1.5", 1.5)}.get(
-        key.vllm_parse, (key.choices[-1], key.choices[-1]) if key.choices else ("x", "x"))
+    if key.choices:
+        # A choice both kvcalc and vLLM 0.33.0's own parser accept (the parser is what reads a serve line).
+        from kvcalc.vocab.releases.vllm_flags import flags_of
+
+        vllm = flags_of("0.33.0")[key.vllm[0]].choices
+        text = [c for c in key.choices if vllm is None or c in vllm][-1]
+        return text, text
+    return {"int": ("2", 2), "human": ("4K", 4096), "float": ("1.5", 1.5)}.get(key.vllm_parse, ("x", "x"))
 
 
 @pytest.mark.parametrize("key", [k for k in KEYS if k.vllm], ids=lambda k: k.path)
@@ -316,7 +322,7 @@ def test_init_writes_what_each_flag_set_in_table_order(capsys):
 # A key no release has: vLLM's spelling is made up too (serve refuses an unknown flag without the row).
 NEW_ROW = '''    _k("cache.probe_slots", "int", "a test key", minimum=1, nullable=True, modelled=False,
        flag=("--probe-slots",), name="probe_slots", help="a test flag", panel="cache", sweep=%d,
-       vllm=("--probe-slots",), vllm_parse="int", vllm_args="changed"),
+       vllm=("--stream-interval",), vllm_parse="int", vllm_args="changed"),
 ''' % (1 + max(k.sweep for k in KEYS))
 PROBE = r'''
 import importlib.abc, importlib.machinery, json, sys
@@ -370,7 +376,8 @@ def test_a_new_key_with_a_flag_is_one_row():
         "args": ["vllm-args", llama, "--probe-slots", "64", "--format", "json"],
         "default": ["vllm-args", llama, "--format", "json"],
         "sweep": ["sweep", llama, "--probe-slots", "32,64", "--format", "csv"],
-        "serve": ["init", "--serve", f"vllm serve {KIMI} --probe-slots 48"],
+        # vLLM's own spelling of the key (a real option of 0.33.0's parser: a serve line is read as vLLM reads it).
+        "serve": ["init", "--serve", f"vllm serve {KIMI} --stream-interval 48"],
         "refused": ["plan", llama, "--probe-slots", "0"],
     }
     r = subprocess.run([sys.executable, "-c", PROBE, NEW_ROW, json.dumps(list(commands.values()))], cwd=ROOT,
@@ -382,12 +389,12 @@ def test_a_new_key_with_a_flag_is_one_row():
     assert "--probe-slots" in got["help"][1]
     assert got["args"][0] == 0
     args = json.loads(got["args"][1])["args_kv_transfer_config"]
-    assert args[args.index("--probe-slots") + 1] == "64"
-    assert "--probe-slots" not in json.loads(got["default"][1])["args_kv_transfer_config"]
+    assert args[args.index("--stream-interval") + 1] == "64"
+    assert "--stream-interval" not in json.loads(got["default"][1])["args_kv_transfer_config"]
     rows = list(csv.reader(io.StringIO(got["sweep"][1])))
     axes = [k.name for k in sorted((k for k in KEYS if k.sweep), key=lambda k: k.sweep)]
     assert rows[0][:len(axes) + 1] == axes + ["probe_slots"]
     assert [row[len(axes)] for row in rows[1:]] == ["32", "64"]
-    assert "probe_slots: 48  # --probe-slots" in got["serve"][1]
+    assert "probe_slots: 48  # --stream-interval" in got["serve"][1]
     assert got["refused"][0] == 2
     assert "cache.probe_slots (from --probe-slots): expected an integer between 1 and" in got["refused"][2]

@@ -53,9 +53,14 @@ def test_gemma_3_12b_the_token_line_pins_the_count_up_to_the_groups():
                                                                  "gemma-3-12b-it.json")},
                             "offload": {"cpu_bytes_to_use": "64GiB"}}, source="gemma.yaml")
     result = check(lay, text, source="gemma.log")
-    assert result["match"] is True
     assert result["num_gpu_blocks_matching"] == [130_304 // 16 * 6, 130_304 // 16 * 6 + 5] == [48_864, 48_869]
     assert any("no KV connector" in n for n in result["notes"])
+    # The layout offloads (64 GiB) and the server ran no connector: a mismatch (issue 21), the GPU rows still agree.
+    assert result["match"] is False
+    assert [r["quantity"] for r in result["rows"] if r["match"] is False] == ["KV connector"]
+    lay = layout_from_dict({"model": {"hf_config": os.path.join(ROOT, "tests", "fixtures", "hf",
+                                                                 "gemma-3-12b-it.json")}}, source="gemma.yaml")
+    assert check(lay, text, source="gemma.log")["match"] is True  # a layout without a connector matches
 
 
 @pytest.mark.parametrize("name, model, blocks", [
