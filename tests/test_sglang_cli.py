@@ -199,3 +199,27 @@ def test_a_capacity_below_the_baseline_is_refused(capsys):
                        "0.5.23")
     assert code == 2
     assert "no free GPU memory before the weights load" in err
+
+
+def test_init_from_an_sglang_line_writes_its_engine(capsys, tmp_path):
+    line = ["--", "python", "-m", "sglang.launch_server", "--model-path", LLAMA, "--tp", "2",
+            "--enable-hierarchical-cache", "--hicache-size", "50"]
+    code, out, err = run(capsys, "init", *line)
+    assert code == 0, err
+    assert 'engine: "sglang"  # sglang serve' in out
+    assert "size: 50  # --hicache-size" in out
+    assert "cpu_bytes_to_use" not in out  # vLLM's offload hint is not SGLang's
+    path = tmp_path / "sg.yaml"
+    path.write_text(out)
+    code, out, err = run(capsys, "plan", str(path), "--gpu", "H100", "--weights-bytes", "16G", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["sglang"]["hicache"]["size_gb"] == 50
+
+
+def test_sweep_reads_an_sglang_line(capsys):
+    line = f"python -m sglang.launch_server --model-path {LLAMA} --enable-hierarchical-cache --hicache-size 30"
+    code, out, err = run(capsys, "sweep", "--serve", line, "--gpu", "H100", "--weights-bytes", "16G", "--tp", "1,2",
+                         "--format", "csv")
+    assert code == 0, err
+    rows = out.splitlines()[1:]
+    assert [r.split(",")[9] for r in rows] == ["hicache", "hicache"]

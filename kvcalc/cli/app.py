@@ -156,10 +156,11 @@ def init(
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
-    what = "config key (or vllm serve flag)" if config is None else "config key"
+    what = "config key" if config is not None else f"config key (or {source} flag)" if source == "sglang serve" else \
+        "config key (or vllm serve flag)"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       f"Each comment names the {what} a value came from.")
-    if "offload" not in top:
+    if "offload" not in top and top.get("engine") != "sglang":  # SGLang's host pool is sglang.hicache
         text += ("# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without it `kvcalc plan` "
                  "shows the GPU side only)\n")
     sys.stdout.write(text)

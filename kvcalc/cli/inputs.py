@@ -70,8 +70,17 @@ def raw_any(layout: str | None, serve: str | None, k8s: str | None, container: s
         return top, origin, source, merged
     from ..inputs.serve import SOURCE, parse, split
 
-    release = overrides.get("vllm.version", (None, ""))[0]
-    top, from_line, notes = parse(split(serve), release=release if isinstance(release, str) else None)
+    argv = split(serve)
+    if "sglang" in serve:  # issue 24: SGLang's server line, read with SGLang's flags (inputs/sglang_serve.py)
+        from ..inputs.sglang_serve import is_sglang
+
+        if is_sglang(argv):
+            from ..inputs.sglang_serve import SOURCE, parse as parse_sglang  # noqa: F811
+
+            top, from_line, notes = parse_sglang(argv)
+    if SOURCE == "vllm serve":
+        release = overrides.get("vllm.version", (None, ""))[0]
+        top, from_line, notes = parse(argv, release=release if isinstance(release, str) else None)
     for n in notes:
         err(f"note: {n}")
     merged = {**base, **from_line, **overrides}

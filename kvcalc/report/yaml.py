@@ -34,6 +34,9 @@ def _period(values: list) -> int:
 def render(top: dict, origin: dict, *, header: str) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     lines.append("schema_version: 1")
+    if top.get("engine") is not None:  # issue 24: an SGLang line's layout names its engine (vocab/keys.py engine)
+        note = origin.get("engine")
+        lines.append(f"engine: {_scalar(top['engine'])}" + (f"  # {note}" if note else ""))
     for section in _SECTIONS:
         body = top.get(section)
         if not isinstance(body, dict) or not body:
