@@ -180,3 +180,16 @@ def test_integers_beyond_a_float_are_bad_input(capsys, tmp_path):
         code, out, err = run(capsys, "plan", str(path))
         assert code == 2, err
         assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_null_sliding_window_pattern_is_bad_input(capsys, tmp_path):
+    # Found by the SGLang helper's fuzz seed: `sliding_window_pattern: null` in a Gemma-3 config was `% None`
+    # (exit 70); transformers' class fails on it too, so it is refused as a non-integer.
+    with open(os.path.join(EXAMPLES_DIR, "configs", "gemma-3-27b.json")) as fh:
+        config = json.load(fh)
+    config["text_config"]["sliding_window_pattern"] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = run(capsys, "plan", str(path))
+    assert code == 2
+    assert "sliding_window_pattern: expected an integer" in err

@@ -12,14 +12,17 @@ from ..vocab.errors import LayoutError
 from .hf_readers import Cfg
 
 S, F, L = "sliding_attention", "full_attention", "linear_attention"
+_ABSENT = object()  # a key the file does not write (a key written as null is not absent)
 
 
 def _every(key: str, default: int, full_when_zero: bool = True) -> Callable[[Cfg, int], list[str]]:
     """Layer i is full iff (i + 1) % pattern == 0 (Gemma-3, Cohere2, Exaone4, ...)."""
 
     def derive(cfg: Cfg, n: int) -> list[str]:
-        p = cfg.get(key, default)
-        p = cfg.int_(key, minimum=1) if cfg.get(key) is not None else p
+        # A key written as null is no default: the class computes `% None` and fails to load (transformers
+        # configuration_gemma3.py __post_init__), so it is refused here like any non-integer.
+        written = cfg.get(key, _ABSENT)
+        p = default if written is _ABSENT else cfg.int_(key, minimum=1)  # null: int_ refuses it
         return [F if (i + 1) % p == 0 else S for i in range(n)]
 
     return derive
@@ -49,7 +52,7 @@ def _interval(key: str, default: int, other: str) -> Callable[[Cfg, int], list[s
     """Layer i is full iff (i + 1) % interval == 0, else `other` (Qwen3.5's linear attention)."""
 
     def derive(cfg: Cfg, n: int) -> list[str]:
-        p = cfg.int_(key, minimum=1) if cfg.get(key) is not None else default
+        p = default if cfg.get(key, _ABSENT) is _ABSENT else cfg.int_(key, minimum=1)
         return [F if (i + 1) % p == 0 else other for i in range(n)]
 
     return derive
