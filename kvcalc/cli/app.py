@@ -14,7 +14,8 @@ from .console import (RENDERERS, console, err, naming, plain, print_json, print_
                       write_sweep)
 from .inputs import LAYOUT_HELP, container_option, k8s_option, load_any, raw_any, serve_option
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of,
-                      format_option, gate, layout_flags, plan_or_refusal, releases_of, verified)
+                      format_option, gate, given_paths, layout_flags, plan_or_refusal, releases_of, size_flag,
+                      verified)
 
 
 APP_SETTINGS = dict(
@@ -93,11 +94,9 @@ def plan(
         from ..tools.logcheck import gpu_blocks_from_log
 
         from ..inputs.files import decode
-        from ..vocab.keys import FLAGS
 
         text = decode(read_bytes(memory_log, "a readable file"), memory_log)
-        given = frozenset(FLAGS[k].path for k, v in flags.items() if v is not None and FLAGS[k].path)
-        loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given)
+        loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given_paths(flags))
         err(f"note: {note}")
     sglang = loaded.sglang if loaded.engine == "sglang" else None
     if check and sglang is not None and sglang.version_from == "default":
@@ -273,7 +272,6 @@ def size_cmd(
     from ..inputs.values import Reader
     from ..backends.base import SizeTarget
     from ..tools.sizing import size
-    from ..vocab.units import SizeError, parse_size
 
     if [cpu_tokens, cpu_blocks, resident, gpu_tokens, concurrency].count(None) != 4:
         raise KvcalcError("give exactly one of --cpu-tokens, --cpu-blocks, --resident, --gpu-tokens or --concurrency")
@@ -285,12 +283,7 @@ def size_cmd(
     tokens = None if cpu_tokens is None else Reader("--cpu-tokens", {}).human_int(cpu_tokens, "", minimum=1)
     if cpu_blocks is not None and cpu_blocks < 1:
         raise KvcalcError("--cpu-blocks: expected a positive integer")
-    limit = None
-    if resident is not None:
-        try:
-            limit = parse_size(resident)
-        except SizeError as e:
-            raise KvcalcError(f"--resident: expected {e}, got {resident!r}") from None
+    limit = None if resident is None else size_flag("--resident", resident)
     loaded = load_any(layout, serve, k8s, container, flags)
     target = SizeTarget(tokens=tokens, units=cpu_blocks, resident=limit)
     answer = size(loaded, target)
@@ -409,11 +402,9 @@ def check_cmd(
         return
     from ..tools.logcheck import check
 
-    from ..vocab.keys import FLAGS
-
-    given = frozenset(FLAGS[name].path for name, value in flags.items() if value is not None and FLAGS[name].path)
     with naming(loaded.source):
-        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None, given=given)
+        result = check(loaded, text, source=log, version_given=flags["vllm_version"] is not None,
+                       given=given_paths(flags))
     for n in result["notes"]:
         err(f"note: {n}")
     if fmt == "json":

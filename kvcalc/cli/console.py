@@ -152,7 +152,7 @@ def report_checks(checks) -> None:
     """Every gate on stderr, one line each (`check failed: …` for the ones that fail the run), then a count."""
     counts: dict[str, int] = {}
     for c in checks:
-        status = getattr(c, "status", "pass" if c.passed else "fail")
+        status = c.status
         counts[status] = counts.get(status, 0) + 1
         err(f"check {CHECK_WORDS[status]}: {c.name}: {c.reason}")
     err("checks: " + ", ".join(f"{n} {CHECK_WORDS[s]}" for s, n in counts.items()))

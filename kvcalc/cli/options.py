@@ -155,13 +155,21 @@ def layout_overrides(flags: dict) -> dict:
     return {**base, **own}
 
 
-def _size(flag: str, value: str) -> int:
+def size_flag(flag: str, value: str) -> int:
+    """A SIZE flag's bytes, or its one-line refusal (the value echoed cut at 40 characters)."""
     from ..vocab.units import SizeError, parse_size
 
     try:
         return parse_size(value)
     except SizeError as e:
         raise KvcalcError(f"{flag}: expected {e}, got {value[:40]!r}") from None
+
+
+def given_paths(flags: dict) -> frozenset[str]:
+    """The layout key paths the command line's own flags set (a log or a scrape does not override them)."""
+    from ..vocab.keys import FLAGS
+
+    return frozenset(FLAGS[name].path for name, value in flags.items() if value is not None and FLAGS[name].path)
 
 
 def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None,
@@ -175,11 +183,11 @@ def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: 
     from ..tools.gates import Limit
 
     if host_memory is not None:
-        out["host_memory"] = Limit(value=_size("--host-memory", host_memory), source="--host-memory (a node)")
+        out["host_memory"] = Limit(value=size_flag("--host-memory", host_memory), source="--host-memory (a node)")
     if shm_size is not None:
-        out["shm"] = Limit(value=_size("--shm-size", shm_size), source="--shm-size")
+        out["shm"] = Limit(value=size_flag("--shm-size", shm_size), source="--shm-size")
     if host_overhead is not None:
-        out["overhead"] = _size("--host-overhead", host_overhead)
+        out["overhead"] = size_flag("--host-overhead", host_overhead)
     if min_cpu_tokens is not None:
         out["min_cpu_tokens"] = Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
     if out and not check:

@@ -246,7 +246,9 @@ def read_yaml_documents(path: str, what: str) -> list:
 def decode(raw: bytes, source: str) -> str:
     """UTF-8 text (a leading byte-order mark dropped); anything else is refused rather than read with
     replacement characters."""
+    bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0  # by hand: the utf-8-sig codec is a module import
     try:
-        return raw.decode("utf-8-sig")
+        return raw[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise LayoutError(source, f"byte {e.start}", "UTF-8 text", raw[e.start:e.start + 4]) from None
+        at = e.start + bom
+        raise LayoutError(source, f"byte {at}", "UTF-8 text", raw[at:at + 4]) from None

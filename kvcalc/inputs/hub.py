@@ -9,7 +9,8 @@ from typing import Any
 from ..vocab.errors import LayoutError
 
 
-def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
+def fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
+    """A serve line's bad input (serve.py, serve_args.py and the model lookup name it alike)."""
     return LayoutError("vllm serve", key, expected, got, detail=detail)
 
 
@@ -37,9 +38,9 @@ def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL
     # A revision is a ref name (main, v1.0, refs/pr/1) or a commit hash: never a path out of the cache (a serve
     # line or a manifest someone else wrote must not make kvcalc read, or print, another file).
     if not _REF.fullmatch(rev) or ".." in rev.split("/") or rev.startswith("/"):
-        raise _fail("--revision", "a branch, tag or commit hash", rev[:60])
+        raise fail("--revision", "a branch, tag or commit hash", rev[:60])
     if not _REPO.fullmatch(model):
-        raise _fail(flag, "a local model directory or a hub id such as org/name", model[:80])
+        raise fail(flag, "a local model directory or a hub id such as org/name", model[:80])
     for cache in hub_cache_dirs(env):
         repo = os.path.join(cache, "models--" + model.replace("/", "--"))
         ref = os.path.join(repo, "refs", rev)
@@ -50,7 +51,7 @@ def resolve_model(model: str, *, revision: str | None = None, flag: str = "MODEL
         tried.append(path)
         if os.path.isfile(path):
             return path
-    raise _fail(flag, f"a local model directory or a model in the Hugging Face cache (tried {', '.join(tried)})",
+    raise fail(flag, f"a local model directory or a model in the Hugging Face cache (tried {', '.join(tried)})",
                 model, detail=f"fetch its config with: huggingface-cli download {model} config.json"
                               + (f" --revision {revision}" if revision else ""))
 
@@ -67,10 +68,10 @@ def _ref_commit(path: str) -> str:
         with open(path, "rb") as fh:
             raw = fh.read(81)
     except OSError as e:
-        raise _fail("--revision", "a readable ref in the Hugging Face cache", detail=f"{path}: {e.strerror}") from None
+        raise fail("--revision", "a readable ref in the Hugging Face cache", detail=f"{path}: {e.strerror}") from None
     text = raw.decode("ascii", "replace").strip()
     if not _COMMIT.fullmatch(text):
-        raise _fail("--revision", "a ref file holding a commit hash", detail=path)
+        raise fail("--revision", "a ref file holding a commit hash", detail=path)
     return text
 
 

@@ -21,6 +21,7 @@ from .k8s_env import PodEnv, container_env, expect
 from .k8s_pods import PodTemplate, documents, mounted_files, objects, templates
 from .argv import k8s_expand, shell_script, unwrap
 from .shell import Command, run_script, split_script
+from .serve_args import server_of
 
 
 @record
@@ -91,9 +92,6 @@ WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 # The servers kvcalc plans: vLLM's `vllm serve` and SGLang's `python -m sglang.launch_server` / `sglang serve`
 # (inputs/sglang_serve.py). Other servers: named in the refusal rather than misread as a malformed vLLM line.
 PLANNED = ("vLLM", "SGLang")
-OTHER_ENGINES = (("sglang.launch_server", "SGLang"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM"),
-                 ("text-generation-launcher", "TGI"), ("llama-server", "llama.cpp"), ("ollama", "Ollama"),
-                 ("lmdeploy", "LMDeploy"))
 
 
 def quantity(value: Any, *, source: str, key: str) -> int:
@@ -157,22 +155,6 @@ def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) 
     return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
 
 
-def _server(words: list[str]) -> tuple[str, int] | None:
-    """(engine, index where its arguments start) of a command that starts an inference server."""
-    for i, w in enumerate(words):
-        base = os.path.basename(w)
-        if base == "vllm" and words[i + 1:i + 2] == ["serve"]:
-            return "vLLM", i + 2
-        if w in ("vllm.entrypoints.openai.api_server",) and i and words[i - 1] == "-m":
-            return "vLLM", i + 1
-        if w == "vllm.entrypoints.cli.main" and words[i + 1:i + 2] == ["serve"]:
-            return "vLLM", i + 2
-        for marker, engine in OTHER_ENGINES:
-            if base == marker or (w == marker and i and words[i - 1] == "-m") or w.startswith(marker + "."):
-                return engine, i + 1
-    return None
-
-
 @record
 class _Found:
     label: str
@@ -193,7 +175,7 @@ def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Fou
     files = mounted_files(source, pod, c, objs)
     for cmd in _commands(source, key, _argv(source, key, c), env, files):
         words, _ = unwrap(cmd.words)
-        got = _server(words)
+        got = server_of(words)
         if got is not None:
             hits.append((cmd, got))
     vllm = [h for h in hits if h[1][0] == "vLLM"]

@@ -45,12 +45,9 @@ def unquote(value: str) -> str:
 
 
 def _text(path: str, what: str) -> str:
-    from .files import read_bytes
+    from .files import decode, read_bytes
 
-    try:
-        return read_bytes(path, what).decode("utf-8")
-    except UnicodeDecodeError:
-        raise LayoutError(path, "", "UTF-8 text") from None
+    return decode(read_bytes(path, what), path)
 
 
 def read_env_file(path: str) -> dict[str, str]:

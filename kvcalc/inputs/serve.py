@@ -16,8 +16,9 @@ import os
 import shlex
 from typing import Any
 
-from ..vocab.errors import LayoutError, StartupRefusal, UnsupportedError
+from ..vocab.errors import StartupRefusal, UnsupportedError
 from ..vocab.keys import KEYS, Key
+from .hub import fail as _fail
 from .hub import hub_cache_dirs, resolve_model  # noqa: F401 - the model lookup, also part of this module's API
 
 SOURCE = "vllm serve"
@@ -52,10 +53,6 @@ def changes_kv(flag: str) -> bool:
     these is refused; in the others it is noted."""
     name = flag.split("=", 1)[0]
     return name in HANDLED or name in KEY_OF or name in UNMODELLED or name in ("-tp", "-pp", "-dp", "-dpl", "-q")
-
-
-def _fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
-    return LayoutError(SOURCE, key, expected, got, detail=detail)
 
 
 def split(text: str) -> list[str]:

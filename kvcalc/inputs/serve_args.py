@@ -12,15 +12,14 @@ from typing import Any
 
 from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.records import record
+from .hub import fail
 
 SOURCE = "vllm serve"
 # Servers that are not vLLM, by a word of their command line.
+# (serve lines and manifests read it alike: server_of).
 OTHER_SERVERS = (("sglang.launch_server", "SGLang"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM"),
-                 ("text-generation-launcher", "TGI"), ("llama-server", "llama.cpp"), ("lmdeploy", "LMDeploy"))
-
-
-def fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
-    return LayoutError(SOURCE, key, expected, got, detail=detail)
+                 ("text-generation-launcher", "TGI"), ("llama-server", "llama.cpp"), ("ollama", "Ollama"),
+                 ("lmdeploy", "LMDeploy"))
 
 
 @record
@@ -34,24 +33,35 @@ class Option:
     negated: bool = False
 
 
-def serve_words(words: list[str]) -> list[str]:
-    """The arguments after the command: `vllm serve`, `serve`, `python -m vllm.entrypoints.openai.api_server` (its
-    `--model` is the model) or `python -m vllm.entrypoints.cli.main serve`. A line that starts another server is
-    named as such."""
-    for i, w in enumerate(words[:4]):
+def server_of(words: list[str], within: int | None = None) -> tuple[str, int] | None:
+    """(the server, the index its arguments start at) of the first command among the first `within` words (all
+    when None) that starts one: vLLM's `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (its `--model`
+    is the model) or `python -m vllm.entrypoints.cli.main serve`, or another server of OTHER_SERVERS."""
+    for i, w in enumerate(words if within is None else words[:within]):
         base = os.path.basename(w)
         if base == "vllm" and words[i + 1:i + 2] == ["serve"]:
-            return words[i + 2:]
-        if w == "serve" and i == 0:
-            return words[1:]
-        if w in ("vllm.entrypoints.openai.api_server",) and i and words[i - 1] == "-m":
-            return words[i + 1:]
+            return "vLLM", i + 2
+        if w == "vllm.entrypoints.openai.api_server" and i and words[i - 1] == "-m":
+            return "vLLM", i + 1
         if w == "vllm.entrypoints.cli.main" and words[i + 1:i + 2] == ["serve"]:
-            return words[i + 2:]
+            return "vLLM", i + 2
         for marker, name in OTHER_SERVERS:
             if base == marker or w.startswith(marker + ".") or (w == marker and i and words[i - 1] == "-m"):
-                raise UnsupportedError(f"{SOURCE}: {' '.join(words[:3])[:80]} starts {name}, not vLLM: kvcalc plans "
-                                       "vLLM's `vllm serve`")
+                return name, i + 1
+    return None
+
+
+def serve_words(words: list[str]) -> list[str]:
+    """The arguments after the command (`serve`, or a vLLM form of server_of in the first four words). A line
+    that starts another server is named as such."""
+    if words[:1] == ["serve"]:
+        return words[1:]
+    got = server_of(words, within=4)
+    if got is not None and got[0] != "vLLM":
+        raise UnsupportedError(f"{SOURCE}: {' '.join(words[:3])[:80]} starts {got[0]}, not vLLM: kvcalc plans "
+                               "vLLM's `vllm serve`")
+    if got is not None:
+        return words[got[1]:]
     if words and not words[0].startswith("-") and os.path.basename(words[0]) == "vllm":
         raise fail("argv", "a `vllm serve` command line", " ".join(words[:3]))
     return list(words)

@@ -397,12 +397,8 @@ class _Shell:
                 has = True
                 continue
             if text == "@" and quoted:  # "$@": each parameter a field of its own
-                for j, v in enumerate(values):
-                    if j:
-                        out.append("".join(cur))
-                        cur = []
-                    cur.append(v)
-                    has = True
+                cur = _spread(out, cur, values)
+                has = has or bool(values)
                 continue
             joined = " ".join(values)
             if quoted:
@@ -415,12 +411,7 @@ class _Shell:
             if joined[:1].isspace() and has:
                 out.append("".join(cur))
                 cur, has = [], False
-            for j, piece in enumerate(pieces):
-                if j:
-                    out.append("".join(cur))
-                    cur = []
-                cur.append(piece)
-                has = True
+            cur, has = _spread(out, cur, pieces), True
             if joined[-1:].isspace():
                 out.append("".join(cur))
                 cur, has = [], False
@@ -481,3 +472,14 @@ def _leading_text(word: list) -> list:
             break
         out.append(part)
     return out
+
+
+def _spread(out: list[str], cur: list[str], items: list[str]) -> list[str]:
+    """Expanded items that are fields of their own ("$@"'s parameters, an unquoted value's pieces): the first joins
+    the field being built, each later one ends it and starts the next. The field being built afterwards."""
+    for j, item in enumerate(items):
+        if j:
+            out.append("".join(cur))
+            cur = []
+        cur.append(item)
+    return cur

@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from ..vocab.layout import Layout
-from .files import parse_yaml, read_bytes, read_json
-from ..vocab.errors import LayoutError, UnsupportedError
+from .files import decode, parse_yaml, read_bytes, read_json
+from ..vocab.errors import UnsupportedError
 from ..vocab.keys import CHILDREN
 from .validate import validate
 from .values import Reader
@@ -172,12 +172,7 @@ def read_input(path: str, *, overrides: dict[str, tuple[Any, str]] | None = None
         data = {"model": {"hf_config": os.path.abspath(config)}}
         top, origin = expand(data, source=config, overrides=overrides)
         return top, origin, config
-    raw = read_bytes(path, "a readable layout file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LayoutError(path, "", "UTF-8 text") from None
-    data = parse_yaml(text, source=path)
+    data = parse_yaml(decode(read_bytes(path, "a readable layout file"), path), source=path)
     base = os.path.dirname(os.path.abspath(path))
     top, origin = expand(data, source=path, overrides=overrides, base_dir=base)
     return top, origin, path
