@@ -187,7 +187,7 @@ def plans(seconds: float, baseline: str | None, use_callgrind: bool = False, min
 
 def layer_scaling(seconds: float) -> dict:
     from kvcalc import plan
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
 
     def us_per_plan(n: int) -> float:
         layout = layout_from_dict({"model": {"num_layers": n, "num_kv_heads": 8, "head_size": 128},
@@ -212,7 +212,7 @@ def layer_scaling(seconds: float) -> dict:
 
 def sweep_10k() -> dict:
     from kvcalc.inputs.values import overrides
-    from kvcalc.inputs.yaml_layout import read_input
+    from kvcalc.inputs.layout.read import read_input
     from kvcalc.tools.sweep import grid, run
 
     top, _, source = read_input(os.path.join(EXAMPLES, "llama-3.1-8b.yaml"))

@@ -8,7 +8,7 @@ Python API:
 
 __version__ = "0.1.0"
 
-from .inputs.yaml_layout import layout_from_dict, load_layout  # noqa: E402
+from .inputs.layout.read import layout_from_dict, load_layout  # noqa: E402
 from .pipeline import Plan, plan  # noqa: E402
 
 __all__ = ["__version__", "Plan", "layout_from_dict", "load_layout", "plan"]

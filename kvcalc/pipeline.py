@@ -224,8 +224,8 @@ def decimal_budget_note(p: Plan) -> str | None:
 
 def compare_engines(layout: Layout) -> list[tuple[str, Plan | SglangPlan | KvcalcError]]:
     """The layout on vLLM and on SGLang (vocab.layout.ENGINES order), the other engine told the same model, GPUs and
-    host budget (inputs/engine_convert.py): a plan, or the refusal."""
-    from .inputs.engine_convert import as_sglang, as_vllm
+    host budget (inputs/layout/convert.py): a plan, or the refusal."""
+    from .inputs.layout.convert import as_sglang, as_vllm
 
     out: dict[str, Plan | SglangPlan | KvcalcError] = {}
     try:

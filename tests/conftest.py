@@ -13,7 +13,7 @@ settings.register_profile("ci", max_examples=2600, deadline=None, derandomize=Fa
                                                  HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "default")
 
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.engines.vllm.specs import (
     ChunkedLocalAttentionSpec,

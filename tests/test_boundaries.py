@@ -127,7 +127,7 @@ def _(old, new):
     # cdiv(272,384, 16 x 1,024) = 16 x 17 = 272; 0.20.0 40 x cdiv(272,384, 40 x 1,024) = 40 x 7 = 280.
     def block(version):
         from kvcalc.engines.vllm.layers import _hybrid_kernel_block
-        from kvcalc.inputs.yaml_layout import layout_from_dict
+        from kvcalc.inputs.layout.read import layout_from_dict
         from conftest import deep_merge, COMMON
 
         data = deep_merge(deep_merge(COMMON, GDN), {"cache": {"block_size": 40}, "vllm": {"version": version}})
@@ -218,7 +218,7 @@ NEMOTRON_MTP = {"model": {"hf_config": "examples/configs/nemotron-h-8b.json",
 
 
 def _nemotron(version):
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.pipeline import plan
     from conftest import ROOT_DIR
 
@@ -237,7 +237,7 @@ def _(old, new):
     # issue 23: 0.20.0 model_executor/models/config.py picks 'align' when a speculative config is set. 0.19.1 and
     # 0.20.0 refuse the hybrid manager forced on with the offloading connector, so the mode is read off the layers.
     from kvcalc.engines.vllm.layers import build_layers
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from conftest import ROOT_DIR
 
     data = {**NEMOTRON_MTP, "cache": {**NEMOTRON_MTP["cache"], "hybrid_kv_cache_manager": "auto"}}
@@ -257,7 +257,7 @@ def _(old, new):
 def test_mamba_mode_without_a_drafter_stays_all_on_0_21():
     # The branch needs a speculative config: without the drafter 0.21.0 defaults to 'all' as before.
     from kvcalc.engines.vllm.layers import build_layers
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from conftest import ROOT_DIR
 
     model = {k: v for k, v in NEMOTRON_MTP["model"].items() if k != "draft"}
@@ -369,7 +369,7 @@ def _(old, new):
 @boundary("capacity_metric", "0.33.0")
 def _(old, new):
     # vllm:kv_offload_config_info exists from 0.33.0: check --metrics refuses a scrape with it on 0.32.0.
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.tools.metricscheck import check
     from conftest import deep_merge, COMMON
 
@@ -625,7 +625,7 @@ LLAMA_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture
 
 
 def memory_plan(version, gpu=None, cache=None, model=None):
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.pipeline import plan
 
     gpu = {"memory_utilization": 0.95, **(gpu or {})}
@@ -723,7 +723,7 @@ def _(old, new):
 @boundary("batch_class_large", "0.28.0")
 def _(old, new):
     # A 180 GiB device: 8,192 tokens / 1,024 seqs up to 0.27.1, 16,384 / 1,024 from 0.28.0.
-    from kvcalc.inputs.validate_gpu import batch_defaults
+    from kvcalc.inputs.layout.gpu import batch_defaults
 
     assert batch_defaults(180 * GIB, None, old)[:2] == (8192, 1024)
     assert batch_defaults(180 * GIB, None, new)[:2] == (16384, 1024)
@@ -731,7 +731,7 @@ def _(old, new):
 
 @boundary("batch_class_gb10_other", "0.33.0")
 def _(old, new):
-    from kvcalc.inputs.validate_gpu import batch_defaults
+    from kvcalc.inputs.layout.gpu import batch_defaults
 
     total = 12169 * GIB // 100
     assert batch_defaults(total, "NVIDIA GB10", old)[:2] == (8192, 1024)
@@ -743,7 +743,7 @@ def _(old, new):
     # SM100, 1,024 seqs: the largest capture 512 (51 sizes) up to 0.27.1; 1,024 from 0.28.0: 3 + 31 + 49 (256 to
     # 1,024 by 16) = 83 sizes.
     a = memory_plan(old, model={"hf_config": LLAMA_CONFIG}, gpu={}, cache={})
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.pipeline import plan
 
     def sizes(version):

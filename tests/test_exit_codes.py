@@ -258,7 +258,7 @@ def test_check_log_plans_a_bounded_number_of_times(monkeypatch, tmp_path):
     # One layer, 1 KV head of 64: a 4,096 B block, so 0.01 GiB of logged rounding allows 2,622 block counts.
     # Matching them must not plan the model once per candidate (it did: minutes for a 3-line log).
     import kvcalc.tools.logcheck as lc
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
 
     calls = []
     real = lc.plan

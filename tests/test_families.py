@@ -240,7 +240,7 @@ def test_adding_a_release_changes_no_other_release_size_answer(monkeypatch):
     from kvcalc.tools.sizing import size
     from kvcalc.vocab.records import to_json
     from conftest import COMMON, deep_merge
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
 
     layout = layout_from_dict(deep_merge(COMMON, {**LLAMA8B, "vllm": {"version": "0.22.1"}}), source="test.yaml")
     target = SizeTarget(tokens=2 << 20)

@@ -11,7 +11,7 @@ import yaml
 
 from conftest import EXAMPLES_DIR, run
 from kvcalc.cli import main
-from kvcalc.inputs.schema import layout_schema
+from kvcalc.inputs.layout.schema import layout_schema
 from kvcalc.report.schema import output_schema
 
 GIB = 1 << 30
@@ -342,7 +342,7 @@ def test_layout_schema_names_exactly_the_keys_the_loader_reads():
     # with the schema must see, so a key added to one and not the other fails here.
     import re
 
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.vocab.errors import LayoutError
 
     def accepted(section: str) -> set:

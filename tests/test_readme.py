@@ -58,7 +58,7 @@ def test_readme_families_table_is_the_family_records():
 def test_readme_architectures_table_is_the_architecture_records():
     # The README's supported-architectures table is generated from the architecture table (`kvcalc models --format
     # markdown`).
-    from kvcalc.inputs.arch_models import architectures_markdown
+    from kvcalc.inputs.arch.models import architectures_markdown
 
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         text = fh.read()

@@ -8,7 +8,7 @@ A new step without a check here fails test_every_simple_boundary_has_a_check.
 import pytest
 
 from conftest import GIB, deep_merge
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.vocab.releases.simple import SIMPLE_STEPS, simple_behaviour
 from kvcalc.vocab.releases.vllm import RELEASES, parse_release

@@ -329,7 +329,7 @@ def test_e_block_32_bump_differs_by_version():
     assert make_plan(forced, "0.21.0").layers.block_size == 288
     # 0.19.1 aligns with a fixed kernel block of 16: 16 * cdiv(274432, 16 * 1024) = 272.
     from kvcalc.engines.vllm.layers import build_layers
-    from kvcalc.inputs.yaml_layout import layout_from_dict
+    from kvcalc.inputs.layout.read import layout_from_dict
     from kvcalc.vocab.releases.vllm import behaviour_for
     from conftest import COMMON, deep_merge
     lay = layout_from_dict(deep_merge(COMMON, layout))

@@ -55,7 +55,7 @@ def serve_tail(args: list[str]) -> list[str]:
             j += 1
         if tail[j:j + 1] in (["vllm"], ["serve"]) or tail[j:j + 2] == ["sglang", "serve"] or (
                 tail[j:j + 1] and tail[j].rsplit("/", 1)[-1].startswith("python")
-                and tail[j + 1:j + 3] == ["-m", "sglang.launch_server"]):  # SGLang's lines (inputs/sglang_serve.py)
+                and tail[j + 1:j + 3] == ["-m", "sglang.launch_server"]):  # SGLang's lines (inputs/serve/sglang.py)
             return args[:i] + ["--serve", shlex.join(tail)]
     return args
 

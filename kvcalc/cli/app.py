@@ -147,7 +147,7 @@ def init(
 ) -> None:
     """Write the layout YAML a config.json (or a vllm serve line, or a manifest) maps to, with where each value came
     from."""
-    from ..inputs.validate import validate
+    from ..inputs.layout.validate import validate
     from ..report.yaml import render
 
     if config is not None and not (os.path.isdir(config) or config.endswith(".json") or not os.path.exists(config)):
@@ -183,7 +183,7 @@ def models(vllm_version: Optional[str] = typer.Option(None, "--vllm-version", he
                                                       "list (default 0.33.0)"),
            fmt: VersionsFormat = format_option("markdown: the README's supported-architectures table")) -> None:
     """Every architecture a vLLM release's registry lists: mapped (the KV layers kvcalc reads), or not and why."""
-    from ..inputs.arch_models import architectures_markdown, models as listing
+    from ..inputs.arch.models import architectures_markdown, models as listing
     from ..vocab.releases.vllm import DEFAULT_VERSION
 
     if fmt == "markdown":
@@ -428,7 +428,7 @@ def schema(kind: Literal["layout", "output"] = typer.Argument(
     """Print the JSON Schema of the layout YAML or of the JSON output."""
     import json
 
-    from ..inputs.schema import layout_schema
+    from ..inputs.layout.schema import layout_schema
     from ..report.schema import output_schema
 
     doc = layout_schema() if kind == "layout" else output_schema()

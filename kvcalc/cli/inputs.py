@@ -57,7 +57,7 @@ def raw_any(layout: str | None, serve: str | None, k8s: str | None, container: s
     """(the expanded layout dict, its provenance, source, the overrides to validate it with) of the one input given:
     what `init` writes out (`merge`: the overrides expanded into it) and `sweep` plans point by point (not merged:
     each point applies them with its own values)."""
-    from ..inputs.yaml_layout import expand, read_input
+    from ..inputs.layout.read import expand, read_input
     from .options import from_manifest, split_overrides
 
     one_input(layout, serve, k8s, container)
@@ -68,14 +68,14 @@ def raw_any(layout: str | None, serve: str | None, k8s: str | None, container: s
         merged = {**base, **overrides}
         top, origin, source = read_input(layout, overrides=merged if merge else None)
         return top, origin, source, merged
-    from ..inputs.serve import SOURCE, parse, split
+    from ..inputs.serve.vllm import SOURCE, parse, split
 
     argv = split(serve)
-    if "sglang" in serve:  # issue 24: SGLang's server line, read with SGLang's flags (inputs/sglang_serve.py)
-        from ..inputs.sglang_serve import is_sglang
+    if "sglang" in serve:  # issue 24: SGLang's server line, read with SGLang's flags (inputs/serve/sglang.py)
+        from ..inputs.serve.sglang import is_sglang
 
         if is_sglang(argv):
-            from ..inputs.sglang_serve import SOURCE, parse as parse_sglang  # noqa: F811
+            from ..inputs.serve.sglang import SOURCE, parse as parse_sglang  # noqa: F811
 
             top, from_line, notes = parse_sglang(argv)
     if SOURCE == "vllm serve":

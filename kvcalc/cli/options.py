@@ -132,8 +132,8 @@ def split_overrides(flags: dict) -> tuple[dict, dict]:
     config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))
     if config is None and not env and env_file is None:
         return {}, own
-    from ..inputs.lmcache_sources import overrides as lmcache_sources
-    from ..inputs.lmcache_sources import read_env_file
+    from ..inputs.layout.lmcache_sources import overrides as lmcache_sources
+    from ..inputs.layout.lmcache_sources import read_env_file
 
     environ: dict[str, str] = {}
     label = "environment"
@@ -232,7 +232,7 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
     the pod's grants become the gates' limits unless given on the command line (`limits`, `overrides` set)."""
     import shlex
 
-    from ..inputs.k8s import read as read_manifest
+    from ..inputs.k8s.manifest import read as read_manifest
     from ..tools.gates import Limit
 
     grant = read_manifest(k8s, container=container)
@@ -267,7 +267,7 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
                 **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
-        from ..inputs.lmcache_sources import overrides as lmcache_sources
+        from ..inputs.layout.lmcache_sources import overrides as lmcache_sources
 
         pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env",
                                              files=grant.files)
@@ -312,18 +312,18 @@ def _release_of_image(grant, overrides: dict, base: dict) -> None:
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
     """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line.
     `base`: LMCache's file and environment (a serve line's kv_connector_extra_config overrides them)."""
-    from ..inputs.yaml_layout import load_layout
+    from ..inputs.layout.read import load_layout
 
     if (layout is None) == (serve is None):
         raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
                           "one of them")
     if layout is not None:
         return load_layout(layout, overrides={**(base or {}), **overrides})
-    from ..inputs.serve import load_serve, split
+    from ..inputs.serve.vllm import load_serve, split
 
     argv = split(serve)
     if "sglang" in serve:  # `python -m sglang.launch_server ...` / `sglang serve ...`: SGLang's flags
-        from ..inputs.sglang_serve import is_sglang, load_sglang_serve
+        from ..inputs.serve.sglang import is_sglang, load_sglang_serve
 
         if is_sglang(argv):
             load_serve = load_sglang_serve  # noqa: F811

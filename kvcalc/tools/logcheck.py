@@ -1,6 +1,6 @@
 """Compare kvcalc's prediction with what a vLLM server logged at startup (section 7's lines). Pure: text in.
 
-The log is read by inputs/vllm_log.py (every format 0.14 - 0.33). The run's own settings come from the log where it
+The log is read by inputs/logs/vllm.py (every format 0.14 - 0.33). The run's own settings come from the log where it
 states them and no flag set them: its release, max_model_len (the concurrency line), max_num_batched_tokens, and the
 engine config line's TP, PP, KV cache dtype, model dtype and prefix caching (a sliding-window model's concurrency
 depends on several of them).
@@ -16,7 +16,7 @@ from fractions import Fraction
 from math import ceil, floor
 
 from ..engines.vllm.tensors import log_numbers
-from ..inputs.vllm_log import StartupLog, parse as parse_log
+from ..inputs.logs.vllm import StartupLog, parse as parse_log
 from ..pipeline import plan
 from ..vocab.errors import KvcalcError, UnsupportedError
 from ..vocab.layout import NO_CONNECTOR, Layout

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 
 from ..vocab.errors import KvcalcError
 from ..vocab.keys import SWEEP_AXES
-from ..inputs.yaml_layout import expand
-from ..inputs.validate import validate, validate_offload
-from ..inputs.validate_model import validate_model
+from ..inputs.layout.read import expand
+from ..inputs.layout.validate import validate, validate_offload
+from ..inputs.layout.model import validate_model
 from ..pipeline import plan, plan_gpu
 
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these

@@ -2,7 +2,7 @@
 bounds, choices), its default and meaning, the kvcalc flag that sets it, vLLM's `serve` spelling and whether `sweep`
 takes a list of it. A new key is one row here: validation (the unknown-key check, defaults, the simple typed reads),
 the layout JSON Schema, the CLI options, `vllm serve` parsing, `vllm-args`, the sweep's axes and CSV columns and
-`kvcalc init`'s key order all read this table. Rules between keys stay as code in inputs/validate.py.
+`kvcalc init`'s key order all read this table. Rules between keys stay as code in inputs/layout/validate.py.
 
 Pure data: building the table is one record per row at start-up (the CLI's cold start is a target).
 """
@@ -21,7 +21,7 @@ from .units import MODEL_DTYPES, SIZE_HELP
 # Help groups, in the order `--help` shows them.
 GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
-# How a key's value is read (inputs/validate.py) and described (inputs/schema.py). The simple kinds are read by
+# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are read by
 # their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human (vLLM's
 # human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows), const,
 # path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
@@ -217,7 +217,7 @@ KEYS: tuple[Key, ...] = (
        choices=GPU_ARCHS, flag=("--gpu-arch",), name="gpu_arch", help="sm90 (H100, default) | sm100 (B200)",
        panel="release"),
 
-    # engine sglang: SGLang's own flags (its spellings on a serve line: inputs/sglang_serve.py). cache.max_model_len is
+    # engine sglang: SGLang's own flags (its spellings on a serve line: inputs/serve/sglang.py). cache.max_model_len is
     # --context-length, cache.kv_cache_dtype --kv-cache-dtype, parallel.* --tp-size / --pp-size / --dp-size.
     _k("sglang", "section", "engine sglang: SGLang's release, memory flags and HiCache"),
     _k("sglang.version", "choice", f"the SGLang release, {SGLANG_RELEASES[0]} - {SGLANG_RELEASES[-1]} (quoted)",
@@ -417,7 +417,7 @@ KEYS: tuple[Key, ...] = (
             "of two (torch 2.13+, vLLM 0.27+; torch 2.9.1 - 2.11.0 always round)"),
 )
 
-# Flags that set no single key: LMCache's own config sources (inputs/lmcache_sources.py turns them into
+# Flags that set no single key: LMCache's own config sources (inputs/layout/lmcache_sources.py turns them into
 # offload.lmcache.* keys, in LMCache's precedence); each implies --offload-backend lmcache.
 SOURCE_FLAGS: tuple[Key, ...] = (
     _k("", "path", "", flag=("--lmcache-config",), name="lmcache_config", panel="offload",

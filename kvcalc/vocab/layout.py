@@ -286,7 +286,7 @@ class Layout:
     offload: OffloadLayout
     host: HostLayout = field(factory=HostLayout)
     gpu: GpuLayout = field(factory=GpuLayout)
-    # The parameter breakdown the memory model weighs (inputs/hf_weights.py), read only when a budget is predicted;
+    # The parameter breakdown the memory model weighs (inputs/hf/weights.py), read only when a budget is predicted;
     # a string: why there is none.
     weights: WeightsSpec | str | None = None
     vllm_version: str

@@ -1,9 +1,9 @@
 """The model's parameters as the GPU memory model needs them: a breakdown into blocks (embedding, LM head, per-layer
 attention and MLP / experts, a vision tower) with where each lives (which PP stage, split over TP or replicated) and
-how it is stored. Pure data: inputs/hf_weights.py derives it from a config.json (and a safetensors index where the
+how it is stored. Pure data: inputs/hf/weights.py derives it from a config.json (and a safetensors index where the
 model directory has one), engines/vllm/weights.py turns it into bytes per PP stage and TP rank.
 
-An architecture's own rule is a function that returns these blocks (inputs/hf_weights.py RULES): a new architecture
+An architecture's own rule is a function that returns these blocks (inputs/hf/weights.py RULES): a new architecture
 adds one, nothing else changes.
 """
 

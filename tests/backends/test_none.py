@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import run
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.vocab.errors import KvcalcError, StartupRefusal
 

@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 from conftest import EXAMPLES_DIR, GIB, ROOT_DIR, deep_merge, run
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.vocab.errors import KvcalcError
 

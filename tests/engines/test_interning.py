@@ -29,7 +29,7 @@ from kvcalc.engines.vllm.specs import (
     interned,
 )
 from kvcalc.engines.vllm.runs import named_specs
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.vocab import units
 from kvcalc.vocab.kinds import KVQuant
 from kvcalc.vocab.records import fields

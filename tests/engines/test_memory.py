@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import run
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

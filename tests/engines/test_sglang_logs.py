@@ -88,7 +88,7 @@ def test_qwen3_14b_cell_and_weights():
     # Qwen3-14B: 40 layers x 8 KV heads x 128 x 2 B = 81,920 B of K a token; (91,749 + 1) x 81,920 B = 7.00 GiB.
     assert p.stage.gpu.cell_size_bytes[0].full == 2 * 81920
     assert f"{(logged + 1) * 81920 / GIB:.2f}" == f"{k:.2f}"
-    # The weights figure (inputs/hf_weights.py, shared with vLLM) against SGLang's 'mem usage' of the load: within 1 %.
+    # The weights figure (inputs/hf/weights.py, shared with vLLM) against SGLang's 'mem usage' of the load: within 1 %.
     weights = p.stage.gpu.weights_bytes[0]
     assert abs(weights / GIB - usage) / usage < 0.01, weights / GIB
 

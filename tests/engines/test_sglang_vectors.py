@@ -8,7 +8,7 @@ import os
 import pytest
 
 from kvcalc.engines.sglang.memory import default_fraction
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.vocab.releases import SGLANG_RELEASES
 from kvcalc.vocab.releases.sglang import behaviour_for
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from kvcalc.inputs.yaml_layout import load_layout
+from kvcalc.inputs.layout.read import load_layout
 from kvcalc.inputs.values import overrides as make_overrides
 from kvcalc.pipeline import plan
 

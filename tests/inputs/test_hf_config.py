@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from kvcalc.cli import main
-from kvcalc.inputs.yaml_layout import load_layout
+from kvcalc.inputs.layout.read import load_layout
 from kvcalc.pipeline import plan
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/

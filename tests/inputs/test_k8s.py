@@ -100,7 +100,7 @@ def test_bad_manifests_are_one_line_exit_2(capsys, tmp_path, name, flags, needle
 
 
 def test_quantities():
-    from kvcalc.inputs.k8s import quantity
+    from kvcalc.inputs.k8s.manifest import quantity
 
     assert quantity("96Gi", source="m", key="k") == 96 << 30
     assert quantity("200G", source="m", key="k") == 200 * 10 ** 9

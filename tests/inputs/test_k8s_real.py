@@ -37,7 +37,7 @@ def hub(tmp_path, monkeypatch):
 
 
 def read(name, **kw):
-    from kvcalc.inputs.k8s import read as read_manifest
+    from kvcalc.inputs.k8s.manifest import read as read_manifest
 
     return read_manifest(real(name), **kw)
 
@@ -143,7 +143,7 @@ def test_a_memory_request_without_a_limit_is_not_a_gate_that_passes(hub, capsys)
 def test_a_configmap_in_another_file_of_the_directory(hub, capsys):
     # RHAIIS: `--model=$(MODEL_NAME)` with MODEL_NAME from configMapKeyRef vllm-config, which the companion file
     # defines (MODEL_NAME: "Qwen/Qwen3-Coder-30B-A3B-Instruct"); `kubectl apply -f DIR` reads both.
-    from kvcalc.inputs.k8s import read as read_manifest
+    from kvcalc.inputs.k8s.manifest import read as read_manifest
 
     with pytest.raises(Exception, match="from ConfigMap 'vllm-config' key 'MODEL_NAME', not in this manifest"):
         read_manifest(os.path.join(REAL, "rhaiis", "32-rhaiis-configmapkeyref-tp4.yaml"))
@@ -165,7 +165,7 @@ def test_a_command_substitution_of_an_operator_file_is_named(capsys):
 
 def test_a_configmap_file_read_by_cat_when_the_manifest_holds_it(tmp_path):
     # The same container with the ConfigMap it mounts added to the manifest: $(cat FILE) is its data.
-    from kvcalc.inputs.k8s import read as read_manifest
+    from kvcalc.inputs.k8s.manifest import read as read_manifest
 
     with open(real("30-lmcache-operator-cat-configmap-kvconfig.yaml")) as fh:
         text = fh.read()
@@ -181,7 +181,7 @@ def test_a_configmap_file_read_by_cat_when_the_manifest_holds_it(tmp_path):
 def test_hostipc_without_a_mount_is_the_nodes_dev_shm_of_unknown_size():
     # SGLang's own sample sets hostIPC: true and mounts nothing at /dev/shm; the vLLM docs' ROCm sample sets both,
     # and the emptyDir (sizeLimit "8Gi") mounted at /dev/shm is what the container sees.
-    from kvcalc.inputs.k8s import read as read_manifest
+    from kvcalc.inputs.k8s.manifest import read as read_manifest
     from kvcalc.vocab.errors import KvcalcError
 
     g = read_manifest(real("sglang-03-official-hostipc.yaml"))  # SGLang is planned from issue 24 on

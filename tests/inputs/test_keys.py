@@ -14,9 +14,9 @@ import typer.main
 
 from conftest import EXAMPLES_DIR, run
 from kvcalc.cli.app import app
-from kvcalc.inputs.schema import layout_schema
-from kvcalc.inputs.serve import load_serve, parse
-from kvcalc.inputs.yaml_layout import layout_from_dict, load_layout
+from kvcalc.inputs.layout.schema import layout_schema
+from kvcalc.inputs.serve.vllm import load_serve, parse
+from kvcalc.inputs.layout.read import layout_from_dict, load_layout
 from kvcalc.pipeline import plan
 from kvcalc.tools import vllm_args
 from kvcalc.tools.sweep import COLUMNS

@@ -4,8 +4,8 @@ config all the same: num_speculative_tokens rows in a Mamba conv state, and 0.20
 import os
 
 from kvcalc.cli import main
-from kvcalc.inputs.serve import load_serve
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.serve.vllm import load_serve
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

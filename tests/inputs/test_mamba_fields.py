@@ -5,8 +5,8 @@ auto takes."""
 import jsonschema
 import pytest
 
-from kvcalc.inputs.schema import layout_schema
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.layout.schema import layout_schema
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.vocab.errors import LayoutError
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from kvcalc.cli import main
-from kvcalc.inputs.arch_index import READERS, arch_index
-from kvcalc.inputs.arch_releases import registry_of
+from kvcalc.inputs.arch.index import READERS, arch_index
+from kvcalc.vocab.releases.archs import registry_of
 from kvcalc.vocab.releases.vllm import RELEASE_TUPLES
 
 # vLLM 0.33.0 model_executor/models/registry.py: the count of each dict (124 text generation, 127 multimodal,

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kvcalc.inputs.hf_params import PARTS, parameter_breakdown
+from kvcalc.inputs.hf.params import PARTS, parameter_breakdown
 from kvcalc.vocab.errors import KvcalcError
 
 HF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "hf")

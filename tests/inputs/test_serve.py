@@ -98,7 +98,7 @@ def test_a_revision_and_a_commit(capsys, tmp_path, monkeypatch):
 
 
 def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
-    from kvcalc.inputs.serve import hub_cache_dirs
+    from kvcalc.inputs.serve.vllm import hub_cache_dirs
 
     assert hub_cache_dirs({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == ["/a"]
     assert hub_cache_dirs({"HF_HOME": "/b"}) == [os.path.join("/b", "hub")]

@@ -162,7 +162,7 @@ def test_another_servers_line_is_named(capsys, cache, line, engine):
 
 
 def test_an_sglang_line_is_planned_by_sglangs_rules(capsys, cache):
-    # issue 24: SGLang's server line is read with SGLang's own flags (inputs/sglang_serve.py), not refused.
+    # issue 24: SGLang's server line is read with SGLang's own flags (inputs/serve/sglang.py), not refused.
     line = "python -m sglang.launch_server --model-path org/gemma --tp 2"
     code, out, err = run(capsys, "plan", "--serve", line)
     assert code == 2

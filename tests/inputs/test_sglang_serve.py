@@ -111,7 +111,7 @@ def test_official_manifest_plans_sglang(capsys, hub):
 def test_gke_manifest_long_tp_spelling():
     # GKE's sample: args ["--model-path", "gs://...", ..., "--tp-size", "8", "--context-length", "8192"] on image
     # dganochenko/sglang:v0.5.5 (older than kvcalc's releases).
-    from kvcalc.inputs.k8s import read
+    from kvcalc.inputs.k8s.manifest import read
 
     g = read(os.path.join(REAL, "sglang-02-gke-flow-args-tp8.yaml"))
     assert g.argv[:3] == ["python3", "-m", "sglang.launch_server"]

@@ -1,4 +1,4 @@
-"""A container's command read as Kubernetes and `sh -c` run it (inputs/shell.py). The expected words are what a
+"""A container's command read as Kubernetes and `sh -c` run it (inputs/serve/shell.py). The expected words are what a
 POSIX shell gives for each script (checked by running the same scripts under /bin/sh with `printf '%s\\n' "$@"` in
 place of the server: test_the_scripts_agree_with_a_real_shell)."""
 
@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from kvcalc.inputs.argv import k8s_expand, shell_script, unwrap
-from kvcalc.inputs.shell import run_script, split_script
+from kvcalc.inputs.serve.argv import k8s_expand, shell_script, unwrap
+from kvcalc.inputs.serve.shell import run_script, split_script
 
 
 def commands(script, env=None, unknown=None, params=()):

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from conftest import run
-from kvcalc.inputs.vllm_log import parse
-from kvcalc.inputs.yaml_layout import layout_from_dict
+from kvcalc.inputs.logs.vllm import parse
+from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.tools.logcheck import check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

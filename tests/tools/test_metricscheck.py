@@ -13,7 +13,7 @@ import pytest
 
 from conftest import EXAMPLES_DIR as EXAMPLES, run
 from kvcalc.vocab.errors import LayoutError
-from kvcalc.inputs.yaml_layout import load_layout
+from kvcalc.inputs.layout.read import load_layout
 from kvcalc.tools.metricscheck import parse
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/

@@ -1,6 +1,6 @@
 """SGLang's view of the model: which layers hold KV in which pool, and the bytes one token takes per pool on one rank
 of each PP stage (the "cell size" SGLang divides its budget by). Read from the same ModelLayout as vLLM's stage (the
-model mapping of inputs/hf_config.py), then judged as SGLang judges it:
+model mapping of inputs/hf/config.py), then judged as SGLang judges it:
 
 - Full attention (MHA / GQA), srt/model_executor/pool_configurator.py:492-498 @0.5.23 (DefaultPoolConfigurator
   _compute_cell_size): `get_num_kv_heads(tp) x (head_dim + v_head_dim) x layers x kv itemsize`, heads per rank

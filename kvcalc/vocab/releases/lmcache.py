@@ -261,7 +261,7 @@ def to_extra(value: Any) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The offload.lmcache section, read (inputs/validate_lmcache.py): here, not in vocab/layout.py, so a vLLM layout
+# The offload.lmcache section, read (inputs/layout/lmcache.py): here, not in vocab/layout.py, so a vLLM layout
 # defines no LMCache record (start-up time is a target).
 
 @record

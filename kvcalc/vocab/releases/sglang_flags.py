@@ -1,5 +1,5 @@
 """Every option of SGLang 0.5.23's server parser, as data: the flags a `python -m sglang.launch_server` / `sglang serve`
-line may hold (inputs/sglang_serve.py refuses any other, naming it, and says which it reads). Read from the wheel:
+line may hold (inputs/serve/sglang.py refuses any other, naming it, and says which it reads). Read from the wheel:
 each `A[T, Arg(...)]` field of srt/arg_groups/fields/*.py is `--field-name` (or its Arg cli_name) plus its aliases
 (srt/arg_groups/arg_utils.py:288-330 add_cli_args_from_dataclass); a bool field is a store_true switch; plus the
 parser's own registrations in srt/server_args.py:353-431 (--config, --disable-cuda-graph, --enable-dp-attention, ...).

@@ -1,0 +1,60 @@
+"""--compare-engines: a validated layout as the other engine would be told it, on the same model, GPUs and host.
+
+- vLLM -> SGLang: the GPU by name (nvidia-smi's capacity from vocab/releases/sglang.DEVICES), SGLang's defaults for
+  everything else (mem_fraction_static, page size), and vLLM's CPU budget per engine as HiCache's --hicache-size per
+  rank (decimal GB, rounded down, as SGLang takes whole numbers): the same host bytes. Without a GPU, vLLM's
+  --kv-cache-memory is SGLang's KV budget per GPU: the same bytes, divided by SGLang's cells.
+- SGLang -> vLLM: the GPU by name (torch's total from vocab/devices.DEVICES: the budget is predicted per release),
+  vLLM's defaults, and HiCache's bytes per engine as the native connector's cpu_bytes_to_use.
+
+Pure: the layout's model, parallelism and cache carry over unchanged."""
+
+from __future__ import annotations
+
+from ...vocab.devices import find_device as find_torch_device
+from ...vocab.layout import NO_CONNECTOR, GpuLayout, Layout, OffloadLayout
+from ...vocab.records import replace
+from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, find_device
+
+
+def as_sglang(layout: Layout) -> Layout:
+    """A vLLM layout as SGLang's (engine sglang)."""
+    device = find_device(layout.gpu.name) if layout.gpu.name else None
+    hicache = HiCacheLayout()
+    budget = layout.offload.cpu_bytes_to_use
+    ranks = layout.parallel.workers_per_engine
+    if budget:
+        hicache = HiCacheLayout(enabled=True, size_gb=max(budget // ranks // 10**9, 1))
+    arch = getattr(layout.weights, "architecture", None)
+    sg = layout.sglang or SglangLayout(version_from="--compare-engines (kvcalc's newest)")
+    if sg.capacity_mib is None and device is not None:
+        sg = replace(sg, device=device, capacity_mib=device.capacity_mib,
+                     capacity_source=f"{device.name}: {device.capacity_mib:,} MiB ({device.source})")
+    if not sg.hicache.enabled:
+        sg = replace(sg, hicache=hicache)
+    sg = replace(sg, architecture=sg.architecture or arch)
+    memory = layout.cache.kv_cache_memory
+    if sg.capacity_mib is None and sg.gpu_free_memory is None and memory is not None:
+        sg = replace(sg, kv_budget_bytes=min(memory))  # no GPU named: the same KV budget per GPU
+    return replace(layout, engine="sglang", sglang=sg, offload=NO_CONNECTOR)
+
+
+def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
+    """An SGLang layout as vLLM's (engine vllm): HiCache's bytes per engine as the native connector's budget."""
+    sg = layout.sglang
+    gpu = GpuLayout()
+    device = find_torch_device(sg.device.name) if sg.device else None
+    if device is not None:
+        gpu = GpuLayout(name=device.name, total_memory=device.total_bytes,
+                        total_source=f"{device.name}: {device.total_gib} GiB as logged ({device.source})")
+    cache = layout.cache
+    if gpu.predicts:
+        from .gpu import class_defaults
+
+        cache = class_defaults(cache, gpu, layout.vllm_version)
+    offload = NO_CONNECTOR
+    if host_bytes_per_engine:
+        offload = OffloadLayout(cpu_bytes_to_use=host_bytes_per_engine, backend="native",
+                                cpu_bytes_source=f"{host_bytes_per_engine:,} B: SGLang's HiCache per engine "
+                                                 "(--compare-engines)")
+    return replace(layout, engine="vllm", sglang=None, gpu=gpu, cache=cache, offload=offload)

@@ -1,0 +1,134 @@
+"""engine sglang: the `sglang` section (and host.available_memory) -> the Layout SGLang's rules plan. The model,
+parallelism and cache sections are read as for vLLM (the same model mapping); the vLLM-only keys that would mean
+nothing to SGLang (a KV connector, a vLLM KV budget or block size, gpu utilization) are refused, naming SGLang's
+spelling. Loaded only for SGLang layouts (start-up time is a target)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
+from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, find_device, known_names, parse_release
+from ..values import Reader, written
+
+# vLLM keys an SGLang layout must not set: what SGLang calls it instead.
+VLLM_ONLY = {
+    "offload": "SGLang's host tier is HiCache: sglang.hicache (--enable-hierarchical-cache, --hicache-ratio, "
+               "--hicache-size)",
+    "cache.kv_cache_memory": "SGLang sizes its pool from sglang.mem_fraction_static (--mem-fraction-static) or caps "
+                             "it with sglang.max_total_tokens (--max-total-tokens)",
+    "cache.num_gpu_blocks_override": "SGLang's cap is sglang.max_total_tokens (--max-total-tokens)",
+    "cache.block_size": "SGLang's is sglang.page_size (--page-size)",
+    "gpu.total_memory": "SGLang reads nvidia-smi's capacity: sglang.gpu_capacity_mib (--gpu-capacity-mib), or "
+                        "sglang.gpu_free_memory (--gpu-free-memory)",
+    "gpu.memory_utilization": "SGLang's is sglang.mem_fraction_static (--mem-fraction-static)",
+}
+
+
+def _given(top: dict, path: str) -> bool:
+    node: Any = top
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return node is not None and node != {}
+
+
+def _number(r: Reader, d: dict, path: str, *, upper: float | None) -> float | None:
+    value = written(d, path)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0 \
+            or upper is not None and value > upper:
+        raise r.fail(path, "a number in (0, 1]" if upper else "a positive number", value)
+    return float(value)
+
+
+def _size(r: Reader, d: dict, path: str) -> int | None:
+    value = d.get(path.rsplit(".", 1)[1])
+    if value is None:
+        return None
+    n = r.size(value, path)
+    if n <= 0:
+        raise r.fail(path, "a positive size", value)
+    return n
+
+
+def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
+    h = r.section(data, "sglang.hicache")
+    mode = r.key(h, "sglang.hicache.host_memory_mode")
+    if mode == "buffer_only" and parse_release(version) < (0, 5, 19, 0):
+        raise r.fail("sglang.hicache.host_memory_mode", f"cache (SGLang {version} has no buffer_only mode; 0.5.19+)",
+                     mode)
+    if mode == "buffer_only" and h.get("storage_backend") is None:
+        raise r.fail("sglang.hicache.storage_backend", "an L3 storage backend (SGLang: buffer_only requires "
+                     "--hicache-storage-backend)", None)
+    size = h.get("size", 0)
+    if isinstance(size, float) and not isinstance(size, bool):
+        raise r.fail("sglang.hicache.size", "whole decimal GB (SGLang's --hicache-size is an int)", size)
+    return HiCacheLayout(
+        enabled=r.key(h, "sglang.hicache.enabled"), ratio=_number(r, h, "sglang.hicache.ratio", upper=None),
+        size_gb=r.key(h, "sglang.hicache.size"), mem_layout=r.key(h, "sglang.hicache.mem_layout"),
+        host_memory_mode=mode, io_backend=r.key(h, "sglang.hicache.io_backend"),
+        write_policy=r.key(h, "sglang.hicache.write_policy"),
+        storage_backend=r.key(h, "sglang.hicache.storage_backend"),
+        host_memory_fraction=_number(r, h, "sglang.hicache.host_memory_fraction", upper=1.0) or 0.8)
+
+
+def _device(r: Reader, top: dict, s: dict, strict: bool):
+    g = top.get("gpu") if isinstance(top.get("gpu"), dict) else {}
+    name, cap = g.get("name"), r.key(s, "sglang.gpu_capacity_mib")
+    device = None
+    if name is not None:
+        device = find_device(r.str_(name, "gpu.name"))
+        if device is None and strict:
+            raise r.fail("gpu.name", f"a GPU kvcalc has nvidia-smi's capacity for ({known_names()}); otherwise give "
+                         "--gpu-capacity-mib", name)
+    if cap is not None:
+        return device, cap, f"{r.where('sglang.gpu_capacity_mib')} {cap:,} MiB"
+    if device is not None:
+        return device, device.capacity_mib, f"{device.name}: {device.capacity_mib:,} MiB ({device.source})"
+    return None, None, ""
+
+
+def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayout:
+    """The `sglang` section (and host.available_memory, gpu.name as nvidia-smi's capacity), read whatever the
+    engine: a vLLM layout keeps it for --compare-engines."""
+    s = r.section(top.get("sglang"), "sglang")
+    version = r.key(s, "sglang.version")
+    device, cap, cap_source = _device(r, top, s, strict)
+    h = r.section(top.get("host"), "host")
+    config = top.get("__config__")
+    arch = None
+    if isinstance(config, tuple) and isinstance(config[1].get("architectures"), list) and config[1]["architectures"]:
+        arch = str(config[1]["architectures"][0])
+    return SglangLayout(
+        version=version, version_from=r.flags.get("sglang.version") or ("layout file" if "version" in s else "default"),
+        mem_fraction_static=_number(r, s, "sglang.mem_fraction_static", upper=1.0),
+        max_total_tokens=r.key(s, "sglang.max_total_tokens"), page_size=r.key(s, "sglang.page_size"),
+        chunked_prefill_size=r.key(s, "sglang.chunked_prefill_size"),
+        cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"), disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
+        max_running_requests=r.key(s, "sglang.max_running_requests"),
+        swa_full_tokens_ratio=_number(r, s, "sglang.swa_full_tokens_ratio", upper=None) or 0.8,
+        device=device, capacity_mib=cap, capacity_source=cap_source,
+        gpu_free_memory=_size(r, s, "sglang.gpu_free_memory"), weights_bytes=_size(r, s, "sglang.weights_bytes"),
+        architecture=arch, hicache=_hicache(r, s.get("hicache"), version),
+        context_length_given=isinstance(top.get("cache"), dict) and top["cache"].get("max_model_len") is not None,
+        host_available=_size(r, h, "host.available_memory"))
+
+
+def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: ParallelLayout, cache: CacheLayout,
+                  common: dict) -> Layout:
+    """The Layout of an SGLang deployment (`common`: the Layout fields read as for vLLM)."""
+    for path, instead in VLLM_ONLY.items():
+        if _given(top, path):
+            raise r.fail(path, f"no such setting with engine sglang: {instead}", "given")
+    sg = sglang_settings(r, top, strict=True)
+    weights = None
+    if sg.weights_bytes is None:
+        from .gpu import read_weights
+
+        weights = read_weights(top.get("__config__"))
+    return Layout(model=model, parallel=parallel, cache=cache, offload=NO_CONNECTOR, weights=weights,
+                  engine="sglang", sglang=sg, **common)
