@@ -65,6 +65,7 @@ def commands() -> list[list[str]]:
     for prom in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "metrics", "*.prom"))):
         out.append(["check", os.path.join("examples", "kimi-k2.5-eagle3-tp4.yaml"), "--metrics", _rel(prom),
                     "--vllm-version", "0.33.0", "--format", "json"])
+    out += surfaces()
     out.append(["versions", "--format", "json"])
     out.append(["versions", "--boundaries", "--format", "json"])
     out.append(["schema", "layout"])
@@ -72,10 +73,89 @@ def commands() -> list[list[str]]:
     return out
 
 
+def surfaces() -> list[list[str]]:
+    """The other inputs and engines, through the commands that read them: manifests, serve lines, SGLang and the
+    Simple and LMCache examples, the GPU-budget prediction, --summary and the engine comparison (issue 28: the
+    house moves these paths; their outputs must not move)."""
+    manifests = sorted(_rel(p) for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "k8s", "**", "*.yaml"),
+                                                     recursive=True) if not p.endswith(".configmap.yaml"))
+    sglang = sorted(_rel(p) for p in glob.glob(os.path.join(ROOT, "examples", "sglang", "*.yaml"))
+                    + glob.glob(os.path.join(ROOT, "tests", "fixtures", "sglang", "layouts", "*.yaml")))
+    others = sorted(_rel(p) for p in glob.glob(os.path.join(ROOT, "examples", "simple", "*.yaml")))
+    configs = ("tests/fixtures/models/llama-3.1-8b.json", "tests/fixtures/hf/qwen3-14b.json",
+               "tests/fixtures/hf/gemma-3-12b-it.json", "tests/fixtures/hf/qwen1.5-moe-a2.7b.json",
+               "tests/fixtures/models/deepseek-v3.json")
+    out: list[list[str]] = []
+    for m in manifests:
+        out.append(["plan", "--k8s", m, "--format", "json"])
+        out.append(["plan", "--k8s", m, "--check"])
+        out.append(["vllm-args", "--k8s", m])
+    for lay in sglang:
+        out.append(["plan", lay, "--format", "json"])
+        out.append(["plan", lay])
+        out.append(["plan", lay, "--summary"])
+        out.append(["plan", lay, "--compare-engines"])
+        out.append(["plan", lay, "--check", "--host-memory", "512GiB", "--format", "json"])
+        out.append(["size", lay, "--cpu-tokens", "2M", "--format", "json"])
+        out.append(["size", lay, "--gpu-tokens", "500K"])
+        out.append(["sweep", lay, "--tp", "2,4", "--format", "csv"])
+    out.append(["plan", "examples/deepseek-v3-tp4.yaml", "--lmcache-config", "examples/lmcache/deepseek-mla.yaml",
+                "--format", "json"])
+    out.append(["plan", "examples/llama-3.1-8b.yaml", "--lmcache-env-file", "examples/lmcache/lmcache.env"])
+    for lay in others:
+        out.append(["plan", lay, "--format", "json"])
+        out.append(["plan", lay])
+        out.append(["plan", lay, "--compare-backends"])
+        out.append(["size", lay, "--cpu-tokens", "2M", "--format", "json"])
+    for cfg in configs:
+        for gpu in ("H100", "A100-80GB"):
+            out.append(["plan", cfg, "--gpu", gpu, "--vllm-version", "0.19.0", "--format", "json"])
+        out.append(["plan", cfg, "--gpu", "H100", "--vllm-version", "0.19.0", "--max-model-len", "16384",
+                    "--summary"])
+        out.append(["plan", cfg, "--gpu", "H100", "--vllm-version", "0.22.1", "--compare-engines"])
+        out.append(["size", cfg, "--gpu", "H100", "--vllm-version", "0.19.0", "--gpu-tokens", "400K"])
+        out.append(["plan", cfg, "--engine", "sglang", "--gpu", "H100", "--format", "json"])
+    out.append(["plan", "--serve", "vllm serve tests/fixtures/models/llama-3.1-8b.json --tensor-parallel-size 2 "
+                "--kv-offloading-size 64 --block-size 32"])
+    out.append(["plan", "--serve", "vllm serve tests/fixtures/models/llama-3.1-8b.json -tp 2 --kv-offloading-size 64",
+                "--vllm-version", "0.22.1", "--format", "json"])
+    out.append(["plan", "--serve", "python -m sglang.launch_server --model-path tests/fixtures/models/llama-3.1-8b.json"
+                " --tp 2 --enable-hierarchical-cache --hicache-size 40", "--gpu", "H100", "--format", "json"])
+    for log in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "logs", "formats", "*.log"))):
+        out.append(["check", "tests/fixtures/models/llama-3.1-8b.json", "--log", _rel(log), "--format", "json"])
+    out.append(["models", "--vllm-version", "0.33.0"])
+    return out
+
+
+# Hub ids the corpus's manifests name -> the fixture config a local Hugging Face cache holds for each
+# (built once under the repository, so every path the outputs name is relative to it).
+HUB = {"Qwen/Qwen3-32B": "tests/fixtures/models/qwen3-32b.json",
+       "meta-llama/Llama-3.1-8B-Instruct": "tests/fixtures/models/llama-3.1-8b.json",
+       "meta-llama/Meta-Llama-3.1-8B-Instruct": "tests/fixtures/models/llama-3.1-8b.json",
+       "google/gemma-3-1b-it": "tests/fixtures/hf/gemma-3-1b.json",
+       "deepseek-ai/DeepSeek-R1-0528": "tests/fixtures/models/deepseek-v3.json"}
+
+
+def hub() -> str:
+    """A local Hugging Face cache of HUB (refs/main -> one snapshot), under the repository."""
+    import shutil
+
+    root = os.path.join(ROOT, ".corpus-hub")
+    for repo, cfg in HUB.items():
+        snap = os.path.join(root, "models--" + repo.replace("/", "--"), "snapshots", "corpus")
+        os.makedirs(snap, exist_ok=True)
+        shutil.copy(os.path.join(ROOT, cfg), os.path.join(snap, "config.json"))
+        os.makedirs(os.path.join(root, "models--" + repo.replace("/", "--"), "refs"), exist_ok=True)
+        with open(os.path.join(root, "models--" + repo.replace("/", "--"), "refs", "main"), "w") as fh:
+            fh.write("corpus")
+    return root
+
+
 def run(argv: list[str]) -> str:
     """One command's stdout, stderr and exit code as one text (paths relative to the repository)."""
     from kvcalc.cli import main
 
+    os.environ["HF_HUB_CACHE"] = hub()
     out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     os.chdir(ROOT)

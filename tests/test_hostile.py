@@ -3,6 +3,7 @@ failed before its fix."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ BIG = "9" * 5000  # past Python's 4,300-digit int() limit
 def sh(script, **env):
     """A shell line around `kvcalc` (streams closed or full): (exit code, stdout, stderr)."""
     e = {**os.environ, "PYTHONPATH": ROOT_DIR, **env}
-    p = subprocess.run(["sh", "-c", script.replace("kvcalc", f"{sys.executable} -m kvcalc")], cwd=ROOT_DIR, env=e,
+    p = subprocess.run(["sh", "-c", re.sub(r"(?<![\w/.-])kvcalc(?![\w/.-])", f"{sys.executable} -m kvcalc", script)], cwd=ROOT_DIR, env=e,
                        capture_output=True, timeout=60)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
