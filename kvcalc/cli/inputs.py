@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 
-from ..vocab.errors import KvcalcError
 from .console import err
 
 LAYOUT_HELP = ("layout YAML, a Hugging Face config.json or its directory, or a hub id in the local HF cache; or "
@@ -30,59 +29,19 @@ def container_option():
                         rich_help_panel="input")
 
 
-def one_input(layout: str | None, serve: str | None, k8s: str | None, container: str | None) -> None:
-    given = [name for name, v in (("a layout", layout), ("--serve / -- vllm serve", serve), ("--k8s", k8s)) if v]
-    if len(given) != 1:
-        raise KvcalcError("give one input: a layout file (or config.json, model directory, hub id), --serve "
-                          "'vllm serve ...' (or -- vllm serve ...), or --k8s FILE" +
-                          (f"; got {' and '.join(given)}" if given else ""))
-    if container is not None and k8s is None:
-        raise KvcalcError("--container picks a container of --k8s FILE")
-
-
 def load_any(layout: str | None, serve: str | None, k8s: str | None, container: str | None, flags: dict,
              limits: dict | None = None):
-    """The validated Layout of the one input given (`limits`: the gates' limits a manifest adds, when asked)."""
-    from .options import from_manifest, load_input, split_overrides
+    """The validated Layout of the one input given (inputs/sources.load; `limits`: the gates' limits a manifest
+    adds, when asked); what the reading decides goes to stderr."""
+    from ..inputs.sources import load
 
-    one_input(layout, serve, k8s, container)
-    base, overrides = split_overrides(flags)
-    if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {} if limits is None else limits)
-    return load_input(layout, serve, overrides, base)
+    return load(layout, serve=serve, k8s=k8s, container=container, flags=flags, limits=limits, say=err)
 
 
 def raw_any(layout: str | None, serve: str | None, k8s: str | None, container: str | None, flags: dict, *,
             merge: bool = True) -> tuple[dict, dict, str, dict[str, Any]]:
-    """(the expanded layout dict, its provenance, source, the overrides to validate it with) of the one input given:
-    what `init` writes out (`merge`: the overrides expanded into it) and `sweep` plans point by point (not merged:
-    each point applies them with its own values)."""
-    from ..inputs.layout.read import expand, read_input
-    from .options import from_manifest, split_overrides
+    """(the expanded layout dict, its provenance, source, the overrides to validate it with) of the one input given
+    (inputs/sources.raw): what `init` writes out and `sweep` plans point by point."""
+    from ..inputs.sources import raw
 
-    one_input(layout, serve, k8s, container)
-    base, overrides = split_overrides(flags)
-    if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {})
-    if serve is None:
-        merged = {**base, **overrides}
-        top, origin, source = read_input(layout, overrides=merged if merge else None)
-        return top, origin, source, merged
-    from ..inputs.serve.vllm import SOURCE, parse, split
-
-    argv = split(serve)
-    if "sglang" in serve:  # issue 24: SGLang's server line, read with SGLang's flags (inputs/serve/sglang.py)
-        from ..inputs.serve.sglang import is_sglang
-
-        if is_sglang(argv):
-            from ..inputs.serve.sglang import SOURCE, parse as parse_sglang  # noqa: F811
-
-            top, from_line, notes = parse_sglang(argv)
-    if SOURCE == "vllm serve":
-        release = overrides.get("vllm.version", (None, ""))[0]
-        top, from_line, notes = parse(argv, release=release if isinstance(release, str) else None)
-    for n in notes:
-        err(f"note: {n}")
-    merged = {**base, **from_line, **overrides}
-    expanded, origin = expand(top, source=SOURCE, overrides=merged if merge else None)
-    return expanded, origin, SOURCE, merged
+    return raw(layout, serve, k8s, container, flags, merge=merge, say=err)

@@ -3,7 +3,6 @@ formats, LMCache's own config sources, the --check thresholds."""
 
 from __future__ import annotations
 
-import os
 from typing import Literal, Optional, get_args
 
 import typer
@@ -123,35 +122,10 @@ def layout_flags(*, exclude: tuple[str, ...] = (), lists: bool = False):
     return lambda fn: FlagCommand(fn, exclude, lists)
 
 
-def split_overrides(flags: dict) -> tuple[dict, dict]:
-    """(LMCache's own config sources as offload.lmcache.* overrides, the flags' overrides): a serve line's
-    kv_connector_extra_config goes between the two, as LMCache applies it after its file and environment."""
-    from ..inputs.values import overrides
-
-    own = overrides(flags)
-    config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))
-    if config is None and not env and env_file is None:
-        return {}, own
-    from ..inputs.layout.lmcache_sources import overrides as lmcache_sources
-    from ..inputs.layout.lmcache_sources import read_env_file
-
-    environ: dict[str, str] = {}
-    label = "environment"
-    if env:
-        environ.update(os.environ)
-    if env_file is not None:
-        environ.update(read_env_file(env_file))
-        label = env_file if not env else f"environment and {env_file}"
-    base, notes = lmcache_sources(config_file=config, environ=environ, env_label=label)
-    for n in notes:
-        err(f"note: {n}")
-    which = "--lmcache-config" if config is not None else "--lmcache-env" if env else "--lmcache-env-file"
-    base.setdefault("offload.backend", ("lmcache", which))
-    return base, own
-
-
 def layout_overrides(flags: dict) -> dict:
-    base, own = split_overrides(flags)
+    from ..inputs.sources import split_overrides
+
+    base, own = split_overrides(flags, err)
     return {**base, **own}
 
 
@@ -225,112 +199,6 @@ def grouped_command_class():
                     formatter.write_dl(groups[panel])
 
     return GroupedCommand
-
-
-def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, limits: dict) -> tuple[str, dict]:
-    """--k8s: the vLLM container's serve line, and LMCache's variables from its env (`base` with them under it);
-    the pod's grants become the gates' limits unless given on the command line (`limits`, `overrides` set)."""
-    import shlex
-
-    from ..inputs.k8s.manifest import read as read_manifest
-    from ..tools.gates import Limit
-
-    grant = read_manifest(k8s, container=container)
-    _release_of_image(grant, overrides, base)
-    if grant.pinned_round_threshold_mb is not None:
-        overrides.setdefault("host.pinned_round_threshold_mb", (grant.pinned_round_threshold_mb,
-                                                                "PYTORCH_ALLOC_CONF in the manifest"))
-    if grant.memory_limit is not None:
-        limits.setdefault("host_memory", Limit(value=grant.memory_limit, pod=True,
-                                               source=f"the pod's memory limit ({grant.source})"))
-    else:
-        asked = ("" if grant.memory_request is None else
-                 f"; requests.memory {grant.memory_request:,} B is what the scheduler reserves, not a cap")
-        limits.setdefault("host_memory", Limit(value=None, pod=True, source=f"the container sets no memory limit"
-                                                                            f"{asked}: pass --host-memory"))
-    limits.setdefault("shm", Limit(value=grant.shm.size, source=f"/dev/shm: {grant.shm.how}"))
-    limits["env_unknown"], limits["env_unread"] = grant.env_unknown, grant.env_unread
-    limits["grant"] = grant  # vllm-args --k8s writes the manifest's patch from it
-    err(f"note: /dev/shm: {grant.shm.how}")
-    for src in grant.env_unread:
-        err(f"note: {src}: its variables are not read")
-    for n in grant.notes:
-        err(f"note: {n}")
-    if "VLLM_USE_SIMPLE_KV_OFFLOAD" in grant.env_unknown:
-        err(f"warning: VLLM_USE_SIMPLE_KV_OFFLOAD: {grant.env_unknown['VLLM_USE_SIMPLE_KV_OFFLOAD']}: which connector "
-            "--kv-offloading-size starts (Simple or the OffloadingConnector) cannot be read; planned as unset")
-    if grant.use_simple_kv_offload is not None:
-        # The container's VLLM_USE_SIMPLE_KV_OFFLOAD decides what its --kv-offloading-size starts (the serve line's
-        # own assignments, then kvcalc's flags, override it).
-        on, text = grant.use_simple_kv_offload
-        base = {"offload.use_simple_kv_offload": (on, f"VLLM_USE_SIMPLE_KV_OFFLOAD={text} (the manifest's env)"),
-                **base}
-    if grant.lmcache_env:
-        # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
-        from ..inputs.layout.lmcache_sources import overrides as lmcache_sources
-
-        pod_env, pod_notes = lmcache_sources(environ=grant.lmcache_env, env_label="the manifest's env",
-                                             files=grant.files)
-        base = {**pod_env, **base}
-        for n in pod_notes:
-            err(f"note: {n}")
-    return shlex.join(grant.argv), base
-
-
-def _release_of_image(grant, overrides: dict, base: dict) -> None:
-    """The image tag's vLLM (and LMCache) release, under the flags: --vllm-version / --lmcache-version win; an
-    SGLang container's tag gives its SGLang release (vocab/releases/sglang.image_release)."""
-    if grant.image is None:
-        return
-    if "sglang.launch_server" in grant.argv[:3]:
-        from ..vocab.releases.sglang import image_release as sglang_image
-
-        version, how = sglang_image(grant.image)
-        if version is not None and "sglang.version" not in overrides:
-            overrides["sglang.version"] = (version, how)
-        elif version is None:
-            err(f"note: {how}")
-        return
-    from ..vocab.releases.images import image_release
-
-    found = image_release(grant.image)
-    if found.vllm is not None and "vllm.version" not in overrides:
-        from ..vocab.errors import UnsupportedError
-        from ..vocab.releases.vllm import behaviour_for
-
-        try:
-            behaviour_for(found.vllm)
-        except UnsupportedError as e:  # refused before the model is looked up: the image decides
-            raise UnsupportedError(f"{grant.source}: {found.how}: {e}") from None
-        overrides["vllm.version"] = (found.vllm, found.how)
-    else:
-        err(f"note: {found.how}")
-    if found.lmcache is not None:
-        base.setdefault("offload.lmcache.version", (found.lmcache, found.how))
-
-
-def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None):
-    """The layout a command plans: a layout file / config.json / model directory, or a `vllm serve` line.
-    `base`: LMCache's file and environment (a serve line's kv_connector_extra_config overrides them)."""
-    from ..inputs.layout.read import load_layout
-
-    if (layout is None) == (serve is None):
-        raise KvcalcError("give a layout file (or config.json, or model directory), or --serve / -- vllm serve ..., "
-                          "one of them")
-    if layout is not None:
-        return load_layout(layout, overrides={**(base or {}), **overrides})
-    from ..inputs.serve.vllm import load_serve, split
-
-    argv = split(serve)
-    if "sglang" in serve:  # `python -m sglang.launch_server ...` / `sglang serve ...`: SGLang's flags
-        from ..inputs.serve.sglang import is_sglang, load_sglang_serve
-
-        if is_sglang(argv):
-            load_serve = load_sglang_serve  # noqa: F811
-    loaded, notes = load_serve(argv, overrides=overrides, base=base)
-    for n in notes:
-        err(f"note: {n}")
-    return loaded
 
 
 def plan_or_refusal(loaded, check: bool, fmt: str):

@@ -11,19 +11,11 @@ from __future__ import annotations
 # the report's verdict reads them too, and the report comes before tools.
 from ..backends.base import OVERHEAD_BASIS, OVERHEAD_PER_WORKER, Pool, shm_refusal, workers_on_node  # noqa: F401
 from ..report.optional import Check
+from ..vocab.limits import Limit  # noqa: F401 - the gates' limits, named here too
 from ..vocab.records import record
 from ..vocab.units import format_bytes
 
 GATES = ("startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory", "shm", "min_cpu_tokens")
-
-
-@record
-class Limit:
-    """A gate's limit: its value (None: asked for, but its size cannot be read) and where it came from."""
-
-    value: int | None
-    source: str  # "--host-memory", "the pod's memory limit (manifest: …)", …
-    pod: bool = False  # a pod's limit (an OOM kill past it), not a node's memory
 
 
 @record

@@ -33,6 +33,24 @@ class Option:
     negated: bool = False
 
 
+# The engines' server lines beside vLLM's, by a word their text holds: the module that reads them (its SOURCE,
+# is_line, parse, load_line, image_release). vLLM's (serve/vllm.py) reads every other line.
+LINE_READERS = (("sglang", ".sglang"),)
+
+
+def line_reader(text: str, argv: list[str]):
+    """The module that reads this server line (serve/vllm.py or another engine's of LINE_READERS); the marker
+    word is looked for first, so a vLLM line imports no other engine's reader."""
+    from importlib import import_module
+
+    for marker, module in LINE_READERS:
+        if marker in text:
+            reader = import_module(module, __package__)
+            if reader.is_line(argv):
+                return reader
+    return import_module(".vllm", __package__)
+
+
 def server_of(words: list[str], within: int | None = None) -> tuple[str, int] | None:
     """(the server, the index its arguments start at) of the first command among the first `within` words (all
     when None) that starts one: vLLM's `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (its `--model`

@@ -119,7 +119,8 @@ def _read(flag: str, value: str, how) -> Any:
         raise _fail(f"--{flag}", f"{'an integer' if how is int else 'a number'}", value) from None
 
 
-def parse(argv: list[str], *, env: dict[str, str] | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
+def parse(argv: list[str], *, env: dict[str, str] | None = None,
+          release: str | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
     """An SGLang server line -> (layout dict, overrides {path: (value, flag)}, notes)."""
     _, words = assignments(list(argv))
     positional, given = _tokens(words)
@@ -167,3 +168,20 @@ def load_sglang_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] 
     merged = {**(base or {}), **from_line, **(overrides or {})}
     data, origin = expand(top, source=SOURCE, overrides=merged)
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes
+
+
+# The line-reader interface (serve/args.line_reader).
+is_line = is_sglang
+load_line = load_sglang_serve
+
+
+def image_release(image: str, overrides: dict, base: dict, say, where: str = "") -> None:
+    """An SGLang container's image tag gives its SGLang release, under --sglang-version
+    (vocab/releases/sglang.image_release); a tag that names none is a note."""
+    from ...vocab.releases.sglang import image_release as sglang_image
+
+    version, how = sglang_image(image)
+    if version is not None and "sglang.version" not in overrides:
+        overrides["sglang.version"] = (version, how)
+    elif version is None:
+        say(f"note: {how}")

@@ -385,3 +385,32 @@ def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None 
     merged = {**(base or {}), **from_line, **(overrides or {})}
     data, origin = expand(top, source=SOURCE, overrides=merged)
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes
+
+
+# The line-reader interface (serve/args.line_reader): vLLM's reads every line no other engine's reader claims.
+load_line = load_serve
+
+
+def is_line(argv: list[str]) -> bool:
+    return True
+
+
+def image_release(image: str, overrides: dict, base: dict, say, where: str = "") -> None:
+    """A vLLM container's image tag gives its vLLM (and LMCache) release, under --vllm-version / --lmcache-version
+    (vocab/releases/images.py); a tag naming a release kvcalc does not model is refused before the model is looked
+    up (the image decides)."""
+    from ...vocab.releases.images import image_release as releases_of
+
+    found = releases_of(image)
+    if found.vllm is not None and "vllm.version" not in overrides:
+        from ...vocab.releases.vllm import behaviour_for
+
+        try:
+            behaviour_for(found.vllm)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"{where}: {found.how}: {e}") from None
+        overrides["vllm.version"] = (found.vllm, found.how)
+    else:
+        say(f"note: {found.how}")
+    if found.lmcache is not None:
+        base.setdefault("offload.lmcache.version", (found.lmcache, found.how))
