@@ -264,10 +264,10 @@ def verified(p):
 
 def backends_of(loaded):
     """--compare-backends: every backend's pool for this layout's budget."""
-    from ..pipeline import compare_backends as every_backend, vllm_only
+    from ..pipeline import compare_backends as every_backend, require
     from ..report.report import backend_entries
 
-    vllm_only(loaded, "--compare-backends")
+    require(loaded, "compare-backends", "--compare-backends")
     if not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
                           "--kv-offloading-size (or an LMCache config)")

@@ -123,9 +123,9 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     """The prediction against the log's numbers. The release is the flag's (`version_given`: --vllm-version set
     it), else the one the log names, else the layout's; `given`: the key paths flags set (the log does not
     override them)."""
-    from ..pipeline import vllm_only
+    from ..pipeline import require
 
-    vllm_only(layout, "check --log")
+    require(layout, "check-log", "check --log")
     logged = parse_log(text, source)
     # The layout offloads, the log's non-default args name no connector setting: the server ran without one.
     connector_missing = (layout.offload.budget_given and layout.offload != NO_CONNECTOR and bool(logged.args)
@@ -225,9 +225,9 @@ def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset
     reproduces every logged number), as num_gpu_blocks_override; or, when a flag changes the KV dtype, the block
     size or the utilization, the budget in bytes those counts imply (moved by exactly ceil(T u') - ceil(T u) for a
     new utilization), with a note saying how it was pinned. The plan keeps the layout's release and max_model_len."""
-    from ..pipeline import vllm_only
+    from ..pipeline import require
 
-    vllm_only(layout, "--kv-cache-memory-from-log")
+    require(layout, "kv-cache-memory-from-log", "--kv-cache-memory-from-log")
     if "Available KV cache memory" not in text:
         raise KvcalcError(f"{source}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
     logged = parse_log(text, source)

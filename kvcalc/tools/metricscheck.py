@@ -132,9 +132,9 @@ def check(layout: Layout, text: str, *, source: str) -> dict:
     """Rows of (series, label, expected, found, match) for every label of every engine's series. A value kvcalc
     took from the scrape itself (the GPU block count, the CPU budget) is marked `from_scrape` and proves nothing:
     the scrape matches only when some other row compares a prediction."""
-    from ..pipeline import vllm_only
+    from ..pipeline import require
 
-    vllm_only(layout, "check --metrics")
+    require(layout, "check-metrics", "check --metrics")
     if layout.vllm_version_from == "default":
         # vLLM's /metrics names no release (0.33.0 v1/metrics/loggers.py publishes no version or build info).
         raise LayoutError(source, "", "a release to compare against: a scrape names none, give --vllm-version (or "

@@ -60,9 +60,9 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
 
 
 def verify_plan(plan) -> VerifySection:
-    from ..pipeline import vllm_only
+    from ..pipeline import require
 
-    vllm_only(plan.layout, "--verify")
+    require(plan.layout, "verify", "--verify")
     torch = _torch()
     tensors = views = 0
     for w in plan.gpu.workers:

@@ -13,9 +13,9 @@ from ..pipeline import Plan, plan
 def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
     """Plan the layout; if the release refuses it, try the hybrid-manager and prefix-caching switches a user
     would add (HMA on where 0.21 allows it, prefix caching for Mamba hybrids). Returns the plan and what changed."""
-    from ..pipeline import vllm_only
+    from ..pipeline import require
 
-    vllm_only(layout, "vllm-args")
+    require(layout, "vllm-args", "vllm-args")
     cache = layout.cache
     tries: list[tuple[Layout, list[str]]] = [(layout, [])]
     if cache.enable_prefix_caching is None and layout.model.has_mamba:

@@ -185,3 +185,14 @@ def _log_lines(model: SglangModel, s: StageCells, full: int, swa: int, page: int
     lines.append(f"max_total_num_tokens={full}, max_running_requests={reqs}, "
                  f"context_len={layout.cache.max_model_len}")
     return tuple(lines)
+
+
+def _releases(layout: Layout) -> tuple[str, str]:
+    return layout.sglang.version, layout.sglang.version_from
+
+
+from ..base import Engine  # noqa: E402 - the engine door, after the stage it describes
+
+ENGINE = Engine(name="sglang", title="SGLang", operations=frozenset(), release_key="sglang.version",
+                release_flag="--sglang-version", releases=_releases,
+                offers_text="drop --engine sglang for vLLM, or --compare-engines for both")

@@ -58,3 +58,13 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
     )
     return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
                     grouping=grouping, gpu=gpu, memory=memory)
+
+
+def _releases(layout: Layout) -> tuple[str, str]:
+    return layout.vllm_version, layout.vllm_version_from
+
+
+from ..base import OPERATIONS, Engine  # noqa: E402 - the engine door, after the stage it describes
+
+ENGINE = Engine(name="vllm", title="vLLM", operations=frozenset(OPERATIONS), release_key="vllm.version",
+                release_flag="--vllm-version", releases=_releases)

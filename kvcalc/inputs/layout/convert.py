@@ -17,8 +17,9 @@ from ...vocab.records import replace
 from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, find_device
 
 
-def as_sglang(layout: Layout) -> Layout:
-    """A vLLM layout as SGLang's (engine sglang)."""
+def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layout:
+    """A vLLM layout as SGLang's (engine sglang): vLLM's own budget is HiCache's size (`host_bytes_per_engine`,
+    the vLLM pool's, is not needed)."""
     device = find_device(layout.gpu.name) if layout.gpu.name else None
     hicache = HiCacheLayout()
     budget = layout.offload.cpu_bytes_to_use
@@ -58,3 +59,13 @@ def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
                                 cpu_bytes_source=f"{host_bytes_per_engine:,} B: SGLang's HiCache per engine "
                                                  "(--compare-engines)")
     return replace(layout, engine="vllm", sglang=None, gpu=gpu, cache=cache, offload=offload)
+
+
+# The engine a layout is told as -> how (vocab.layout.ENGINES).
+TOLD = {"sglang": as_sglang, "vllm": as_vllm}
+
+
+def told(layout: Layout, engine: str, pool=None) -> Layout:
+    """`layout` as `engine` would be told it, on the same model, GPUs and host (`pool`: the layout's own engine's
+    host pool, whose bytes per engine become the other's budget where its own layout names none)."""
+    return TOLD[engine](layout, None if pool is None else pool.pool_bytes_per_engine)
