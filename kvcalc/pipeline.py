@@ -28,6 +28,12 @@ def plan(layout: Layout, stage=None, *, selected_only: bool = False) -> EnginePl
     return hook(layout.engine, "plan").plan(layout, stage, selected_only=selected_only)
 
 
+def shared_stage(layout: Layout):
+    """The GPU stage layouts differing only in their offload section can share (a sweep over budgets), or None for
+    an engine that has none to share."""
+    return hook(layout.engine, "plan").shared_stage(layout)
+
+
 def require(layout: Layout, operation: str, what: str) -> None:
     """Refuse an operation the layout's engine does not offer (engines/base.OPERATIONS), naming what to use."""
     engine(layout.engine).require(layout, operation, what)

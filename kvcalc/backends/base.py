@@ -169,6 +169,10 @@ class Pool:
     # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
     # manifest gives the server such a variable kvcalc cannot read.
     env_dependent: tuple[str, ...] = ()
+    # What --compare-versions shows of the pool per release: the formula families' columns (the native
+    # connector's), or the backend's own section (SimpleCPUOffloadConnector's: SimplePool.simple), else nothing.
+    families: bool = False
+    simple: Any = None
 
 
 if TYPE_CHECKING:  # the interface, for readers and type checkers (a Protocol class costs start-up time)

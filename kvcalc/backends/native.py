@@ -149,6 +149,8 @@ NO_BUDGET_NOTE = ("no CPU budget given (--cpu-bytes, --kv-offloading-size or off
 class NativePool(Pool):
     """The native connector's pool: the selected release's family result, and every family column asked for."""
 
+    families = True  # --compare-versions shows its formula families' columns
+
     offload: OffloadPlan
     budget_bytes: int | None  # None: no budget given (the GPU side alone)
     hma_enabled: bool

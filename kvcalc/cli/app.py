@@ -83,7 +83,7 @@ def plan(
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from ..pipeline import decimal_budget_note
-    from ..report.report import build_report
+    from ..report.build import build_report
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
@@ -98,16 +98,10 @@ def plan(
         text = decode(read_bytes(memory_log, "a readable file"), memory_log)
         loaded, note = gpu_blocks_from_log(loaded, text, memory_log, given_paths(flags))
         err(f"note: {note}")
-    sglang = loaded.sglang if loaded.engine == "sglang" else None
-    if check and sglang is not None and sglang.version_from == "default":
-        raise KvcalcError(f"{loaded.source}: --check gates one SGLang release and none is named (no --sglang-version, "
-                          f"sglang.version or image tag): give --sglang-version (kvcalc would assume {sglang.version})")
-    if check and sglang is None and loaded.vllm_version_from == "default":
-        raise KvcalcError(f"{loaded.source}: --check gates one vLLM release and none is named (no --vllm-version, "
-                          f"vllm.version or image tag): give --vllm-version (kvcalc would assume {loaded.vllm_version})")
-    if check and sglang is None and not loaded.offload.budget_given:
-        raise KvcalcError(f"{loaded.source}: --check gates a CPU budget: give --cpu-bytes or --kv-offloading-size "
-                          "(or offload.cpu_bytes_to_use)")
+    if check:
+        from ..engines.base import engine
+
+        engine(loaded.engine).checkable(loaded)
     p = plan_or_refusal(loaded, check, fmt)
     checks = None
     if check:
@@ -155,13 +149,15 @@ def init(
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
-    what = "config key" if config is not None else f"config key (or {source} flag)" if source == "sglang serve" else \
-        "config key (or vllm serve flag)"
+    what = "config key" if config is not None else f"config key (or {source} flag)"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       f"Each comment names the {what} a value came from.")
-    if "offload" not in top and top.get("engine") != "sglang":  # SGLang's host pool is sglang.hicache
-        text += ("# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without it `kvcalc plan` "
-                 "shows the GPU side only)\n")
+    from ..engines.base import engine
+    from ..vocab.keys import KEY
+
+    hint = engine(top.get("engine", KEY["engine"].default)).init_hint  # (its host pool's section, the hint)
+    if hint is not None and hint[0] not in top:
+        text += hint[1]
     sys.stdout.write(text)
 
 

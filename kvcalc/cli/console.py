@@ -159,36 +159,22 @@ def report_checks(checks) -> None:
 
 
 def print_table(report) -> None:
-    from ..report.table import Style, render, render_comparison
+    """The report's table, by its engine's renderer (engines/<name>/table.py)."""
+    from ..engines.base import hook
+    from ..report.table import Style
 
-    style = Style(plain=plain())
     out = console(100)
-    if report.engine == "sglang":  # SGLang's own renderer (report/table_sglang.py)
-        from ..report.table_sglang import render as render_sglang
-
-        for item in render_sglang(report, style):
-            out.print(item)
-        return
-    for item in render(report, style):
+    for item in hook(report.engine, "table").render(report, Style(plain=plain())):
         out.print(item)
-    if report.releases is not None:
-        out.print(render_comparison(report, style))
-    if report.engines is not None:
-        from ..report.table_sglang import engines_table
-
-        out.print(engines_table(report.engines, style))
-    if report.verify is not None:
-        out.print(report.verify.summary)
 
 
 def print_summary(report) -> None:
     """plan --summary: the table's first screen only."""
-    from ..report.table import Style, render_summary
+    from ..engines.base import hook
+    from ..report.table import Style
 
     out = console(100)
-    if report.engine == "sglang":  # SGLang's own renderer (report/table_sglang.py)
-        from ..report.table_sglang import render_summary  # noqa: F811
-    for item in render_summary(report, Style(plain=plain())):
+    for item in hook(report.engine, "table").render_summary(report, Style(plain=plain())):
         out.print(item)
 
 

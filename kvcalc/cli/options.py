@@ -215,9 +215,11 @@ def plan_or_refusal(loaded, check: bool, fmt: str):
         from ..report.optional import RefusedReport
         from ..tools.gates import refused
 
-        sglang = loaded.engine == "sglang"
-        version = loaded.sglang.version if sglang else loaded.vllm_version
-        checks = refused(version, e.one_line(), "SGLang" if sglang else "vLLM")
+        from ..engines.base import engine
+
+        door = engine(loaded.engine)
+        version = door.release(loaded)
+        checks = refused(version, e.one_line(), door.title)
         if fmt == "json":
             print_json(RefusedReport(schema_version=1, vllm_version=version, source=loaded.source, checks=checks,
                                      engine=loaded.engine))
@@ -238,7 +240,7 @@ def gate(p, loaded, limits: dict):
                     Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,
                     workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
                     shm_message_named=p.behaviour.shm_message_named,
-                    engine="SGLang" if p.engine == "sglang" else "vLLM")
+                    engine=p.title)
 
 
 def releases_of(loaded, compare_versions: str | None):
@@ -277,6 +279,6 @@ def backends_of(loaded):
 def engines_of(loaded):
     """--compare-engines: the layout planned by vLLM's and by SGLang's rules (pipeline.compare_engines)."""
     from ..pipeline import compare_engines
-    from ..report.sglang_section import engine_entries
+    from ..report.engines import engine_entries
 
     return engine_entries(compare_engines(loaded))

@@ -41,12 +41,29 @@ class Engine:
     # nothing named one and kvcalc planned its newest)
     releases: Callable[[Layout], tuple[str, str]]
     offers_text: str = ""  # what to use instead when an operation is refused (see require)
+    # --check gates a host budget this engine's layout must give (vLLM's CPU offload budget): the refusal's text
+    # when none is given, or None when the engine's pool needs none (SGLang's HiCache may be off)
+    budget_refusal: str | None = None
+    # `kvcalc init`: (the layout section of its host pool, the commented hint written when the input has none)
+    init_hint: tuple[str, str] | None = None
 
     def release(self, layout: Layout) -> str:
         return self.releases(layout)[0]
 
     def release_from(self, layout: Layout) -> str:
         return self.releases(layout)[1]
+
+    def checkable(self, layout: Layout) -> None:
+        """--check gates one named release, and a budget where the engine needs one: refuse the layout otherwise."""
+        from ..vocab.errors import KvcalcError
+
+        version, source = self.releases(layout)
+        if source == "default":
+            raise KvcalcError(f"{layout.source}: --check gates one {self.title} release and none is named (no "
+                              f"{self.release_flag}, {self.release_key} or image tag): give {self.release_flag} "
+                              f"(kvcalc would assume {version})")
+        if self.budget_refusal is not None and not layout.offload.budget_given:
+            raise KvcalcError(f"{layout.source}: {self.budget_refusal}")
 
     def require(self, layout: Layout, operation: str, what: str) -> None:
         """Refuse `what` (an operation of another engine's) on a layout this engine plans, naming what to use."""

@@ -103,6 +103,7 @@ class RefusedRelease:
     family: None = field("null: refused")
     startup_error: str = field("the refusal")
     offload: None = field("null")
+    simple = None  # (no SimpleCPUOffloadConnector section: refused)
 
 
 @record

@@ -344,8 +344,8 @@ def release_entry(version: str, result) -> PlannedRelease | RefusedRelease:
         max_concurrency=None if result.logs is None else result.logs.max_concurrency,
         startup_error=result.pool.startup_error,
         offload=None if result.pool.startup_error or result.layout.offload.cpu_bytes_to_use is None
-        or result.pool.backend != "native" else family_entry(result, result.selected, {}),
-        simple=result.pool.simple if result.pool.backend == "simple" else None,
+        or not result.pool.families else family_entry(result, result.selected, {}),
+        simple=result.pool.simple,
     )
 
 
@@ -353,15 +353,11 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
                  checks: list[Check] | None = None, verify: VerifySection | None = None,
                  backends: list[BackendEntry] | None = None, limits: dict | None = None,
                  engines: list | None = None) -> Report:
-    """The report, built once. `releases` (from pipeline.compare) adds the comparison; `checks` (tools.gates) the
-    gates; `backends` (backend_entries) --compare-backends; `limits` the gates' limits (tools.gates.Gates fields:
-    host_memory, shm, overhead; from --k8s's manifest or the flags), which the verdict says are enough or not;
-    `engines` (sglang_section.engine_entries) --compare-engines. An SGLang plan's report is
-    report/sglang_section.SglangReport."""
-    if plan.engine == "sglang":
-        from .sglang_section import build_sglang_report  # SGLang's reports only (start-up time is a target)
-
-        return build_sglang_report(plan, checks=checks, engines=engines)
+    """vLLM's report, built once (report/build.build_report asks the plan's engine for it). `releases` (from
+    pipeline.compare) adds the comparison; `checks` (tools.gates) the gates; `backends` (backend_entries)
+    --compare-backends; `limits` the gates' limits (tools.gates.Gates fields: host_memory, shm, overhead; from
+    --k8s's manifest or the flags), which the verdict says are enough or not; `engines` (report/engines.
+    engine_entries) --compare-engines."""
     lay, par, cache = plan.layout, plan.layout.parallel, plan.layout.cache
     kinds = Counter(lay.model.layer_types)
     rel = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 from ..vocab.records import is_record, json_schema
 from . import optional, sections
 from .optional import RefusedReport
-from .sections import Report
 
 
 def output_schema() -> dict:

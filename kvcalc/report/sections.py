@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (star
     from ..backends.simple_plan import SimplePlan
     from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
-    from .sglang_section import EngineEntry
+    from .engines import EngineEntry
 
 SCHEMA_VERSION = 1
 

@@ -379,11 +379,11 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
     row("CPU tokens every worker holds", off("cpu_tokens_safe"))
     row("budget unused (bytes)", off("unused_bytes"))
     row("out of bounds", lambda r: ("YES" if r.offload.out_of_bounds else "no") if r.offload else
-        "fails at startup" if r.startup_error or r.family is None else "—" if getattr(r, "simple", None)
+        "fails at startup" if r.startup_error or r.family is None else "—" if r.simple
         else "— (no CPU budget)")
-    if any(getattr(r, "simple", None) for r in rels):  # SimpleCPUOffloadConnector's pool, release by release
+    if any(r.simple for r in rels):  # SimpleCPUOffloadConnector's pool, release by release
         def sp(get):
-            return lambda r: get(r.simple) if getattr(r, "simple", None) and not r.startup_error else "—"
+            return lambda r: get(r.simple) if r.simple and not r.startup_error else "—"
 
         row("simple: CPU blocks, scheduler", sp(lambda s: _n(s.num_cpu_blocks_scheduler)))
         row("simple: CPU blocks, every rank", sp(lambda s: _n(s.num_cpu_blocks_per_rank)))

@@ -29,14 +29,9 @@ def _sizing_title(key: str, tokens: int | None, count: int | None, unit: str, re
 def render_size(answer, target, style: Style = Style()) -> RenderableType:
     """`kvcalc size`: each backend's answer as its own table (the native connector's per family, LMCache's one; a
     backend without a table of its own: its JSON answer as rows)."""
-    if answer.backend == "lmcache":
-        return render_lmcache_sizing(answer, target.tokens, target.units, target.resident, style)
-    if answer.backend == "simple":
-        from .table_simple import render_simple_sizing
-
-        return render_simple_sizing(answer, target, style, _table)
-    if answer.backend == "native":
-        return render_sizing(answer.rows, target.tokens, target.units, target.resident, style)
+    own = SIZE_RENDERERS.get(answer.backend)
+    if own is not None:
+        return own(answer, target, style)
     t = _table(style, f"{answer.backend}: the budget for the target", "", "", header=False)
     for key, value in answer.document("", target).items():
         t.add_row(key, "—" if value is None else str(value))
@@ -103,3 +98,17 @@ def render_lmcache_sizing(row, tokens: int | None, chunks: int | None, resident:
     if row.note:
         parts.append(Text(row.note))
     return Group(*parts)
+
+
+def _simple(answer, target, style: Style) -> RenderableType:
+    from .table_simple import render_simple_sizing
+
+    return render_simple_sizing(answer, target, style, _table)
+
+
+# A backend's answer -> its own table (a backend without one: its JSON answer as rows).
+SIZE_RENDERERS = {
+    "native": lambda a, t, style: render_sizing(a.rows, t.tokens, t.units, t.resident, style),
+    "lmcache": lambda a, t, style: render_lmcache_sizing(a, t.tokens, t.units, t.resident, style),
+    "simple": _simple,
+}

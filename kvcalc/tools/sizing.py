@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends.base import SizeTarget, backend
-from ..pipeline import plan
+from ..backends.base import SizeTarget
+from ..engines.base import hook
 from ..vocab.layout import Layout
 
 
 def size(layout: Layout, target: SizeTarget) -> Any:
-    """The layout's backend's answer: a record with `backend`, `refusal` and `document(source, target)` (an SGLang
-    layout: HiCache's --hicache-size, tools/sglang_sizing.py)."""
-    if layout.engine == "sglang":
-        from .sglang_sizing import size_host
-
-        return size_host(layout, target)
-    return backend(layout.offload.backend).size(layout, target, plan)
+    """The engine's answer (engines/<name>/tools.size_host: vLLM's backend, SGLang's --hicache-size): a record with
+    `backend`, `refusal` and `document(source, target)`."""
+    return hook(layout.engine, "tools").size_host(layout, target)

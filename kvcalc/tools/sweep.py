@@ -10,7 +10,7 @@ from ..vocab.keys import SWEEP_AXES
 from ..inputs.layout.read import expand
 from ..inputs.layout.validate import validate, validate_offload
 from ..inputs.layout.model import validate_model
-from ..pipeline import plan, plan_gpu
+from ..pipeline import plan, shared_stage
 
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
 # result columns.
@@ -63,12 +63,12 @@ def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None 
                 overrides.update({AXES[k].path: (v, AXES[k].named) for k, v in point.items()})
                 data, origin = expand(top, source=source, overrides=overrides)
                 layout = validate(data, source=source, overrides=overrides, origin=origin, model=model)
-                if layout.engine == "sglang":  # SGLang's plan (no vLLM stage to share between budgets)
+                stage = shared_stage(layout)
+                if stage is None:  # an engine with no GPU stage to share between budgets (SGLang)
                     p = plan(layout)
                     fill(row, p)
                     yield row
                     continue
-                stage = plan_gpu(layout)
                 if key is not None:
                     if len(shared) >= _SHARED_LIMIT:
                         shared.clear()  # bounded memory, whatever the grid
@@ -88,18 +88,14 @@ def fill(row: dict, p) -> None:
     pool = p.pool
     row["family"] = pool.family
     row["cpu_bytes_to_use"] = pool.budget_bytes
-    if p.engine == "sglang":  # SGLang: its KV budget, no blocks
-        row["gpu_kv_cache_bytes"] = p.stage.gpu.budget_bytes
-    else:
-        row["gpu_num_blocks"] = p.gpu.num_blocks
-        row["gpu_kv_cache_bytes"] = None if p.memory is None else p.memory.kv_cache_bytes  # predicted (--gpu)
+    row.update(p.gpu_columns())  # the engine's GPU figures: vLLM's blocks and predicted budget, SGLang's budget
     if pool.not_modelled is not None:
         nm = pool.not_modelled
-        row["error"] = f"vLLM {p.behaviour.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"
+        row["error"] = f"{p.title} {p.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"
     elif pool.budget_bytes is None:
         return  # no budget: the GPU columns only
     elif pool.startup_error:
-        row["error"] = f"vLLM {p.behaviour.version} refuses: {pool.startup_error}"
+        row["error"] = f"{p.title} {p.version} refuses: {pool.startup_error}"
     else:
         row.update(cpu_blocks_scheduler=pool.units_scheduler, cpu_blocks_worst_worker=pool.units_worst,
                    unit=pool.unit, out_of_bounds=pool.out_of_bounds is not None, cpu_tokens_safe=pool.tokens,

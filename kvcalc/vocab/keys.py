@@ -27,8 +27,8 @@ GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output"
 # path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
 # (an integer, or one per layer), kinds (layer kinds; minimum: the fewest items), ints (a list of integers),
 # indices (layer indices or one of choices), choice_or_bool (YAML 1.1 reads on/off as booleans), version (a vLLM
-# release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), lmcache (LMCache's own
-# config names, vocab/releases/lmcache.py).
+# release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), config (a connector's own
+# config keys under their names: LMCache's, vocab/releases/lmcache.py).
 
 # Bounds on what one plan may cost: the worst layout inside them (per-layer heads, 2,048 layers, 64 PP stages)
 # plans and renders in ~1.5 s and ~35 MB on a 2-core box (benchmarks/README.md); past them the per-layer report
@@ -393,7 +393,7 @@ KEYS: tuple[Key, ...] = (
        default=2, minimum=0),
     _k("offload.simple.use_page_cache", "bool", "disk: buffered I/O instead of O_DIRECT", default=False),
     _k("offload.simple.lazy_offload", "bool", "store blocks only when the GPU pool runs low", default=False),
-    _k("offload.lmcache", "lmcache", "backend lmcache: LMCache config keys under their LMCache names (any key the "
+    _k("offload.lmcache", "config", "backend lmcache: LMCache config keys under their LMCache names (any key the "
        "release defines; those that do not change the CPU pool are listed in a note)"),
     _k("offload.lmcache.version", "choice", f"the LMCache release whose rules apply ({LMCACHE_RELEASES[0]} - "
        f"{LMCACHE_RELEASES[-1]}; default {DEFAULT_LMCACHE_VERSION})", default=DEFAULT_LMCACHE_VERSION,

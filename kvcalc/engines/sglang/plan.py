@@ -38,14 +38,25 @@ class SglangPlan:
         """What SGLang logs (the GPU tokens as kv_cache_size_tokens, for the cpu_smaller_than_gpu gate)."""
         return SglangLogs(kv_cache_size_tokens=self.stage.gpu.max_total_num_tokens)
 
+    title = "SGLang"
+
     @property
     def version(self) -> str:
         return self.behaviour.version
+
+    def gpu_columns(self) -> dict:
+        """A sweep row's GPU columns: SGLang's KV budget (no blocks)."""
+        return {"gpu_kv_cache_bytes": self.stage.gpu.budget_bytes}
 
     @property
     def gpu_tokens(self) -> int:
         """Tokens the GPU pool holds (max_total_num_tokens)."""
         return self.stage.gpu.max_total_num_tokens
+
+
+def shared_stage(layout: Layout) -> None:
+    """SGLang's plan has no GPU stage a sweep over budgets could share."""
+    return None
 
 
 def plan(layout: Layout, stage: object = None, *, selected_only: bool = False) -> SglangPlan:

@@ -63,9 +63,16 @@ class VllmPlan:
         """The formula the selected release uses."""
         return self.behaviour.formula
 
+    title = "vLLM"
+
     @property
     def version(self) -> str:
         return self.behaviour.version
+
+    def gpu_columns(self) -> dict:
+        """A sweep row's GPU columns: the blocks, and the budget when predicted (--gpu)."""
+        return {"gpu_num_blocks": self.gpu.num_blocks,
+                "gpu_kv_cache_bytes": None if self.memory is None else self.memory.kv_cache_bytes}
 
     @property
     def gpu_tokens(self) -> int | None:
@@ -78,6 +85,11 @@ def plan_gpu(layout: Layout, connector: OffloadBackend | None = None) -> GpuStag
     (no CPU budget involved). `connector`: the layout's backend, when the caller has it."""
     behaviour = behaviour_for(layout.vllm_version)
     return build_stage(layout, behaviour, (connector or backend(layout.offload.backend)).hma(layout, behaviour))
+
+
+def shared_stage(layout: Layout) -> GpuStage:
+    """The GPU stage a sweep over budgets shares between its points."""
+    return plan_gpu(layout)
 
 
 def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool = False) -> VllmPlan:

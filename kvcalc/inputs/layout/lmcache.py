@@ -193,3 +193,9 @@ def _lmcache(r: Reader, data: Any, *, via_vllm_flag: bool, kv_offloading_size: f
         max_hidden_state_cpu_size=out["max_hidden_state_cpu_size"],
         enable_scheduler_bypass_lookup=bool(out.get("enable_scheduler_bypass_lookup")), via_vllm_flag=via_vllm_flag,
         kv_offloading_size=kv_offloading_size, ignored=tuple(sorted(set(ignored))), provenance=provenance)
+
+
+def connector_layout(r: Reader, o: dict, *, selected_by: str, notes: tuple[str, ...]) -> OffloadLayout:
+    """The connector reader's interface (inputs/layout/validate.CONNECTOR_LAYOUTS): the notes validation made
+    about the connector replace LMCache's own."""
+    return replace(lmcache_offload(r, o), notes=notes)

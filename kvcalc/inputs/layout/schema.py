@@ -113,7 +113,7 @@ def fragment(key: Key) -> dict:
         return _object(key.path)
     if kind == "mamba":
         return _object(key.path, _mamba_fields())
-    if kind == "lmcache":
+    if kind == "config":  # a connector's own config keys, under their names (LMCache's)
         return _lmcache(key)
     if kind in ("kinds", "ints", "indices"):
         return _list_of(key)

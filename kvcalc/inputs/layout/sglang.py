@@ -132,3 +132,6 @@ def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: Paralle
         weights = read_weights(top.get("__config__"))
     return Layout(model=model, parallel=parallel, cache=cache, offload=NO_CONNECTOR, weights=weights,
                   engine="sglang", sglang=sg, **common)
+
+
+engine_layout = sglang_layout  # the engine reader's interface (inputs/layout/validate.ENGINE_LAYOUTS)

@@ -92,3 +92,8 @@ def simple_env(r: Reader, o: dict, which: str, version: str, how: str) -> tuple[
         return which, (f"{where}: vLLM {version} does not read it (SimpleCPUOffloadConnector is from 0.19.0): "
                        "--kv-offloading-size starts OffloadingConnector",), how
     return "simple", (), f"{where} with --kv-offloading-size (config/vllm.py _post_init_kv_transfer_config)"
+
+
+def connector_layout(r: Reader, o: dict, *, selected_by: str, notes: tuple[str, ...]) -> OffloadLayout:
+    """The connector reader's interface (inputs/layout/validate.CONNECTOR_LAYOUTS)."""
+    return simple_offload(r, o, selected_by=selected_by)

@@ -9,6 +9,7 @@ read by its row alone (`_read`), and the rules between keys are the code below.
 from __future__ import annotations
 
 import math
+from importlib import import_module
 from typing import Any
 
 from ...vocab.errors import UnsupportedError
@@ -34,6 +35,13 @@ from ..values import Reader, written
 SCHEMA_VERSION = KEY["schema_version"].default
 # The offload keys that configure a connector: any of them (or offload.backend) means vLLM runs one.
 CONNECTOR_KEYS = ("cpu_bytes_to_use", "kv_offloading_size", "block_size", "blocks_per_chunk")
+# The engines whose layouts have keys of their own -> the module that reads them (engine_layout); a vLLM layout is
+# read here.
+ENGINE_LAYOUTS = {"sglang": ".sglang"}
+# The connectors with a section of their own -> (the module that reads it: connector_layout, when: "first" before
+# the other connectors' sections are checked, "after" once the lmcache section that counts is known); the native
+# connector and no connector are read here.
+CONNECTOR_LAYOUTS = {"simple": (".simple", "first"), "lmcache": (".lmcache", "after")}
 
 
 def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
@@ -78,10 +86,9 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
                      f"{', '.join(names)})", backend)
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
-    if r.key(top, "engine") == "sglang":  # SGLang's own keys (inputs/layout/sglang.py, loaded only for it)
-        from .sglang import sglang_layout
-
-        return sglang_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
+    own = ENGINE_LAYOUTS.get(r.key(top, "engine"))
+    if own is not None:  # another engine's own keys (inputs/layout/<engine>.py, loaded only for it)
+        return import_module(own, __package__).engine_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
             platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
             provenance=tuple(sorted((origin or {}).items()))))
@@ -269,23 +276,26 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
              version: str) -> OffloadLayout:
     o = r.section(data, "offload")
     which, notes, how = _connector(r, o, version)
-    if which == "simple":
-        from .simple import simple_offload  # SimpleCPUOffloadConnector layouts only (start-up time)
-
-        return simple_offload(r, o, selected_by=how)
+    own = CONNECTOR_LAYOUTS.get(which)
+    if own is not None and own[1] == "first":  # a connector read before the others' sections are looked at
+        return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
     if o.get("simple") is not None:
         raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
                      "--offload-backend simple)")
-    which, section = _lmcache_or_none(r, o, which)
-    if which == "lmcache":
-        from .lmcache import lmcache_offload  # LMCache layouts only (start-up time is a target)
+    from .lmcache_section import counted_section
 
-        return replace(lmcache_offload(r, o), notes=notes)
-    if which == "none":
-        for k in CONNECTOR_KEYS + ("lmcache",):
-            if (section if k == "lmcache" else o.get(k)) is not None:
+    which, section = counted_section(r, o, which, CONNECTOR_KEYS)
+    own = CONNECTOR_LAYOUTS.get(which)
+    if own is not None:  # its own section's reader (inputs/layout/<backend>.py, loaded only for it)
+        return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
+    if which == NO_CONNECTOR.backend:
+        for k in CONNECTOR_KEYS:
+            if o.get(k) is not None:
                 raise r.fail(f"offload.{k}", "no offloading setting with offload.backend none (no KV connector)",
                              o.get(k))
+        if section is not None:
+            raise r.fail("offload.lmcache", "no offloading setting with offload.backend none (no KV connector)",
+                         section)
         return NO_CONNECTOR
     if section is not None:
         raise r.fail("offload.lmcache", "no lmcache section with the native backend (set offload.backend: lmcache, "
@@ -322,21 +332,6 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
                          block_size=block, blocks_per_chunk=bpc, notes=notes)
-
-
-def _lmcache_or_none(r: Reader, o: dict, which: str) -> tuple[str, Any]:
-    """(the backend, the lmcache section that counts): LMCACHE_* variables in a manifest's environment make no
-    connector LMCache's (and configure none); no budget, no connector named and no LMCache key is vLLM without a
-    KV connector (backends/none.py)."""
-    section = o.get("lmcache")
-    if isinstance(section, dict) and which != "lmcache":
-        from ...vocab.releases.lmcache import env_sourced  # LMCache's tables, only when a section is there
-
-        if all(env_sourced(r.flags.get(f"offload.lmcache.{k}", "")) for k in section):
-            section = None
-    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
-        which = "none"
-    return which, section
 
 
 def _connector(r: Reader, o: dict, version: str) -> tuple[str, tuple[str, ...], str]:

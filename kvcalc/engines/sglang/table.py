@@ -1,4 +1,4 @@
-"""An SGLang report (report/sglang_section.SglangReport) -> rich renderables for people: the GPU line, the token
+"""An SGLang report (engines/sglang/report.SglangReport) -> rich renderables for people: the GPU line, the token
 pool, HiCache's host pool, the budget's terms and --compare-engines. Never prints; imported only for SGLang
 reports and --compare-engines tables (start-up time is a target)."""
 
@@ -8,7 +8,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..vocab.units import exact_bytes, format_bytes
+from ...vocab.units import exact_bytes, format_bytes
 
 GIB, MIB = 1 << 30, 1 << 20
 
@@ -73,6 +73,8 @@ def render(report, style) -> list[RenderableType]:
     out.append(t)
     out.append(hicache_table(h, style))
     if report.engines is not None:
+        from ...report.table_engines import engines_table
+
         out.append(engines_table(report.engines, style))
     out.append(Text(report.verdict, style=None if style.plain else "bold green"))
     return out
@@ -102,16 +104,6 @@ def hicache_table(h, style) -> Table:
     t.add_row("pinning", h.pinning)
     if h.storage_backend:
         t.add_row("L3 storage", f"{h.storage_backend} (sized by its own config)")
-    return t
-
-
-def engines_table(entries, style) -> Table:
-    t = _table(style, "Engines (--compare-engines): same model, GPUs and host", "engine", "GPU tokens",
-               "host tokens", "host bytes, node", "/dev/shm, node", "refuses")
-    for e in entries:
-        t.add_row(f"{e.engine} {e.version}".strip(), _n(e.gpu_tokens), _n(e.host_tokens),
-                  "—" if e.host_bytes_per_node is None else format_bytes(e.host_bytes_per_node),
-                  "—" if e.shm_bytes_per_node is None else format_bytes(e.shm_bytes_per_node), e.refusal or "no")
     return t
 
 

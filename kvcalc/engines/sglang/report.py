@@ -7,29 +7,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from .. import __version__
-from ..backends.hicache import HiCacheSection
-from ..engines.sglang import CellSize, SglangGpu
-from ..vocab.errors import KvcalcError
-from ..vocab.records import field, record
-from .sections import SCHEMA_VERSION, ModelField, ModelSection, ParallelSection
+from ... import __version__
+from ...backends.hicache import HiCacheSection
+from . import CellSize, SglangGpu
+from ...vocab.records import field, record
+from ...report.engines import EngineEntry
+from ...report.sections import SCHEMA_VERSION, ModelField, ModelSection, ParallelSection
 
 if TYPE_CHECKING:
-    from .optional import Check
-
-
-@record
-class EngineEntry:
-    """One engine on the same model, GPUs and host (--compare-engines)."""
-
-    engine: str = field("vllm | sglang")
-    version: str = field("the release planned")
-    gpu_tokens: int | None = field("tokens the GPU pool holds (vLLM: the logged KV cache size; SGLang: "
-                                   "max_total_num_tokens)")
-    host_tokens: int | None = field("tokens the host tier holds (vLLM's CPU offload; SGLang's HiCache per rank)")
-    host_bytes_per_node: int | None = field("host bytes resident on the busiest node")
-    shm_bytes_per_node: int | None = field("/dev/shm the node must have free (SGLang: 0, no shared region)")
-    refusal: str | None = field("why that engine would not start (or cannot be planned) on this layout, or null")
+    from ...report.optional import Check
 
 
 @record
@@ -95,9 +81,10 @@ def _model(plan) -> ModelSection:
         draft=None)
 
 
-def build_sglang_report(plan, *, checks: list[Check] | None = None,
-                        engines: list[EngineEntry] | None = None) -> SglangReport:
-    """The report of an SGLang plan (pipeline.SglangPlan)."""
+def build_report(plan, *, checks: list[Check] | None = None, engines: list[EngineEntry] | None = None,
+                 **_ignored) -> SglangReport:
+    """The report of an SGLang plan (engines/sglang/plan.SglangPlan); the vLLM-only parts a report can carry
+    (releases, backends, --verify, limits) are refused before a plan is built (pipeline.require)."""
     lay, par, gpu, sg = plan.layout, plan.layout.parallel, plan.stage.gpu, plan.layout.sglang
     return SglangReport(
         schema_version=SCHEMA_VERSION, kvcalc_version=__version__, source=lay.source, engine="sglang",
@@ -115,21 +102,4 @@ def build_sglang_report(plan, *, checks: list[Check] | None = None,
         verdict=plan.pool.verdict)
 
 
-def engine_entries(results: list[tuple[str, object]]) -> list[EngineEntry]:
-    """--compare-engines: one entry per engine (pipeline.compare_engines: a plan, or the refusal)."""
-    out = []
-    for engine, p in results:
-        if isinstance(p, KvcalcError):
-            out.append(EngineEntry(engine=engine, version="", gpu_tokens=None, host_tokens=None,
-                                   host_bytes_per_node=None, shm_bytes_per_node=None, refusal=p.one_line()))
-            continue
-        pool = p.pool
-        gpu = None if p.logs is None else p.logs.kv_cache_size_tokens
-        starts = pool.startup_error is None
-        out.append(EngineEntry(
-            engine=engine, version=p.behaviour.version, gpu_tokens=gpu,
-            host_tokens=pool.tokens if starts else None,
-            host_bytes_per_node=pool.resident_bytes_per_node if starts else None,
-            shm_bytes_per_node=pool.shm_bytes_per_node if starts else None,
-            refusal=None if starts else pool.startup_error))
-    return out
+REPORT = SglangReport  # the record `kvcalc schema output` describes for this engine

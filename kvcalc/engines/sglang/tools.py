@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-from ..backends.base import SizeTarget, largest
-from ..pipeline import plan
-from ..vocab.errors import KvcalcError
-from ..vocab.layout import Layout
-from ..vocab.records import field, record, replace
+from ...backends.base import SizeTarget, largest
+from ...pipeline import plan
+from ...vocab.errors import KvcalcError
+from ...vocab.layout import Layout
+from ...vocab.records import field, record, replace
 
 MAX_GB = 1 << 20  # a petabyte per rank: past any host
 
@@ -32,7 +32,7 @@ class HiCacheSize:
     backend = "hicache"
 
     def document(self, source: str, target: SizeTarget) -> dict:
-        from ..vocab.records import to_json
+        from ...vocab.records import to_json
 
         return {"source": source, "engine": "sglang", "target": to_json(target), **to_json(self)}
 
