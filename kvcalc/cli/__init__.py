@@ -49,13 +49,10 @@ def serve_tail(args: list[str]) -> list[str]:
 
         i = args.index("--")
         tail = args[i + 1:]
+        from ..inputs.serve.servers import starts_line
+
         # `-- VLLM_USE_SIMPLE_KV_OFFLOAD=1 vllm serve ...` (or `env ...`): the line's environment comes along.
-        j = 1 if tail[:1] == ["env"] else 0
-        while j < len(tail) and "=" in tail[j] and tail[j].split("=", 1)[0].isidentifier():
-            j += 1
-        if tail[j:j + 1] in (["vllm"], ["serve"]) or tail[j:j + 2] == ["sglang", "serve"] or (
-                tail[j:j + 1] and tail[j].rsplit("/", 1)[-1].startswith("python")
-                and tail[j + 1:j + 3] == ["-m", "sglang.launch_server"]):  # SGLang's lines (inputs/serve/sglang.py)
+        if starts_line(tail):
             return args[:i] + ["--serve", shlex.join(tail)]
     return args
 

@@ -109,18 +109,18 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
 
 def _release_of_image(grant, overrides: dict, base: dict, say: Say) -> None:
     """The image tag's engine release (and LMCache's), under the flags: the container's own server decides which
-    release table reads the tag (serve/args.line_reader)."""
+    release table reads the tag (serve/servers.line_reader)."""
     if grant.image is None:
         return
-    from .serve.args import line_reader
+    from .serve.servers import line_reader
 
     line_reader(" ".join(grant.argv[:3]), grant.argv).image_release(grant.image, overrides, base, say,
                                                                     where=grant.source)
 
 
 def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
-    """A server line -> its validated Layout, read with its own server's flags (serve.args.line_reader)."""
-    from .serve.args import line_reader
+    """A server line -> its validated Layout, read with its own server's flags (serve/servers.line_reader)."""
+    from .serve.servers import line_reader
     from .serve.vllm import split
 
     argv = split(serve)
@@ -172,7 +172,7 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
         merged = {**base, **overrides}
         top, origin, source = read_input(layout, overrides=merged if merge else None)
         return top, origin, source, merged
-    from .serve.args import line_reader
+    from .serve.servers import line_reader
     from .serve.vllm import split
 
     argv = split(serve)

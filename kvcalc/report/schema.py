@@ -12,14 +12,18 @@ def output_schema() -> dict:
     sections name records their modules import for type checkers only (shown on request, LMCache's): all are
     given to the generator."""
     from ..backends import lmcache_plan, simple_plan
+    from ..engines.base import hook
     from ..engines.vllm import memory
-    from . import sglang_section
+    from ..vocab.layout import ENGINES
 
-    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory, sglang_section)
+    reports = [hook(name, "report") for name in ENGINES]  # each engine's report module: its REPORT record
+    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory, *reports)
              for name, value in vars(module).items() if is_record(value)}
     defs: dict = {}
-    full = json_schema(Report, defs=defs, extra_types=types)
+    first = json_schema(reports[0].REPORT, defs=defs, extra_types=types)
     refused = json_schema(RefusedReport, defs=defs, extra_types=types)
-    sglang = json_schema(sglang_section.SglangReport, defs=defs, extra_types=types)
+    others = [json_schema(r.REPORT, defs=defs, extra_types=types) for r in reports[1:]]
+    # The first engine's report, the refusal, then the other engines' (the order the schema has always had).
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "kvcalc-output-v1",
-            "title": "kvcalc plan --format json, schema version 1", "anyOf": [full, refused, sglang], "$defs": defs}
+            "title": "kvcalc plan --format json, schema version 1", "anyOf": [first, refused, *others],
+            "$defs": defs}

@@ -21,7 +21,7 @@ from .env import PodEnv, container_env, expect
 from .pods import PodTemplate, documents, mounted_files, objects, templates
 from ..serve.argv import k8s_expand, shell_script, unwrap
 from ..serve.shell import Command, run_script, split_script
-from ..serve.args import server_of
+from ..serve.servers import server_of
 
 
 @record

@@ -170,7 +170,7 @@ def load_sglang_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] 
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes
 
 
-# The line-reader interface (serve/args.line_reader).
+# The line-reader interface (serve/servers.line_reader).
 is_line = is_sglang
 load_line = load_sglang_serve
 

@@ -93,7 +93,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
     """A serve command line -> (layout dict, overrides {path: (value, flag)}, notes), read as `release`'s own
     parser reads it (the newest kvcalc models when none is named)."""
     from ...vocab.releases.vllm import DEFAULT_VERSION
-    from .args import read, serve_words
+    from .vllm_args import read, serve_words
     from ..values import Reader
 
     release = release or DEFAULT_VERSION
@@ -387,7 +387,7 @@ def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None 
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes
 
 
-# The line-reader interface (serve/args.line_reader): vLLM's reads every line no other engine's reader claims.
+# The line-reader interface (serve/servers.line_reader): vLLM's reads every line no other engine's reader claims.
 load_line = load_serve
 
 

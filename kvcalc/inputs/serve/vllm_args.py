@@ -13,15 +13,10 @@ from typing import Any
 from ...vocab.errors import LayoutError, UnsupportedError
 from ...vocab.records import record
 from ..hf.hub import fail
+from .servers import server_of
 
 SOURCE = "vllm serve"
-# Servers that are not vLLM, by a word of their command line.
-# (serve lines and manifests read it alike: server_of).
-OTHER_SERVERS = (("sglang.launch_server", "SGLang"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM"),
-                 ("text-generation-launcher", "TGI"), ("llama-server", "llama.cpp"), ("ollama", "Ollama"),
-                 ("lmdeploy", "LMDeploy"))
-
-
+PROGRAM = "vllm"  # vLLM's command (`vllm serve ...`)
 @record
 class Option:
     """One option as argparse leaves it: the value (a list for nargs '+' or a repeatable option; None for a
@@ -31,42 +26,6 @@ class Option:
     spelling: str
     value: Any
     negated: bool = False
-
-
-# The engines' server lines beside vLLM's, by a word their text holds: the module that reads them (its SOURCE,
-# is_line, parse, load_line, image_release). vLLM's (serve/vllm.py) reads every other line.
-LINE_READERS = (("sglang", ".sglang"),)
-
-
-def line_reader(text: str, argv: list[str]):
-    """The module that reads this server line (serve/vllm.py or another engine's of LINE_READERS); the marker
-    word is looked for first, so a vLLM line imports no other engine's reader."""
-    from importlib import import_module
-
-    for marker, module in LINE_READERS:
-        if marker in text:
-            reader = import_module(module, __package__)
-            if reader.is_line(argv):
-                return reader
-    return import_module(".vllm", __package__)
-
-
-def server_of(words: list[str], within: int | None = None) -> tuple[str, int] | None:
-    """(the server, the index its arguments start at) of the first command among the first `within` words (all
-    when None) that starts one: vLLM's `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (its `--model`
-    is the model) or `python -m vllm.entrypoints.cli.main serve`, or another server of OTHER_SERVERS."""
-    for i, w in enumerate(words if within is None else words[:within]):
-        base = os.path.basename(w)
-        if base == "vllm" and words[i + 1:i + 2] == ["serve"]:
-            return "vLLM", i + 2
-        if w == "vllm.entrypoints.openai.api_server" and i and words[i - 1] == "-m":
-            return "vLLM", i + 1
-        if w == "vllm.entrypoints.cli.main" and words[i + 1:i + 2] == ["serve"]:
-            return "vLLM", i + 2
-        for marker, name in OTHER_SERVERS:
-            if base == marker or w.startswith(marker + ".") or (w == marker and i and words[i - 1] == "-m"):
-                return name, i + 1
-    return None
 
 
 def serve_words(words: list[str]) -> list[str]:
@@ -80,7 +39,7 @@ def serve_words(words: list[str]) -> list[str]:
                                "vLLM's `vllm serve`")
     if got is not None:
         return words[got[1]:]
-    if words and not words[0].startswith("-") and os.path.basename(words[0]) == "vllm":
+    if words and not words[0].startswith("-") and os.path.basename(words[0]) == PROGRAM:
         raise fail("argv", "a `vllm serve` command line", " ".join(words[:3]))
     return list(words)
 
