@@ -1,6 +1,6 @@
 """--compare-engines: a validated layout as the other engine would be told it, on the same model, GPUs and host.
 
-- vLLM -> SGLang: the GPU by name (nvidia-smi's capacity from vocab/releases/sglang.DEVICES), SGLang's defaults for
+- vLLM -> SGLang: the GPU by name (nvidia-smi's capacity from vocab/devices.DEVICES), SGLang's defaults for
   everything else (mem_fraction_static, page size), and vLLM's CPU budget per engine as HiCache's --hicache-size per
   rank (decimal GB, rounded down, as SGLang takes whole numbers): the same host bytes. Without a GPU, vLLM's
   --kv-cache-memory is SGLang's KV budget per GPU: the same bytes, divided by SGLang's cells.
@@ -11,16 +11,18 @@ Pure: the layout's model, parallelism and cache carry over unchanged."""
 
 from __future__ import annotations
 
-from ...vocab.devices import find_device as find_torch_device
+from ...vocab.devices import find_device
 from ...vocab.layout import NO_CONNECTOR, GpuLayout, Layout, OffloadLayout
 from ...vocab.records import replace
-from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, find_device
+from ...vocab.releases.sglang import HiCacheLayout, SglangLayout
 
 
 def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layout:
     """A vLLM layout as SGLang's (engine sglang): vLLM's own budget is HiCache's size (`host_bytes_per_engine`,
     the vLLM pool's, is not needed)."""
     device = find_device(layout.gpu.name) if layout.gpu.name else None
+    if device is not None and device.smi_mib is None:
+        device = None  # SGLang's defaults read nvidia-smi's capacity: unknown for this GPU
     hicache = HiCacheLayout()
     budget = layout.offload.cpu_bytes_to_use
     ranks = layout.parallel.workers_per_engine
@@ -29,8 +31,8 @@ def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layou
     arch = getattr(layout.weights, "architecture", None)
     sg = layout.sglang or SglangLayout(version_from="--compare-engines (kvcalc's newest)")
     if sg.capacity_mib is None and device is not None:
-        sg = replace(sg, device=device, capacity_mib=device.capacity_mib,
-                     capacity_source=f"{device.name}: {device.capacity_mib:,} MiB ({device.source})")
+        sg = replace(sg, device=device, capacity_mib=device.smi_mib,
+                     capacity_source=f"{device.name}: {device.smi_mib:,} MiB ({device.smi_source})")
     if not sg.hicache.enabled:
         sg = replace(sg, hicache=hicache)
     sg = replace(sg, architecture=sg.architecture or arch)
@@ -44,10 +46,10 @@ def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
     """An SGLang layout as vLLM's (engine vllm): HiCache's bytes per engine as the native connector's budget."""
     sg = layout.sglang
     gpu = GpuLayout()
-    device = find_torch_device(sg.device.name) if sg.device else None
-    if device is not None:
+    device = sg.device
+    if device is not None and device.total_bytes is not None:
         gpu = GpuLayout(name=device.name, total_memory=device.total_bytes,
-                        total_source=f"{device.name}: {device.total_gib} GiB as logged ({device.source})")
+                        total_source=f"{device.name}: {device.total_gib} GiB as logged ({device.total_source})")
     cache = layout.cache
     if gpu.predicts:
         from .gpu import class_defaults

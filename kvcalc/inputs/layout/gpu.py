@@ -26,11 +26,11 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
         source = f"{r.where('gpu.total_memory')} {g['total_memory']}"
     if name is not None:
         device = find_device(name)
-        if device is None:
+        if device is None or device.total_bytes is None:
             raise r.fail("gpu.name", f"a GPU kvcalc has a logged total for ({known_names()}); otherwise give "
                          "--gpu-total-memory", name)
         if total is None:
-            total, source = device.total_bytes, f"{device.name}: {device.total_gib} GiB as logged ({device.source})"
+            total, source = device.total_bytes, f"{device.name}: {device.total_gib} GiB as logged ({device.total_source})"
         name = device.name
     util = g.get("memory_utilization")
     if util is not None:

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
-from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, find_device, known_names, parse_release
+from ...vocab.devices import find_device, known_names
+from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, parse_release
 from ..values import Reader, written
 
 # vLLM keys an SGLang layout must not set: what SGLang calls it instead.
@@ -82,13 +83,16 @@ def _device(r: Reader, top: dict, s: dict, strict: bool):
     device = None
     if name is not None:
         device = find_device(r.str_(name, "gpu.name"))
+        if device is not None and device.smi_mib is None:
+            device = None  # SGLang's defaults read nvidia-smi's capacity, which the table does not have for it
         if device is None and strict:
-            raise r.fail("gpu.name", f"a GPU kvcalc has nvidia-smi's capacity for ({known_names()}); otherwise give "
+            raise r.fail("gpu.name", f"a GPU kvcalc has nvidia-smi's capacity for ({known_names('smi_mib')}); "
+                         "otherwise give "
                          "--gpu-capacity-mib", name)
     if cap is not None:
         return device, cap, f"{r.where('sglang.gpu_capacity_mib')} {cap:,} MiB"
     if device is not None:
-        return device, device.capacity_mib, f"{device.name}: {device.capacity_mib:,} MiB ({device.source})"
+        return device, device.smi_mib, f"{device.name}: {device.smi_mib:,} MiB ({device.smi_source})"
     return None, None, ""
 
 

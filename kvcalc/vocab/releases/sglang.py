@@ -9,6 +9,7 @@ backends/hicache.py); this module holds only what changes.
 
 from __future__ import annotations
 
+from ..devices import Device
 from ..errors import UnsupportedError
 from ..records import record
 from . import DEFAULT_SGLANG_VERSION, SGLANG_RELEASES
@@ -116,34 +117,6 @@ HYBRID_SWA_EVIDENCE = ("srt/configs/model_config.py is_hybrid_swa_model: 0.5.9:1
                        "0.5.23:2651-2697 (SWA_SINK_ARCHS :88)")
 
 
-@record
-class SmiDevice:
-    """A GPU as nvidia-smi reports it: what SGLang's defaults read (srt/utils/common.py get_nvgpu_memory_capacity:
-    `nvidia-smi --query-gpu=memory.total`, MiB, the minimum over the visible GPUs)."""
-
-    name: str
-    aliases: tuple[str, ...]
-    capacity_mib: int
-    arch: str  # sm80 | sm89 | sm90 | sm100: the attention backend and page size SGLang picks
-    source: str
-
-
-_SMI = "nvidia-smi tables in public repositories"
-DEVICES: tuple[SmiDevice, ...] = (
-    SmiDevice(name="NVIDIA H100 80GB HBM3", aliases=("h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"),
-              capacity_mib=81559, arch="sm90", source=f"{_SMI}: 'NVIDIA H100 80GB HBM3 ... 1MiB / 81559MiB'"),
-    SmiDevice(name="NVIDIA H200", aliases=("h200", "h200-141gb"), capacity_mib=143771, arch="sm90",
-              source=f"{_SMI}: 'NVIDIA H200 ... 0MiB / 143771MiB'"),
-    SmiDevice(name="NVIDIA B200", aliases=("b200",), capacity_mib=183359, arch="sm100",
-              source=f"{_SMI}: 'NVIDIA B200 ... 0MiB / 183359MiB'"),
-    SmiDevice(name="NVIDIA A100-SXM4-80GB", aliases=("a100-80gb", "a100-sxm4-80gb", "nvidia a100 80gb"),
-              capacity_mib=81920, arch="sm80", source=f"{_SMI}: 'NVIDIA A100-SXM4-80GB ... 1MiB / 81920MiB'"),
-    SmiDevice(name="NVIDIA A100-SXM4-40GB", aliases=("a100-40gb", "a100-sxm4-40gb", "a100-pcie-40gb"),
-              capacity_mib=40960, arch="sm80", source=f"{_SMI}: 'NVIDIA A100-SXM4-40GB ... 0MiB / 40960MiB'"),
-    SmiDevice(name="NVIDIA L4", aliases=("l4",), capacity_mib=23034, arch="sm89",
-              source=f"{_SMI}: 'NVIDIA L4 ... 0MiB / 23034MiB'"),
-)
-
 # Free device memory before the weights load (`pre_model_load_memory`, srt/distributed/bootstrap.py
 # measure_pre_model_load_memory: torch's free bytes after distributed init, MIN over the world), as a gap below
 # nvidia-smi's capacity, from real start-up logs ("Load weight end. ... avail mem=A GB, mem usage=U GB": pre = A + U,
@@ -153,18 +126,6 @@ FREE_GAP_MIB_TP = 2561  # H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 =
 FREE_GAP_SOURCE = ("a gap below nvidia-smi's capacity from real logs: 991 MiB at TP 1 (H100, LMCache/LMCache#2400: "
                    "'avail mem=50.99 GB, mem usage=27.69 GB'), 2,561 MiB at TP > 1 (H200 TP 8, "
                    "SemiAnalysisAI/InferenceX#2128: 'avail mem=12.25 GB, mem usage=125.65 GB')")
-
-
-def find_device(name: str) -> SmiDevice | None:
-    key = " ".join(name.lower().split())
-    for d in DEVICES:
-        if key == d.name.lower() or key in d.aliases:
-            return d
-    return None
-
-
-def known_names() -> str:
-    return "; ".join(f"{d.name} ({', '.join(d.aliases)})" for d in DEVICES)
 
 
 HICACHE_LAYOUTS = ("layer_first", "page_first", "page_first_direct", "page_first_kv_split", "page_head")
@@ -202,7 +163,7 @@ class SglangLayout:
     disable_cuda_graph: bool = False
     max_running_requests: int | None = None
     swa_full_tokens_ratio: float = 0.8
-    device: SmiDevice | None = None  # the GPU by name (nvidia-smi's capacity)
+    device: Device | None = None  # the GPU by name (vocab/devices.py: nvidia-smi's capacity)
     capacity_mib: int | None = None  # nvidia-smi memory.total: given, or the device's
     capacity_source: str = ""
     gpu_free_memory: int | None = None  # bytes free before the weights load (pre_model_load_memory)
