@@ -10,7 +10,8 @@ from kvcalc.vocab.devices import DEVICES, find_device, known_names
 @pytest.mark.parametrize("d", DEVICES, ids=lambda d: d.name)
 def test_a_row_names_its_device_and_cites_every_figure(d):
     assert re.fullmatch(r"\d+\.\d|gfx9[0-9a-f]{2}", d.capability), d.capability  # "9.0" or "gfx942"
-    assert d.aliases and all(a == a.lower() for a in d.aliases), d.aliases  # matched case-insensitively
+    assert d.aliases, d.name
+    assert all(a == a.lower() for a in d.aliases), d.aliases  # matched case-insensitively
     assert d.total_gib is None or re.fullmatch(r"\d+\.\d\d", d.total_gib), d.total_gib  # as vLLM prints it
     assert (d.total_gib is None) == (d.total_source == ""), d.name  # a total carries its source
     assert (d.smi_mib is None) == (d.smi_source == ""), d.name  # and nvidia-smi's capacity too
