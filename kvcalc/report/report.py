@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..engines.vllm.specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
-from ..pipeline import Plan, plan as plan_layout
+from ..pipeline import Plan
 from ..vocab.errors import KvcalcError
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
@@ -212,11 +212,9 @@ def representative_entry(plan: Plan, name: str) -> tuple[FamilyEntry | None, str
     as `kvcalc size` does): that release's own hybrid manager, groups, tensors and GPU blocks, not the selected
     release's. (entry, None), or (None, why that release refuses the layout or its connector)."""
     version = FAMILIES[name].representative
-    try:
-        alt = plan_layout(replace(plan.layout, vllm_version=version, vllm_version_from="representative"),
-                          selected_only=True)
-    except KvcalcError as e:
-        return None, f"vLLM {version} refuses this layout at startup: {e.one_line()}"
+    alt = plan.representative(version)  # planned by the pipeline (engines/vllm/plan.py), read here
+    if isinstance(alt, KvcalcError):
+        return None, f"vLLM {version} refuses this layout at startup: {alt.one_line()}"
     if alt.offload.startup_error:
         return None, f"vLLM {version} would not start the offloading connector: {alt.offload.startup_error}"
     same = [(g.layer_names, g.spec) for g in alt.grouping.groups] == \

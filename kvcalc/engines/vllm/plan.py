@@ -53,6 +53,18 @@ class VllmPlan:
         """Things the user should act on, for stderr: the release's, the GPU side's, the pool's."""
         return self.base_warnings + self.pool.warnings
 
+    def representative(self, version: str) -> VllmPlan | KvcalcError:
+        """This layout planned on another release (a formula family's representative, for the report's old/fixed
+        columns): its plan with the selected family's figures only, or the refusal. Memoised per plan."""
+        memo = self.__dict__.setdefault("_representatives", {})
+        if version not in memo:
+            try:
+                memo[version] = plan(replace(self.layout, vllm_version=version, vllm_version_from="representative"),
+                                     selected_only=True)
+            except KvcalcError as e:
+                memo[version] = e
+        return memo[version]
+
     @property
     def offload(self):
         """The native connector's family columns (NativePool.offload): the native detail's consumers read it."""
