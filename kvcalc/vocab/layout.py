@@ -256,6 +256,8 @@ class GpuLayout:
     name: str | None = None  # the device's torch name, or a short form (vocab/devices.py)
     total_memory: int | None = None  # bytes, as torch reports them (mem_get_info total); from the device table or given
     total_source: str = ""  # where total_memory came from
+    total_error_gib: str | None = None  # the total is an estimate (vocab/devices.py): its +- GiB
+    rocm: bool = False  # an AMD GPU by name: vLLM runs its ROCm platform
     memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     quantization: str | None = None  # runtime --quantization (fp8): linear weights stored in fp8

@@ -113,7 +113,7 @@ def test_a_budget_below_zero_is_vllms_refusal(capsys):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--gpu", "RTX 9999"], "gpu.name (from --gpu): expected a GPU kvcalc has a logged total for"),
+    (["--gpu", "RTX 9999"], "gpu.name (from --gpu): expected a GPU kvcalc has a total for"),
     (["--gpu-total-memory", "80 apples"], "gpu.total_memory (from --gpu-total-memory)"),
     (["--gpu", "H100", "--gpu-memory-utilization", "1.5"],
      "gpu.memory_utilization (from --gpu-memory-utilization): expected a fraction in (0, 1], got 1.5"),

@@ -233,6 +233,9 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
 def _bugs(layout: Layout, behaviour: Behaviour, cg: int) -> tuple[str, ...]:
     """vLLM's own memory bugs where they change what this plan's user gets, each with its size here."""
     out = []
+    if layout.gpu.total_error_gib is not None:  # an estimated row of vocab/devices.py
+        out.append(f"{layout.gpu.name}'s total is an estimate (+-{layout.gpu.total_error_gib} GiB: no log shows it): "
+                   "the predicted KV budget moves by as much; give --gpu-total-memory (vLLM logs it as total_memory)")
     if behaviour.memory_budget == "D" and cg:
         # gpu_worker.py:527-529 @0.27.0 puts the applied estimate in peak_activation_memory, and :751-755 adds the
         # captured graphs again to the suggestion's non-KV memory (unchanged in the 0.33.0 wheel).

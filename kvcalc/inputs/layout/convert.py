@@ -12,6 +12,7 @@ Pure: the layout's model, parallelism and cache carry over unchanged."""
 from __future__ import annotations
 
 from ...vocab.devices import find_device
+from ...vocab.errors import UnsupportedError
 from ...vocab.layout import NO_CONNECTOR, GpuLayout, Layout, OffloadLayout
 from ...vocab.records import replace
 from ...vocab.releases.sglang import HiCacheLayout, SglangLayout
@@ -21,6 +22,9 @@ def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layou
     """A vLLM layout as SGLang's (engine sglang): vLLM's own budget is HiCache's size (`host_bytes_per_engine`,
     the vLLM pool's, is not needed)."""
     device = find_device(layout.gpu.name) if layout.gpu.name else None
+    if device is not None and device.rocm:
+        raise UnsupportedError(f"{layout.source}: {device.name} runs SGLang's ROCm defaults, which kvcalc does not "
+                               "model")
     if device is not None and device.smi_mib is None:
         device = None  # SGLang's defaults read nvidia-smi's capacity: unknown for this GPU
     hicache = HiCacheLayout()
@@ -49,7 +53,7 @@ def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
     device = sg.device
     if device is not None and device.total_bytes is not None:
         gpu = GpuLayout(name=device.name, total_memory=device.total_bytes,
-                        total_source=f"{device.name}: {device.total_gib} GiB as logged ({device.total_source})")
+                        total_source=device.total_text)
     cache = layout.cache
     if gpu.predicts:
         from .gpu import class_defaults

@@ -18,7 +18,7 @@ from ..values import Reader
 
 def gpu_section(r: Reader, g: dict) -> GpuLayout:
     name = r.key(g, "gpu.name")
-    total, source = None, ""
+    total, source, error, rocm = None, "", None, False
     if g.get("total_memory") is not None:
         total = r.size(g["total_memory"], "gpu.total_memory")
         if total <= 0:
@@ -27,18 +27,20 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
     if name is not None:
         device = find_device(name)
         if device is None or device.total_bytes is None:
-            raise r.fail("gpu.name", f"a GPU kvcalc has a logged total for ({known_names()}); otherwise give "
+            raise r.fail("gpu.name", f"a GPU kvcalc has a total for ({known_names()}); otherwise give "
                          "--gpu-total-memory", name)
         if total is None:
-            total, source = device.total_bytes, f"{device.name}: {device.total_gib} GiB as logged ({device.total_source})"
-        name = device.name
+            total, source = device.total_bytes, device.total_text
+            error = device.total_error_gib if device.total_basis == "estimate" else None
+        name, rocm = device.name, device.rocm
     util = g.get("memory_utilization")
     if util is not None:
         if isinstance(util, bool) or not isinstance(util, (int, float)) or not math.isfinite(util) \
                 or not 0 < util <= 1:
             raise r.fail("gpu.memory_utilization", "a fraction in (0, 1]", util)
         util = float(util)
-    return GpuLayout(name=name, total_memory=total, total_source=source, memory_utilization=util,
+    return GpuLayout(name=name, total_memory=total, total_source=source, total_error_gib=error, rocm=rocm,
+                     memory_utilization=util,
                      enforce_eager=r.key(g, "gpu.enforce_eager"), quantization=r.key(g, "gpu.quantization"))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
 from ...vocab.devices import find_device, known_names
+from ...vocab.errors import UnsupportedError
 from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, parse_release
 from ..values import Reader, written
 
@@ -83,6 +84,10 @@ def _device(r: Reader, top: dict, s: dict, strict: bool):
     device = None
     if name is not None:
         device = find_device(r.str_(name, "gpu.name"))
+        if device is not None and device.rocm:
+            raise UnsupportedError(f"{r.source}: {r.where('gpu.name')}: {device.name} runs SGLang's ROCm defaults "
+                                   "(its attention backends, page size and memory reserve on HIP), which kvcalc does "
+                                   "not model: plan SGLang on a CUDA GPU, or vLLM on this one")
         if device is not None and device.smi_mib is None:
             device = None  # SGLang's defaults read nvidia-smi's capacity, which the table does not have for it
         if device is None and strict:

@@ -95,6 +95,10 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
+    if gpu.rocm:  # an AMD GPU by name runs vLLM's ROCm platform (platforms/__init__.py resolve_current_platform)
+        if "platform" in vllm and platform != "rocm":
+            raise r.fail("vllm.platform", f"rocm with {gpu.name} (an AMD GPU)", platform)
+        platform = "rocm"
     weights = None
     if gpu.predicts:
         from .gpu import class_defaults, read_weights  # only a predicted budget needs them
