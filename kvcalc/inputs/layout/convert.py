@@ -74,4 +74,7 @@ TOLD = {"sglang": as_sglang, "vllm": as_vllm}
 def told(layout: Layout, engine: str, pool=None) -> Layout:
     """`layout` as `engine` would be told it, on the same model, GPUs and host (`pool`: the layout's own engine's
     host pool, whose bytes per engine become the other's budget where its own layout names none)."""
-    return TOLD[engine](layout, None if pool is None else pool.pool_bytes_per_engine)
+    how = TOLD.get(engine)
+    if how is None:
+        raise UnsupportedError(f"{layout.source}: kvcalc cannot yet tell engine {engine} this layout")
+    return how(layout, None if pool is None else pool.pool_bytes_per_engine)

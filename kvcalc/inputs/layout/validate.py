@@ -112,7 +112,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
 
         sglang = sglang_settings(r, top)
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
-                  sglang=sglang, vllm_version=version, vllm_version_from=version_from,
+                  sglang=sglang, engine=r.key(top, "engine"), vllm_version=version, vllm_version_from=version_from,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
