@@ -188,7 +188,7 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)
     sized = _sizes(layout, stage, pools, ratio, page)
     per_stage = tuple(sum(s[5][i] for s in sized) for i in range(len(stage.model.stages)))
-    for name, _, _, _, size, stage_bytes in sized:
+    for name, _, _, _, _, stage_bytes in sized:
         refusal = None if guard is None else guard_refusal(max(stage_bytes), guard)
         if refusal:
             raise StartupRefusal(f"{refusal} ({name} pool)")

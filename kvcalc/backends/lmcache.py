@@ -45,7 +45,9 @@ class LMCachePool(Pool):
 
     @property
     def not_modelled(self) -> NotModelled | None:
-        return None if self.lmcache.modelled else NotModelled(connector=self.lmcache.connector, home="the LMCache server")
+        if self.lmcache.modelled:
+            return None
+        return NotModelled(connector=self.lmcache.connector, home="the LMCache server")
 
     def _modelled(self, value):
         return value if self.lmcache.modelled else None
@@ -125,8 +127,8 @@ class LMCachePool(Pool):
     def verdict(self) -> str:
         lc = self.lmcache
         if not lc.modelled:
-            return (f"Verdict: vLLM {self.behaviour.version} hands LMCache offloading to the multi-process connector; its pool "
-                    "is the LMCache server's (not modelled).")
+            return (f"Verdict: vLLM {self.behaviour.version} hands LMCache offloading to the multi-process connector; "
+                    "its pool is the LMCache server's (not modelled).")
         if lc.degraded:
             return (f"Verdict: LMCache {lc.version} fails to start ({lc.degraded}) and runs degraded: it stores "
                     "nothing, vLLM recomputes every prefix.")

@@ -216,8 +216,8 @@ def _save_only_first_rank(layout: Layout) -> bool:
     lm, par, use_mla = layout.offload.lmcache, layout.parallel, layout.model.is_mla
     sofr = (use_mla if lm.save_only_first_rank is None else lm.save_only_first_rank) and use_mla
     if sofr and par.pipeline_parallel_size > 1:
-        raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores (v1/metadata.py "
-                              "first_rank = 0), so the other stages' layers are never stored; set "
+        raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores "
+                              "(v1/metadata.py first_rank = 0), so the other stages' layers are never stored; set "
                               "extra_config.save_only_first_rank false")
     if sofr and par.distributed_executor_backend == "external_launcher" and par.data_parallel_size > 1:
         raise _refuse(layout, "save_only_first_rank under external_launcher with DP > 1: every DP rank shares one "
@@ -409,7 +409,8 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
         first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
         storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
         first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident),
-        resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node), tokens_per_engine=tokens,
+        resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node),
+        tokens_per_engine=tokens,
         disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
         notes=tuple(notes), warnings=tuple(warnings), hidden_state_pools=hidden_pools, hidden_state_bytes=hidden)
     failure = _startup_failure(lm, max_size, first_size)

@@ -387,7 +387,8 @@ class NativeBackend:
     no_offload_info = None  # it publishes vllm:kv_offload_config_info (0.33+)
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-        return decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=hma_model_veto(layout.model))
+        return decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager,
+                          wants_off_reason=hma_model_veto(layout.model))
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> NativePool:
         """The selected release's family, and (unless `selected_only`: a sweep row shows no other column) the old

@@ -117,7 +117,8 @@ class SimplePool(Pool):
         return HostMemory(
             requested_bytes_per_engine=self.budget_bytes,
             resident_bytes_per_worker=tuple(st.resident_bytes_per_worker for st in sp.stages),
-            resident_bytes_per_engine=sp.resident_bytes_per_engine, resident_bytes_per_node=self.resident_bytes_per_node,
+            resident_bytes_per_engine=sp.resident_bytes_per_engine,
+            resident_bytes_per_node=self.resident_bytes_per_node,
             shm_bytes_per_engine=0, shm_bytes_per_node=0, host_page_size=self.layout.host.page_size,
             pinned_rounding="none", allocations_per_worker=sp.allocations, shared_region=False)
 

@@ -70,7 +70,8 @@ class SimplePlan:
     allocations: tuple[tuple[Allocation, ...], ...] = field(json=False)  # per stage, one worker's
 
 
-def regions(worker: WorkerConfig, rule: str, kv_first: bool, num_blocks: int | None) -> tuple[tuple[int, ...], str | None]:
+def regions(worker: WorkerConfig, rule: str, kv_first: bool,
+            num_blocks: int | None) -> tuple[tuple[int, ...], str | None]:
     """(bytes per block of each unique region the worker copies, the error its register_kv_caches raises):
     "storages" 0.19.0-0.28.0: one per KV cache tensor's storage, K and V apart when the first layer's view puts them
     outermost (FlashAttention's (2, num_blocks, ...)); "first_view" 0.29.0: the one backing allocation viewed as

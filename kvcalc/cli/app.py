@@ -145,7 +145,8 @@ def init(
     from ..report.yaml import render
 
     if config is not None and not (os.path.isdir(config) or config.endswith(".json") or not os.path.exists(config)):
-        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json, a directory holding one or a hub id")
+        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json, a directory holding one or a hub "
+                          "id")
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
@@ -255,7 +256,8 @@ def size_cmd(
     cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
                                              rich_help_panel="offload"),
     resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
-                                           f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
+                                           f"(one node) stays under this. SIZE: {SIZE_HELP}",
+                                           rich_help_panel="offload"),
     gpu_tokens: Optional[str] = typer.Option(None, "--gpu-tokens", help="GPU KV tokens to hold (2M = 2,097,152)",
                                              rich_help_panel="gpu"),
     concurrency: Optional[float] = typer.Option(None, "--concurrency", help="max_model_len requests held at once",

@@ -1,5 +1,6 @@
-"""The streams and the renderers' entry points: stdout for data, stderr for diagnostics, ASCII spellings for a stream that cannot encode kvcalc's
-characters, and the console renderers print on (a fixed width when piped, no colour unless a terminal)."""
+"""The streams and the renderers' entry points: stdout for data, stderr for diagnostics, ASCII spellings for a stream
+that cannot encode kvcalc's characters, and the console renderers print on (a fixed width when piped, no colour unless
+a terminal)."""
 
 from __future__ import annotations
 

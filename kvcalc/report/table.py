@@ -255,7 +255,8 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
         out.append(Text(f"GPU {stage}[{bar}] {_gib(m.total_bytes)} GiB: W {_gib(w.weights_bytes)} + A "
                         f"{_gib(w.activation_peak_bytes)} + N {_gib(w.non_torch_bytes)} + G {_gib(w.cudagraph_bytes)}"
                         f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(m.total_bytes - m.requested_bytes)}"))
-    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, utilization {m.utilization}): "
+    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, "
+                    f"utilization {m.utilization}): "
                     f"{_gib(m.kv_cache_bytes)} GiB per GPU; weights exact, activation/graphs estimates "
                     "(JSON gpu.memory.terms)"))
     return out
@@ -306,7 +307,8 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
     row("chunks per storing rank", lambda st: _n(st.chunks_per_rank))
     row("tokens per storing rank", lambda st: _n(st.tokens_per_rank))
     e = _table(style, "LMCache, one engine", "", "", header=False)
-    e.add_row("storing ranks", f"{lc.storing_ranks} of {report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size}"
+    ranks = report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size
+    e.add_row("storing ranks", f"{lc.storing_ranks} of {ranks}"
               + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
     if lc.first_rank is None or lc.storing_ranks > 1:
         e.add_row("pool per storing rank" + (" (not rank 0)" if lc.first_rank else ""),

@@ -216,7 +216,8 @@ def _refuse_changed(layout: Layout, logged: StartupLog, given: frozenset[str], s
         mine = getattr(getattr(layout, section), leaf)
         if str(stated).removeprefix("torch.").strip("'") != str(mine):
             raise KvcalcError(f"{source}: --kv-cache-memory-from-log: the log's budget was measured with {key} "
-                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu instead")
+                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu "
+                              "instead")
 
 
 def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset[str] = frozenset()

@@ -98,7 +98,8 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
     }}
     c = p.pool.capacity
     if c is not None:
-        out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks), "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
+        out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks),
+                             "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
                              "cpu_kv_cache_size_bytes": str(c.cpu_kv_cache_size_bytes),
                              "cpu_kv_cache_size_tokens": "None" if c.cpu_kv_cache_size_tokens is None
                              else str(c.cpu_kv_cache_size_tokens)}

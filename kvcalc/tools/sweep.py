@@ -15,9 +15,9 @@ from ..pipeline import plan, shared_stage
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
 # result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
-RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
-           "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",
-           "shm_bytes_per_node", "error")
+RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler",
+           "cpu_blocks_worst_worker", "unit", "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine",
+           "unused_bytes", "resident_bytes_per_node", "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
 # The result columns the table shows beside the axes that vary (CSV and JSON lines have every column).
 SHOWN = ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "out_of_bounds", "unused_bytes", "error")

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
-from .layout import DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES, PLATFORMS
+from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
+                     PLATFORMS)
 from .records import MISSING, fields, record
 from .releases import DEFAULT_LMCACHE_VERSION, DEFAULT_SGLANG_VERSION, LMCACHE_RELEASES, SGLANG_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
@@ -21,10 +22,10 @@ from .units import MODEL_DTYPES, SIZE_HELP
 # Help groups, in the order `--help` shows them.
 GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
-# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are read by
-# their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human (vLLM's
-# human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows), const,
-# path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
+# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are
+# read by their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human
+# (vLLM's human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows),
+# const, path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
 # (an integer, or one per layer), kinds (layer kinds; minimum: the fewest items), ints (a list of integers),
 # indices (layer indices or one of choices), choice_or_bool (YAML 1.1 reads on/off as booleans), version (a vLLM
 # release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), config (a connector's own
@@ -196,8 +197,8 @@ KEYS: tuple[Key, ...] = (
        cap=65536, flag=("--nnodes",), name="nnodes",
        help="the nodes of the whole deployment (DP x PP x TP ranks over them), as vLLM's --nnodes",
        panel="parallelism", vllm=("--nnodes",), vllm_parse="int"),
-    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM infers "
-       "from --nnodes)", minimum=1,
+    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM "
+       "infers from --nnodes)", minimum=1,
        nullable=True, flag=("--data-parallel-size-local",), name="dp_local",
        help="DP replicas (engines) on one node: the node pays their host memory (default: every replica)",
        panel="parallelism", vllm=("--data-parallel-size-local", "-dpl"), vllm_parse="int"),
@@ -236,7 +237,8 @@ KEYS: tuple[Key, ...] = (
        nullable=True, flag=("--chunked-prefill-size",), name="chunked_prefill_size", panel="gpu",
        help="SGLang: tokens per prefill chunk (default: the GPU tier's)"),
     _k("sglang.cuda_graph_max_bs", "int", "--cuda-graph-max-bs (null: the GPU tier's)", minimum=1, nullable=True,
-       flag=("--cuda-graph-max-bs",), name="cuda_graph_max_bs", panel="gpu", help="SGLang: the decode graphs' max batch"),
+       flag=("--cuda-graph-max-bs",), name="cuda_graph_max_bs", panel="gpu",
+       help="SGLang: the decode graphs' max batch"),
     _k("sglang.disable_cuda_graph", "bool", "--disable-cuda-graph: no graph reserve", default=False,
        flag=("--disable-cuda-graph",), name="disable_cuda_graph", panel="gpu", help="SGLang: no CUDA graphs"),
     _k("sglang.max_running_requests", "int", "--max-running-requests", minimum=1, nullable=True,

@@ -137,7 +137,8 @@ def _mamba2(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
     # extra_groups_for_head_shards: groups that do not shard evenly are replicated up to TP (1 group, TP 4 -> 4).
     groups = groups if groups % tp == 0 else tp
     conv_dim = inter + 2 * groups * d_state
-    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
+    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")),
+            (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
 
 
 def _gated_delta_net(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:

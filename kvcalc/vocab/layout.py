@@ -237,7 +237,8 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    backend: str = "native"
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
     simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
     notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr

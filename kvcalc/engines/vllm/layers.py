@@ -125,7 +125,8 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
     row = KV_DTYPES.get(name)
     if row is None:
         raise UnsupportedError(
-            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
+            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; "
+            f"kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
     if row.since > behaviour.release:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,

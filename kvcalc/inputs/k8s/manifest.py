@@ -45,7 +45,8 @@ class PodGrant:
     env_unknown: dict  # variables whose value cannot be read: name -> why
     env_unread: list  # envFrom sources that cannot be read
     notes: list
-    files: dict = field(factory=dict)  # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
+    # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
+    files: dict = field(factory=dict)
 
     @property
     def pinned_round_threshold_mb(self) -> int | None:
@@ -82,7 +83,8 @@ class PodGrant:
 
 # Kubernetes quantities (apimachinery resource.Quantity): binary Ki Mi Gi Ti Pi Ei, decimal k M G T P E, exponent
 # forms (1e9), and plain bytes. Exponents and lengths are bounded: a quantity above 2^63 bytes is no pod's.
-_QUANTITY = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)(?:([eE][0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m))?\s*$")
+_QUANTITY = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)"
+                       r"(?:([eE][0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m))?\s*$")
 _BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 _DECIMAL = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
 MAX_QUANTITY = 1 << 63
@@ -150,7 +152,7 @@ def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) 
         return [Command(words=tuple(expanded), unknown=missing, env=dict(env.values), env_unknown=dict(env.unknown))]
     text, params = script
     # Kubernetes leaves $(NAME) of an unreadable variable as written; the shell would then run NAME.
-    for name, why in unknown.items():
+    for name in unknown:
         text = text.replace(f"$({name})", "${" + name + "}")
     return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
 

@@ -11,9 +11,10 @@ from ...vocab.devices import find_device, known_names
 from ...vocab.layout import CacheLayout, GpuLayout
 from ...vocab.records import replace
 from ...vocab.releases.vllm import behaviour_for
-GIB = 1 << 30
 from ...vocab.weights import WeightsSpec
 from ..values import Reader
+
+GIB = 1 << 30
 
 
 def gpu_section(r: Reader, g: dict) -> GpuLayout:

@@ -79,7 +79,8 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
             mapped_draft, draft_origin = map_draft(read_json(path), source=path,
                                                    method=method if isinstance(method, str) else None)
             draft = {**mapped_draft, **draft}
-            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
+            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items()
+                           if k.split(".")[-1] not in draft
                            or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
         if draft.get("method") == "mtp" and draft.get("num_layers") is None:
             if not nextn:

@@ -88,7 +88,8 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
     own = ENGINE_LAYOUTS.get(r.key(top, "engine"))
     if own is not None:  # another engine's own keys (inputs/layout/<engine>.py, loaded only for it)
-        return import_module(own, __package__).engine_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
+        return import_module(own, __package__).engine_layout(
+            r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
             platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
             provenance=tuple(sorted((origin or {}).items()))))

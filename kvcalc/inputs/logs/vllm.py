@@ -173,7 +173,8 @@ _DECIMAL = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,6})?")
 _GROUPED = re.compile(r"[0-9]{1,3}(,[0-9]{3}){0,6}|[0-9]{1,21}")  # 602,368 or 602368, at most 10^21
 _CHECKED = {"available_gib": ((1, _DECIMAL, "a number of GiB such as 37.79"),),
             "kv_tokens": ((1, _GROUPED, "a token count such as 602,368"),),
-            "concurrency": ((1, _GROUPED, "a token count such as 131,072"), (2, _DECIMAL, "a concurrency such as 4.60"))}
+            "concurrency": ((1, _GROUPED, "a token count such as 131,072"),
+                            (2, _DECIMAL, "a concurrency such as 4.60"))}
 
 
 def _check(name: str, m: re.Match, source: str, no: int) -> None:

@@ -3,8 +3,8 @@
 Every release from 0.3.10 to 0.5.6 was read from its wheel (`pip download lmcache==X --no-deps`, lmcache/**/*.py).
 The sizing rules kvcalc uses (lmcache.py) are the same in all of them; what differs is the config vocabulary
 (`KEY_HISTORY`, from each release's v1/config.py `_CONFIG_DEFINITIONS` / `_CONFIG_ALIASES`) and three switches
-(`pinned_align_known`, `lazy_allocator_active`, `init_failure_degrades`). Earlier releases are refused: before 0.3.10 the
-MLA storing ranks were decided differently (no lookup-server gate in v1/cache_engine.py post_init) and before 0.3.7
+(`pinned_align_known`, `lazy_allocator_active`, `init_failure_degrades`). Earlier releases are refused: before 0.3.10
+the MLA storing ranks were decided differently (no lookup-server gate in v1/cache_engine.py post_init) and before 0.3.7
 drafter layers were not counted.
 
 Values go through LMCache's own converters (v1/config_base.py `_apply_env_converter_safely`, also applied to YAML

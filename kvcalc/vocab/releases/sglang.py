@@ -122,7 +122,8 @@ HYBRID_SWA_EVIDENCE = ("srt/configs/model_config.py is_hybrid_swa_model: 0.5.9:1
 # nvidia-smi's capacity, from real start-up logs ("Load weight end. ... avail mem=A GB, mem usage=U GB": pre = A + U,
 # GiB). The default of --gpu-free-memory; give it to pin SGLang's own figure.
 FREE_GAP_MIB_TP1 = 991  # H100 TP 1: 81,559 MiB - (50.99 + 27.69) GiB x 1024 = 990.7 MiB (LMCache/LMCache#2400)
-FREE_GAP_MIB_TP = 2561  # H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 = 2,561.4 MiB (SemiAnalysisAI/InferenceX#2128)
+# H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 = 2,561.4 MiB (SemiAnalysisAI/InferenceX#2128)
+FREE_GAP_MIB_TP = 2561
 FREE_GAP_SOURCE = ("a gap below nvidia-smi's capacity from real logs: 991 MiB at TP 1 (H100, LMCache/LMCache#2400: "
                    "'avail mem=50.99 GB, mem usage=27.69 GB'), 2,561 MiB at TP > 1 (H200 TP 8, "
                    "SemiAnalysisAI/InferenceX#2128: 'avail mem=12.25 GB, mem usage=125.65 GB')")

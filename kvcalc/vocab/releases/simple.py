@@ -52,8 +52,9 @@ class SimpleLayout:
 # step cites the release where it first holds (and the one before, where the difference shows).
 SIMPLE_STEPS: dict[str, tuple[Step, ...]] = {
     "available": (
-        Step((0, 0, 0), False, "0.18.1 distributed/kv_transfer/kv_connector/factory.py:115: no SimpleCPUOffloadConnector "
-                               "registered: 'Unsupported connector type'; envs.py has no VLLM_USE_SIMPLE_KV_OFFLOAD"),
+        Step((0, 0, 0), False, "0.18.1 distributed/kv_transfer/kv_connector/factory.py:115: no "
+                               "SimpleCPUOffloadConnector registered: 'Unsupported connector type'; envs.py has no "
+                               "VLLM_USE_SIMPLE_KV_OFFLOAD"),
         Step(FIRST, True, "0.19.0 kv_connector/factory.py:219 registers SimpleCPUOffloadConnector; envs.py:1666 "
                           "VLLM_USE_SIMPLE_KV_OFFLOAD; config/vllm.py:660 selects it for --kv-offloading-size")),
     # How a worker finds its bytes per CPU block (the scheduler's count is max(1, N x capacity // the GPU KV bytes)

@@ -114,8 +114,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
            action="safe for UniformType; uneven PP stages still go out of bounds",
            readme_action="safe for UniformType; HMA stays off with the connector until 0.22",
-           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks (0.19.1: page x len)',
-           representative="0.23.0"),
+           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks '
+                    '(0.19.1: page x len)', representative="0.23.0"),
     Family(id="packed", first=(0, 24, 0), heading="packed", rule=_FIXED,
            summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
@@ -140,7 +140,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "TP-only `mp` stored once",
            action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
            readme_action="pure-MLA TP runs get TP× more CPU blocks",
-           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)',
+           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT '
+                    '(mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)',
            representative="0.28.0"),
     Family(id="single-alloc", first=(0, 29, 0), heading="single-alloc",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
@@ -150,8 +151,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "test",
            action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
            readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)",
-           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)',
-           representative="0.33.0"),
+           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation '
+                    '(0.28.0: packed-or-sum)', representative="0.33.0"),
 )}
 
 
@@ -238,9 +239,9 @@ STEPS: dict[str, tuple[Step, ...]] = {
     # Trap 14: with HMA on, the offloading scheduler asserts FullAttentionSpec for a chunked-local group.
     "offload_refuses_chunked_local": (
         Step((0, 0, 0), False, "0.20.2: the connector is not SupportsHMA, HMA is off, chunked layers fold"),
-        Step((0, 21, 0), True, "0.21.0 offloading/scheduler.py get_sliding_window_size_in_blocks: assert "
-                               "isinstance(kv_cache_spec, FullAttentionSpec); 0.27.1 get_sliding_window_size_in_chunks: "
-                               "same assert"),
+        Step((0, 21, 0), True, "0.21.0 offloading/scheduler.py get_sliding_window_size_in_blocks: "
+                               "assert isinstance(kv_cache_spec, FullAttentionSpec); 0.27.1 "
+                               "get_sliding_window_size_in_chunks: same assert"),
         Step((0, 28, 0), False, "0.28.0 offloading/scheduler.py: ChunkedLocalAttentionSpec -> "
                                 "cdiv(attention_chunk_size, tokens_per_chunk)")),
     # The window a group's chunks are capped at, for capacity (spec 11): None = no per-group rule (one group).

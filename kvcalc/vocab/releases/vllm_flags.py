@@ -17,7 +17,8 @@ One JSON row per option and run of releases with the same facts: [spelling, firs
 value), "+" (one or more), "?" (--hf-token: an optional value); choices: the texts the parser accepts (each choice
 run through the option's own type: for an optional Literal, 0.14.0 - 0.30.0 add the text "None" to the choices
 but their optional_type turns "None" and "" into None, which is then refused; 0.31.0 adds None itself
-(engine/arg_utils.py 0.30.0:414 vs 0.31.0:432), so "None" and "" are accepted); type: the converter (int, float, str, json, optional(int), human_readable_int, ...); marks: "append"
+(engine/arg_utils.py 0.30.0:414 vs 0.31.0:432), so "None" and "" are accepted); type: the converter (int, float, str,
+json, optional(int), human_readable_int, ...); marks: "append"
 (repeatable, values collected) or "deprecated" (argparse's deprecated=True: a warning, still accepted). The spellings
 that set a BooleanOptionalAction False are derived by the release's rule ("negation"): argparse's --no-X for each
 --X (Python argparse.py BooleanOptionalAction), and from 0.33.0 also --disable-X for --enable-X and the reverse
