@@ -431,7 +431,7 @@ def _tensor_pages(worker: WorkerConfig) -> list[tuple[int, bool]]:
     groups = worker.groups
     if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
         return [(r.spec.page_size_bytes, isinstance(r.spec, AttentionSpec)) for r in groups[0].runs
-                for _ in range(r.count)]
+                for _ in r.indices]
     if not groups:
         return []
     page = groups[0].spec.page_size_bytes

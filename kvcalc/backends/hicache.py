@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..vocab.errors import StartupRefusal
 from ..vocab.records import field, record
+from ..vocab.releases.sglang import sglang_of
 from ..vocab.units import format_bytes
 from .base import Pool, node_peak
 
@@ -101,7 +102,7 @@ def _device_pools(stage: SglangStage) -> list[tuple[str, int, tuple[int, ...]]]:
 
 def _ratio(layout: Layout, stage: SglangStage, pools, page: int, guard: int | None) -> tuple[float | None, str]:
     """The ratio the pools are sized with, and where it came from (hicache_hook.py:100-126 defaults; auto-size)."""
-    h, b = layout.sglang.hicache, stage.behaviour
+    h, b = sglang_of(layout).hicache, stage.behaviour
     if h.size_gb > 0:
         return None, "--hicache-size"
     if h.ratio is not None:
@@ -153,7 +154,7 @@ def split_size(size_gb: int, device_bytes: list[int], split: bool) -> list[float
 
 def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page: int) -> list[tuple]:
     """Per device pool: (name, device tokens, binding bytes/token, GB share, host tokens, bytes per stage)."""
-    h, b = layout.sglang.hicache, stage.behaviour
+    h, b = sglang_of(layout).hicache, stage.behaviour
     # The device pools' bytes as get_kv_size_bytes reports them: (tokens + one padding page) x bytes per token.
     shares = split_size(h.size_gb, [(t + page) * per[0] for _, t, per in pools], b.hicache_size_split)
     out = []
@@ -169,7 +170,7 @@ def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page:
 
 def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection, tuple[str, ...]]:
     """The host tier of one engine, and its notes; SGLang's own start-up refusals raise StartupRefusal."""
-    sg, par = layout.sglang, layout.parallel
+    sg, par = sglang_of(layout), layout.parallel
     h, b, page = sg.hicache, stage.behaviour, stage.gpu.page_size
     ranks = max(par.tensor_parallel_size * par.pipeline_parallel_size // par.nnodes, 1)
     if not h.enabled:

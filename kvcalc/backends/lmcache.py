@@ -11,7 +11,7 @@ from ..engines.vllm import GpuStage
 from ..vocab.errors import KvcalcError
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, OffloadLayout
-from ..vocab.releases.lmcache import LMCacheLayout
+from ..vocab.releases.lmcache import LMCacheLayout, lmcache_of
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import cdiv, exact_bytes, format_bytes, smallest_gib
@@ -154,7 +154,7 @@ class LMCachePool(Pool):
         if lc.degraded:
             raise KvcalcError(f"{layout.source}: LMCache {lc.version} fails to start with this config and stores "
                               f"nothing ({lc.degraded}): no flags to paste")
-        cfg = config_of(layout.offload.lmcache, lc)
+        cfg = config_of(lmcache_of(layout), lc)
         transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both"}
         with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
         with_flag = None
@@ -258,7 +258,7 @@ class LMCacheSizeRow:
 
 def _at(layout: Layout, behaviour: Behaviour, gib: float, first_rank: bool) -> LMCachePlan:
     """LMCache's pool with max_local_cpu_size (or rank 0's first_rank_max_local_cpu_size) set to `gib`."""
-    lm = layout.offload.lmcache
+    lm = lmcache_of(layout)
     if lm.via_vllm_flag:
         # vLLM's flag would override max_local_cpu_size (and local_cpu) with its own per-rank share: size the
         # LMCache key itself; the answer names the flag's spelling (x TP x PP) next to it.

@@ -46,7 +46,7 @@ from ..engines.vllm.layers import pp_split
 from ..vocab.errors import StartupRefusal, UnsupportedError
 from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
 from ..vocab.layout import Layout
-from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades
+from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades, lmcache_of
 from ..vocab.records import field, record, replace
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import DTYPE_BYTES, round_up
@@ -196,7 +196,7 @@ def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> Vll
 
 def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, notes: list[str]) -> tuple[bool, float]:
     """(local_cpu, max_local_cpu_size) as the connector receives them: vLLM's flag overrides the LMCache config."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     if flag is not None:
         size = flag.max_local_cpu_size
         notes.append(f"vLLM {behaviour.version}: --kv-offloading-backend lmcache --kv-offloading-size "
@@ -213,7 +213,7 @@ def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, note
 def _save_only_first_rank(layout: Layout) -> bool:
     """LMCache's save_only_first_rank as it settles it (extra_config, default: the model uses MLA; v1/cache_engine.py
     `... and metadata.use_mla`), refusing the topologies where its first rank is not what kvcalc can name."""
-    lm, par, use_mla = layout.offload.lmcache, layout.parallel, layout.model.is_mla
+    lm, par, use_mla = lmcache_of(layout), layout.parallel, layout.model.is_mla
     sofr = (use_mla if lm.save_only_first_rank is None else lm.save_only_first_rank) and use_mla
     if sofr and par.pipeline_parallel_size > 1:
         raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores "
@@ -229,7 +229,7 @@ def _save_only_first_rank(layout: Layout) -> bool:
 def _storing_ranks(layout: Layout, sofr: bool) -> tuple[int, ...]:
     """The ranks of one engine that allocate a pool (v1/cache_engine.py post_init): every rank, unless
     save_only_first_rank: rank 0, the lookup servers' and (with enable_controller) the LMCache workers' ranks."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     if not sofr or lm.use_layerwise:
         return tuple(range(world))
@@ -246,7 +246,7 @@ def _storing_ranks(layout: Layout, sofr: bool) -> tuple[int, ...]:
 def _stages(layout: Layout, shape: tuple[int, int, int, int], storing: tuple[int, ...], pool: int,
             local_cpu: bool, drafts: list[int]) -> list[LMCacheStage]:
     """One entry per PP stage: its chunk (the target's and the drafter's layers alike), and what a pool holds."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     kv_size, heads, head_size, dtype_bytes = shape
     align = lm.pinned_align_bytes or ALIGN_BYTES
     per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes  # one layer's slice of a chunk
@@ -316,7 +316,7 @@ def _startup_failure(lm: LMCacheLayout, max_size: float, first_size: float | Non
 def _failed(layout: Layout, behaviour: Behaviour, failure: tuple[str, str], plan: LMCachePlan) -> LMCachePlan:
     """LMCache's start-up failed on its storing ranks: 0.3.14+ logs it and stores nothing (vLLM starts); earlier
     releases stop vLLM's worker (vocab/releases/lmcache.py init_failure_degrades)."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     what, phase = failure
     if not init_failure_degrades(lm.version):
         raise StartupRefusal(f"LMCache {lm.version} raises in rank 0's {phase}, which vLLM {behaviour.version}'s "
@@ -340,7 +340,7 @@ def _resident(layout: Layout, storing: tuple[int, ...], pools: list[int], hidden
     """Host bytes each rank of one engine keeps resident: its KV pool (whole host pages, 2 MiB with
     local_cpu_use_hugepages) and its hidden-state pool (whole host pages); a scheduler's hidden-state pool is
     counted on rank 0, whose node runs it."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     page = HUGEPAGE_BYTES if lm.local_cpu_use_hugepages else layout.host.page_size
     out = [0] * world
@@ -357,7 +357,7 @@ def _hidden_pools(layout: Layout) -> tuple[int, int]:
     """(processes of one engine that pin a hidden-state pool, its bytes): every worker's LMCacheEngine, and the
     scheduler's with enable_scheduler_bypass_lookup (integration/vllm/vllm_service_factory.py:166-217 builds one
     there only then)."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     if not lm.enable_hidden_state_cache:
         return 0, 0
     world = par.tensor_parallel_size * par.pipeline_parallel_size
@@ -365,7 +365,7 @@ def _hidden_pools(layout: Layout) -> tuple[int, int]:
 
 
 def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     notes: list[str] = list(lm.notes)
     warnings: list[str] = []
     flag = _vllm_flag(lm, behaviour, par.tensor_parallel_size, par.pipeline_parallel_size)
@@ -419,7 +419,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
 
 def _hidden_note(layout: Layout, pools: int, each: int, notes: list[str]) -> None:
     if pools:
-        lm = layout.offload.lmcache
+        lm = lmcache_of(layout)
         notes.append(f"LMCache enable_hidden_state_cache: {pools} process(es) (every worker, MLA ranks that store no "
                      f"KV included{', and the scheduler' if lm.enable_scheduler_bypass_lookup else ''}) each pin a "
                      f"hidden-state pool of max_hidden_state_cpu_size {lm.max_hidden_state_cpu_size:g} GiB = "
@@ -431,7 +431,7 @@ def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tupl
                 max_size: float, per_rank_pool: int, stages: list[LMCacheStage], worst: int, notes: list[str],
                 warnings: list[str]) -> None:
     """What the pool's settings mean, in the order a reader meets them."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     if sofr:
         notes.append(f"LMCache save_only_first_rank (MLA): only rank(s) {', '.join(map(str, storing))} of "

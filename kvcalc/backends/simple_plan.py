@@ -102,7 +102,7 @@ def regions(worker: WorkerConfig, rule: str, kv_first: bool,
 
 def refusal(layout: Layout, stage: GpuStage, sb: sr.SimpleBehaviour) -> str | None:
     """What the connector refuses at start-up on this release, before any count (vLLM's messages)."""
-    s, version = layout.offload.simple, stage.behaviour.version
+    s, version = sr.simple_of(layout), stage.behaviour.version
     if not sb.available:
         return (f"vLLM {version} has no SimpleCPUOffloadConnector (it is in 0.19.0 and later): 'Unsupported "
                 "connector type: SimpleCPUOffloadConnector' (kv_connector/factory.py)")
@@ -125,7 +125,7 @@ def refusal(layout: Layout, stage: GpuStage, sb: sr.SimpleBehaviour) -> str | No
 
 def capacity(layout: Layout, sb: sr.SimpleBehaviour, warnings: list[str]) -> tuple[int, int, str, str]:
     """(the worker's capacity per rank, the scheduler's, where it came from, the mode)."""
-    s, world = layout.offload.simple, layout.parallel.world_size
+    s, world = sr.simple_of(layout), layout.parallel.world_size
     cpu = layout.offload.cpu_bytes_to_use // world
     cpu_from = f"cpu_bytes_to_use // world_size ({layout.offload.cpu_bytes_to_use:,} // {world})"
     if s.cpu_bytes_to_use_per_rank is not None:
@@ -197,7 +197,7 @@ def disk_files(layout: Layout, mode: str) -> tuple[str, ...]:
         return ()
     par = layout.parallel
     per_node = cdiv(par.workers_per_engine, par.nodes_per_engine)
-    return tuple(f"{layout.offload.simple.disk_path}.rank_{i}" for i in range(per_node))
+    return tuple(f"{sr.simple_of(layout).disk_path}.rank_{i}" for i in range(per_node))
 
 
 def kv_first(layout: Layout) -> bool:
@@ -206,7 +206,7 @@ def kv_first(layout: Layout) -> bool:
 
 def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
     """The connector's pool of one engine on the stage's release."""
-    b, s = stage.behaviour, layout.offload.simple
+    b, s = stage.behaviour, sr.simple_of(layout)
     sb = sr.simple_behaviour(b.release)
     warnings: list[str] = []
     notes = [f"SimpleCPUOffloadConnector's budget: {layout.offload.cpu_bytes_source}"] if s.budget_default else []

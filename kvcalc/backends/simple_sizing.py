@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
-from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR
+from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR, simple_of
 from ..vocab.units import format_bytes, smallest_gib
 from .base import SizeTarget, largest, pod_resources
 from .native import gib_spelling
@@ -24,7 +24,7 @@ MAX_BUDGET = 1 << 62  # inputs.values.Reader.size's bound: plan refuses more
 def extra_config(layout: Layout) -> dict:
     """kv_connector_extra_config that reproduces the plan: the budget, then the keys that differ from vLLM's
     defaults (simple_cpu_offload_connector.py)."""
-    s = layout.offload.simple
+    s = simple_of(layout)
     extra: dict = {"cpu_bytes_to_use": layout.offload.cpu_bytes_to_use}
     if s.cpu_bytes_to_use_per_rank is not None:
         extra["cpu_bytes_to_use_per_rank"] = s.cpu_bytes_to_use_per_rank

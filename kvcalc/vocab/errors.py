@@ -47,6 +47,11 @@ class StartupRefusal(KvcalcError):
     """vLLM itself would refuse this configuration at startup (the message says which rule)."""
 
 
+class InternalError(Exception):
+    """A kvcalc bug, not a refusal: a stage was handed what its caller never gives it (an engine's or a backend's own
+    module asked for the section of a layout of another kind). Not a KvcalcError: no input can cause it."""
+
+
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     if len(text) > limit:

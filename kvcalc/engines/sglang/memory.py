@@ -27,7 +27,7 @@ import math
 from ...vocab.errors import StartupRefusal, UnsupportedError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
-from ...vocab.releases.sglang import FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour
+from ...vocab.releases.sglang import FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour, sglang_of
 from .model import SglangModel
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -78,7 +78,7 @@ def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
 def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int) -> int:
     """The prefill graphs' largest capture (memory_hook.py:233-268 @0.5.23): chunked_prefill_size, at most
     --max-total-tokens; PP > 1 caps it (0.5.19+), --context-length did before 0.5.17."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     top = chunked
     if layout.parallel.pipeline_parallel_size > 1 and behaviour.pp_prefill_graph_cap is not None:
         top = min(top, behaviour.pp_prefill_graph_cap)
@@ -91,7 +91,7 @@ def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int) -> in
 
 def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> Reserve:
     """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343 @0.5.23)."""
-    sg, par = layout.sglang, layout.parallel
+    sg, par = sglang_of(layout), layout.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     chunked, max_bs = gpu_defaults(sg, behaviour, tp)
     activation = max(chunked, 2048) if chunked > 0 else max(MAX_PREFILL_TOKENS, 2048)
@@ -116,7 +116,7 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     """(SGLang's default attention backend, its page size) on this GPU (srt/arg_groups/model_override_base.py:277-
     350 get_default_attn_backend; srt/arg_groups/overrides.py:1143-1200 page constraints, :1343-1363 default 1;
     srt/arg_groups/model_overrides/deepseek_v2.py:179-187 trtllm_mla on SM100)."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if arch == "sm90":
         backend = "fa3"
     elif arch == "sm100":
@@ -132,7 +132,7 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
 def free_before(layout: Layout) -> tuple[int, str, str]:
     """(bytes free before the weights load, basis, source): --gpu-free-memory, else nvidia-smi's capacity less the
     gap real logs show."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if sg.gpu_free_memory is not None:
         return sg.gpu_free_memory, "flag", "--gpu-free-memory (pre_model_load_memory as SGLang measures it)"
     gap = FREE_GAP_MIB_TP1 if layout.parallel.tensor_parallel_size == 1 else FREE_GAP_MIB_TP

@@ -14,6 +14,7 @@ from ...pipeline import plan
 from ...vocab.errors import KvcalcError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record, replace
+from ...vocab.releases.sglang import sglang_of
 
 MAX_GB = 1 << 20  # a petabyte per rank: past any host
 
@@ -38,7 +39,7 @@ class HiCacheSize:
 
 
 def _with(layout: Layout, **hicache) -> Layout:
-    sg = layout.sglang
+    sg = sglang_of(layout)
     h = replace(sg.hicache, enabled=True, **hicache)
     return replace(layout, sglang=replace(sg, hicache=h))
 
@@ -48,7 +49,7 @@ def _section(layout: Layout):
 
 
 def size_host(layout: Layout, target: SizeTarget) -> HiCacheSize:
-    version = layout.sglang.version
+    version = sglang_of(layout).version
     if target.resident is not None:
         fits = lambda gb: gb == 0 or _section(_with(layout, size_gb=gb)).bytes_per_node <= target.resident  # noqa
         gb = largest(MAX_GB, fits)
@@ -85,18 +86,18 @@ def _smallest(ok, hi: int) -> int | None:
 
 def size_gpu(layout: Layout, tokens: int | None, concurrency: float | None) -> dict:
     """The smallest --mem-fraction-static (thousandths) whose pool holds the target, planned at each fraction."""
-    context = layout.cache.max_model_len
+    context, sg = layout.cache.max_model_len, sglang_of(layout)
     want = tokens if tokens is not None else math.ceil(concurrency * context)
 
     def pool(k: int) -> int:
         try:
-            p = plan(replace(layout, sglang=replace(layout.sglang, mem_fraction_static=k / 1000)))
+            p = plan(replace(layout, sglang=replace(sg, mem_fraction_static=k / 1000)))
         except KvcalcError:
             return 0
         return p.stage.gpu.max_total_num_tokens
 
     k = _smallest(lambda k: pool(k) >= want, 999)
-    doc = {"engine": "sglang", "sglang_version": layout.sglang.version, "target_tokens": want,
+    doc = {"engine": "sglang", "sglang_version": sg.version, "target_tokens": want,
            "context_length": context, "mem_fraction_static": None if k is None else k / 1000,
            "max_total_num_tokens": None if k is None else pool(k), "refusal": None}
     if k is None:

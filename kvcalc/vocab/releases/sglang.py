@@ -9,11 +9,16 @@ backends/hicache.py); this module holds only what changes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..devices import Device
-from ..errors import UnsupportedError
+from ..errors import InternalError, UnsupportedError
 from ..records import record
 from . import DEFAULT_SGLANG_VERSION, SGLANG_RELEASES
 from .steps import Step
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 Release = tuple[int, int, int, int]  # (0, 5, 15, 1) for 0.5.15.post1
 
@@ -174,6 +179,14 @@ class SglangLayout:
     kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
+
+
+def sglang_of(layout: Layout) -> SglangLayout:
+    """The layout's SGLang section, for SGLang's own modules: an SGLang layout always has one."""
+    sg = layout.sglang
+    if sg is None:
+        raise InternalError(f"{layout.source}: an SGLang stage was given a {layout.engine} layout")
+    return sg
 
 
 # SGLang's images: lmsysorg/sglang:v0.5.23 (-cu129, -runtime, ... suffixes), rocm/sgl-dev:v0.5.8.post1-rocm720-...:

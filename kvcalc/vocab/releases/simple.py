@@ -9,8 +9,14 @@ Loaded only for layouts that select the connector (start-up time is a target). P
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..errors import InternalError
 from ..records import record
 from .vllm import Release, Step
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 FIRST: Release = (0, 19, 0)
 CONNECTOR = "SimpleCPUOffloadConnector"
@@ -46,6 +52,15 @@ class SimpleLayout:
     given: tuple[str, ...] = ()  # the extra_config keys written (the disk-only warning names them)
     selected_by: str = "offload.backend simple"  # what made vLLM start this connector, in words
     budget_default: bool = False  # cpu_bytes_to_use was not given: the connector's 8 GiB default
+
+
+def simple_of(layout: Layout) -> SimpleLayout:
+    """The layout's offload.simple section, for the connector's own modules: a layout of backend simple has one."""
+    s = layout.offload.simple
+    if s is None:
+        raise InternalError(f"{layout.source}: a SimpleCPUOffloadConnector stage was given offload.backend "
+                            f"{layout.offload.backend}")
+    return s
 
 
 # One row per behaviour: steps in release order; a release takes the value of the last step at or below it. Each
