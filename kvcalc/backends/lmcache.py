@@ -8,7 +8,7 @@ import json
 from typing import Callable
 
 from ..engines.vllm import GpuStage
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import InternalError, KvcalcError
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.releases.lmcache import LMCacheLayout, lmcache_of
@@ -42,6 +42,13 @@ class LMCachePool(Pool):
     @property
     def connector(self) -> str:
         return f"{self.lmcache.connector} (LMCache {self.lmcache.version})"
+
+    @staticmethod
+    def of(pool: Pool) -> LMCachePlan:
+        """LMCache's own plan of a pool, for LMCache's report slice: an LMCache layout's pool is an LMCachePool."""
+        if not isinstance(pool, LMCachePool):
+            raise InternalError(f"LMCache's report was given the pool of backend {pool.backend}")
+        return pool.lmcache
 
     @property
     def not_modelled(self) -> NotModelled | None:

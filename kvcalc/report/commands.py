@@ -141,7 +141,7 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
 
 def boundaries() -> list[dict]:
     """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
-    rows = []
+    rows: list[dict] = []
     for fam in FAMILIES.values():
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..engines.vllm.specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
+from ..engines.vllm.specs import AttentionSpec, KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
 from ..pipeline import Plan
 from ..vocab.errors import KvcalcError
 from ..vocab.records import replace
@@ -22,10 +22,14 @@ from ..backends.base import OutOfBounds
 from .verdict import verdict
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
+    _Summary = TypeVar("_Summary", bound=SpecSummary)
 
-def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
+
+def spec_summary(spec: KVCacheSpec, cls: type[_Summary], **extra: Any) -> _Summary:
     kw: dict = {"kind": spec.kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
     if isinstance(spec, UniformTypeKVCacheSpecs):
         kw["member_kinds"] = sorted({s.kind for s in spec.distinct_specs})
@@ -35,6 +39,7 @@ def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
         kw["state_dtypes"] = list(spec.dtypes)
         kw["real_page_size_bytes"] = spec.real_page_size_bytes
     else:
+        assert isinstance(spec, AttentionSpec)  # every other spec is an attention layer's
         kw.update(num_kv_heads=spec.num_kv_heads, head_size=spec.head_size, dtype=spec.dtype,
                   sliding_window=getattr(spec, "sliding_window", None),
                   attention_chunk_size=getattr(spec, "attention_chunk_size", None),
@@ -74,7 +79,7 @@ def family_entry(plan: Plan, name: str, notes: dict[str, str]) -> FamilyEntry | 
     )
 
 
-def _one(values: tuple) -> object:
+def _one(values: tuple[int, ...]) -> int | list[int]:
     """A per-layer tuple shown as one value when every layer agrees."""
     return values[0] if len(set(values)) == 1 else list(values)
 
@@ -94,7 +99,7 @@ def model_fields(plan: Plan) -> list[ModelField]:
     """The model fields the numbers rest on, with where each came from, for checking against a config."""
     m = plan.layout.model
     prov = dict(plan.layout.provenance)
-    rows: list[tuple[str, object]] = [("dtype", m.dtype)]
+    rows: list[tuple[str, int | str | list[int]]] = [("dtype", m.dtype)]
     attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     if attn:
         rows += [("num_kv_heads", _one(tuple(m.num_kv_heads[i] for i in attn))),
@@ -129,7 +134,7 @@ def gpu_section(plan: Plan) -> GpuSection:
         log_family=plan.behaviour.log_family, log_lines=[] if plan.logs is None else list(plan.logs.lines),
         grouping=plan.grouping.rule,
         groups=[spec_summary(g.spec, GroupSummary, layers=list(g.layer_names)) for g in plan.grouping.groups],
-        scheduler_groups=[spec_summary(g.spec) for g in gpu.scheduler_groups],
+        scheduler_groups=[spec_summary(g.spec, SpecSummary) for g in gpu.scheduler_groups],
         workers=[
             WorkerSection(
                 pp_rank=w.pp_rank, decoder_layers=list(plan.layers.stages[w.pp_rank].decoder_layers),
@@ -171,9 +176,11 @@ def gpu_memory(plan: Plan):
 
 def lmcache_section(plan: Plan) -> LMCacheSection:
     """LMCache's pool (offload.backend lmcache): figures null when the multi-process connector keeps it."""
+    from ..backends.lmcache import LMCachePool  # that backend's reports only (start-up time is a target)
+    from ..vocab.releases.lmcache import lmcache_of
     from .optional import LMCacheSection
 
-    lc = plan.pool.lmcache
+    lc = LMCachePool.of(plan.pool)
     m = lc.modelled
     dp = plan.layout.parallel.data_parallel_size
 
@@ -191,7 +198,7 @@ def lmcache_section(plan: Plan) -> LMCacheSection:
         resident_bytes_per_engine=known(lc.resident_bytes_per_engine),
         resident_bytes_per_node=known(lc.resident_bytes_per_node), tokens_per_engine=known(lc.tokens_per_engine),
         disk_bytes_per_rank=known(lc.disk_bytes_per_rank), disk_chunks_per_rank=known(lc.disk_chunks_per_rank),
-        vllm_flag=lc.vllm_flag, config_from=dict(plan.layout.offload.lmcache.provenance),
+        vllm_flag=lc.vllm_flag, config_from=dict(lmcache_of(plan.layout).provenance),
     )
 
 
@@ -212,6 +219,7 @@ def representative_entry(plan: Plan, name: str) -> tuple[FamilyEntry | None, str
     as `kvcalc size` does): that release's own hybrid manager, groups, tensors and GPU blocks, not the selected
     release's. (entry, None), or (None, why that release refuses the layout or its connector)."""
     version = FAMILIES[name].representative
+    assert version is not None  # a formula family (old, fixed) names its representative release
     alt = plan.representative(version)  # planned by the pipeline (engines/vllm/plan.py), read here
     if isinstance(alt, KvcalcError):
         return None, f"vLLM {version} refuses this layout at startup: {alt.one_line()}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..backends.base import Capacity, HostMemory, OutOfBounds
+from ..vocab.errors import InternalError
 from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
@@ -261,3 +262,11 @@ class Report:
     error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
                               omit_if_none=True, default=None)
     verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)
+
+
+def offload_of(report: Report) -> OffloadSection:
+    """The report's offload section, for the renderers of a connector's pool (only a plan without a KV connector
+    has none, and its report never reaches them)."""
+    if report.offload is None:
+        raise InternalError(f"{report.source}: a connector's renderer was given a report without a connector")
+    return report.offload
