@@ -400,7 +400,9 @@ def test_versions_command(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert [f["family"] for f in doc["families"]] == ["manual", "old", "fixed", "packed", "config", "replicated",
                                                       "single-alloc"]
-    assert doc["default_version"] == "0.33.0"
+    from kvcalc.vocab.releases.vllm import DEFAULT_VERSION  # the table's default (its newest release)
+
+    assert doc["default_version"] == DEFAULT_VERSION
     assert main(['versions']) == 0
     assert 'single-alloc' in capsys.readouterr().out
 
