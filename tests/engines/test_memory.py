@@ -204,3 +204,14 @@ def test_a_safetensors_index_sets_the_total(tmp_path):
     m = _plan(str(model / "config.json")).memory
     assert abs(m.weights_bytes - (total + 131_072 * 128 * 2)) <= 16  # integer division per block
     assert "total_size" in next(t for t in m.terms if t.name == "weights").source
+
+
+def test_a_gpu_with_a_block_count_override_has_no_budget_to_show(capsys):
+    # --num-gpu-blocks-override with --gpu: vLLM takes the count, no budget in bytes is predicted or given, so the
+    # report has no gpu.memory (it used to fail: AttributeError on the missing budget, found by mypy).
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "H100", "--num-gpu-blocks-override", "1000",
+                         "--max-model-len", "8192", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert "memory" not in doc["gpu"]
+    assert doc["gpu"]["num_blocks"] == 1000
