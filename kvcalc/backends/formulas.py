@@ -21,7 +21,7 @@ from ..engines.vllm.specs import (
     UniformTypeKVCacheSpecs,
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
-from ..vocab.errors import UnsupportedError
+from ..vocab.errors import UnsupportedError, known
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
@@ -216,7 +216,7 @@ def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: Wor
         return 0
     # sum(sizes) // N (0.20+), size[0] // N for packed tensors (0.24+) or the one backing allocation (0.29+):
     # all equal the worker's bytes per block for the classic shapes kvcalc models.
-    return worker.total_bytes // worker.num_blocks
+    return known(worker.total_bytes, "a worker's bytes with its block count") // worker.num_blocks
 
 
 def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
@@ -292,7 +292,7 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init.
     `behaviour`: the release whose rules the family follows; `checked`: the connector's start-up check, when a
     family with the same chunk rule already ran it."""
-    rule = FAMILIES[family_id].rule
+    rule = FAMILIES[family_id].formula_rule
     error, factor = checked or startup_check(rule, gpu, s)
     if error:
         return error

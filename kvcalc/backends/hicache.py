@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..vocab.errors import StartupRefusal
+from ..vocab.errors import StartupRefusal, known
 from ..vocab.records import field, record
 from ..vocab.releases.sglang import sglang_of
 from ..vocab.units import format_bytes
@@ -95,8 +95,9 @@ def _device_pools(stage: SglangStage) -> list[tuple[str, int, tuple[int, ...]]]:
     """(pool, device tokens, bytes per token per PP stage)."""
     gpu, m = stage.gpu, stage.model
     if m.kind == "hybrid_swa":
-        return [("full", gpu.full_max_total_num_tokens, tuple(s.full_bytes for s in m.stages)),
-                ("swa", gpu.swa_max_total_num_tokens, tuple(s.swa_bytes for s in m.stages))]
+        full, swa = known(gpu.full_max_total_num_tokens), known(gpu.swa_max_total_num_tokens)  # hybrid SWA: both
+        return [("full", full, tuple(s.full_bytes for s in m.stages)),
+                ("swa", swa, tuple(s.swa_bytes for s in m.stages))]
     return [("mla" if m.kind == "mla" else "full", gpu.max_total_num_tokens, tuple(s.full_bytes for s in m.stages))]
 
 
@@ -126,6 +127,7 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
     if size_gb:
         size = min(int(size_gb * 1e9 // p) for p in bytes_per_token if p)
     else:
+        assert ratio is not None  # without --hicache-size the pool is sized by its ratio
         size = int(device_tokens * ratio)
     return (size // page + 1) * page
 
@@ -282,8 +284,8 @@ class HiCachePool(Pool):
             return (f"Verdict: SGLang {self.behaviour_version}: {self.gpu_tokens:,} GPU tokens, no host tier "
                     "(--enable-hierarchical-cache adds one).")
         return (f"Verdict: SGLang {self.behaviour_version}: {self.gpu_tokens:,} GPU tokens; HiCache holds "
-                f"{s.size_tokens_per_rank:,} tokens per rank and pins {format_bytes(s.bytes_per_rank)} a rank, "
-                f"{format_bytes(s.bytes_per_node)} on the busiest node.")
+                f"{s.size_tokens_per_rank:,} tokens per rank and pins {format_bytes(known(s.bytes_per_rank))} a rank, "
+                f"{format_bytes(known(s.bytes_per_node))} on the busiest node.")
 
 
 def _warnings(layout: Layout, stage: SglangStage, s: HiCacheSection) -> tuple[str, ...]:
@@ -293,8 +295,8 @@ def _warnings(layout: Layout, stage: SglangStage, s: HiCacheSection) -> tuple[st
         return ()
     if s.size_gb and len(s.pools) > 1 and not b.hicache_size_split:
         out.append(f"SGLang {b.version} gives --hicache-size {s.size_gb} GB to each of its {len(s.pools)} host pools "
-                   f"(sglang#29034, #32373; split by device bytes from 0.5.17): {s.bytes_per_rank / 1e9:.2f} GB a "
-                   f"rank, not {s.size_gb}")
+                   f"(sglang#29034, #32373; split by device bytes from 0.5.17): "
+                   f"{known(s.bytes_per_rank) / 1e9:.2f} GB a rank, not {s.size_gb}")
     for p in s.pools:
         if p.size_tokens <= p.device_tokens:  # pool_host/base.py:231-240 @0.5.23, logged at start-up
             out.append(f"HiCache {p.pool} host pool ({p.size_tokens:,} tokens) is smaller than the device pool "

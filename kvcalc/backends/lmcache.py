@@ -8,7 +8,7 @@ import json
 from typing import Callable
 
 from ..engines.vllm import GpuStage
-from ..vocab.errors import InternalError, KvcalcError
+from ..vocab.errors import InternalError, KvcalcError, known
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.releases.lmcache import LMCacheLayout, lmcache_of
@@ -181,7 +181,7 @@ class LMCachePool(Pool):
                          "passes no size: use the --kv-transfer-config spelling for this pool")
         notes.append(f"LMCache pins {lc.max_local_cpu_size:g} GiB on each of {lc.storing_ranks} rank(s): "
                      f"{format_bytes(lc.pool_bytes_per_engine)} per engine")
-        pod = pod_resources(self)
+        pod = known(pod_resources(self), "a modelled pool's pod resources")
         notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']} (LMCache's "
                      "pinned pool; no /dev/shm region); add the process's own memory (typically a few GiB)")
         return {"vllm_version": b.version, "backend": "lmcache", "args_kv_offloading_size": with_flag,
@@ -304,7 +304,7 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
                                   note=f"no size fits: the smallest pool (0.001 GiB) already keeps {least:,} B "
                                        f"resident on one node, over the {limit:,} B limit")
     else:
-        need = target.units if target.units is not None else cdiv(target.tokens, lc.chunk_size)
+        need = target.units if target.units is not None else cdiv(known(target.tokens, "a size target"), lc.chunk_size)
         gib = max(smallest_gib(need * worst), 0.001)  # LMCache fails to start with 0 (lmcache_plan.py)
     at = _at(layout, behaviour, gib, first)
     per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank

@@ -43,7 +43,7 @@ lives in (0.5.6 paths; older releases keep the same code in v1/manager.py or the
 from __future__ import annotations
 
 from ..engines.vllm.layers import pp_split
-from ..vocab.errors import StartupRefusal, UnsupportedError
+from ..vocab.errors import StartupRefusal, UnsupportedError, known
 from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
 from ..vocab.layout import Layout
 from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades, lmcache_of
@@ -155,7 +155,7 @@ def _model_shape(layout: Layout) -> tuple[int, int, int, int]:
         if kinds != {LayerKind.MLA}:
             raise _refuse(layout, "MLA layers next to other attention kinds: LMCache sizes every layer as MLA")
         # vLLM model_config.get_head_size for MLA: kv_lora_rank + qk_rope_head_dim; get_num_kv_heads: 1.
-        return 1, 1, m.kv_lora_rank + m.qk_rope_head_dim, dtype_bytes
+        return 1, 1, m.mla_head_size, dtype_bytes
     attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     heads = {m.num_kv_heads[i] for i in attn}
     sizes = {m.head_size[i] for i in attn} | {m.head_size_v[i] for i in attn}
@@ -187,6 +187,7 @@ def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> Vll
     if not lm.via_vllm_flag:
         return None
     size = lm.kv_offloading_size
+    assert size is not None  # set with via_vllm_flag
     if behaviour.lmcache_offloading_flag == "mp":
         return VllmFlag(kv_offloading_size=size, connector=MP_CONNECTOR, max_local_cpu_size=None)
     # 0.14.0 - 0.22.1 config/vllm.py _post_init_kv_transfer_config: kv_gb_per_rank = kv_offloading_size /
@@ -203,7 +204,7 @@ def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, note
                      f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {size:g} GiB per rank "
                      f"(the size / (TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size}), config/vllm.py), "
                      "overriding the LMCache config")
-        return True, size
+        return True, known(size, "the in-process connector's size")
     if "max_local_cpu_size" not in dict(lm.provenance):
         notes.append(f"LMCache max_local_cpu_size not set: its default {lm.max_local_cpu_size:g} GiB per rank "
                      "(v1/config.py)")

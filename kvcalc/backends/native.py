@@ -52,8 +52,9 @@ class OffloadPlan:
         for fam in self.families:
             if fam == own:
                 out = self.selected
+                assert out is not None  # plan_offload evaluated it: own is one of the families
             else:
-                rule = FAMILIES[fam].rule
+                rule = FAMILIES[fam].formula_rule
                 if rule.chunks not in checks:
                     checks[rule.chunks] = startup_check(rule, self.gpu, self.settings)
                 out = evaluate(fam, self.gpu, self.settings, family_behaviour(fam, self.behaviour),
@@ -81,7 +82,7 @@ class OffloadPlan:
     def warnings(self) -> tuple[str, ...]:
         s, behaviour = self.settings, self.behaviour
         warnings: list[str] = []
-        if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].rule.chunks:
+        if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].formula_rule.chunks:
             # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
             warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read "
                             "from 0.26.0): one GPU block per CPU block; use offload.block_size on this release")
@@ -111,7 +112,7 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
     own = behaviour.formula
     sel = check = None
     if own in families:
-        rule = FAMILIES[own].rule
+        rule = FAMILIES[own].formula_rule
         check = (rule.chunks, startup_check(rule, gpu, s))  # the start-up check depends only on the chunk rule
         sel = evaluate(own, gpu, s, behaviour, check[1])
         if isinstance(sel, str):
@@ -211,8 +212,10 @@ class NativePool(Pool):
         r = self.result
         worst = None if r is None else min((s for s in r.stages if s.out_of_bounds),
                                            key=lambda s: s.count.num_blocks, default=None)
-        return None if worst is None else OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0],
-                                                      last=worst.bad_ids[1])
+        if worst is None:
+            return None
+        assert worst.bad_ids is not None  # a stage out of bounds has its bad ids
+        return OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0], last=worst.bad_ids[1])
 
     @property
     def empty(self) -> bool:
@@ -261,6 +264,7 @@ class NativePool(Pool):
 
     @property
     def kept(self) -> str:
+        assert self.result is not None  # read by the host_memory gate, of a pool that has figures
         host = self.result.host
         rounding = host.pinned_rounding
         if rounding == "none":
@@ -283,6 +287,7 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+            assert worst.bad_ids is not None  # a stage out of bounds has its bad ids
             who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
                    f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
@@ -313,6 +318,7 @@ def native_verdict(pool: NativePool) -> str:
         return (f"Verdict: vLLM {v}, the GPU side only: give a CPU budget (--cpu-bytes) for the CPU counts, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
     sel, ids = pool.result, pool.out_of_bounds
+    assert sel is not None  # a budget, and the connector starts: the selected family's counts
     unit = f"CPU {pool.unit}"
     if sel.scheduler.num_blocks == 0:
         first = f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing."

@@ -11,7 +11,7 @@ from ..engines.vllm import GpuStage, hma_model_veto
 from ..vocab.errors import StartupRefusal
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.records import record, replace
-from ..vocab.releases.simple import SimpleLayout
+from ..vocab.releases.simple import SimpleLayout, simple_budget
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import exact_bytes
 from .base import HostMemory, OutOfBounds, Pool, SizeTarget, node_peak
@@ -47,7 +47,7 @@ class SimplePool(Pool):
 
     @property
     def budget_bytes(self) -> int:
-        return self.layout.offload.cpu_bytes_to_use
+        return simple_budget(self.layout)
 
     @property
     def units_scheduler(self) -> int:

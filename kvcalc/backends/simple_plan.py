@@ -8,6 +8,7 @@ from ..engines.vllm import GpuStage
 from ..engines.vllm.specs import AttentionSpec, FullAttentionSpec, UniformTypeKVCacheSpecs
 from ..engines.vllm.runs import ordered
 from ..engines.vllm.tensors import WorkerConfig, log_numbers
+from ..vocab.errors import known
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace
@@ -126,8 +127,9 @@ def refusal(layout: Layout, stage: GpuStage, sb: sr.SimpleBehaviour) -> str | No
 def capacity(layout: Layout, sb: sr.SimpleBehaviour, warnings: list[str]) -> tuple[int, int, str, str]:
     """(the worker's capacity per rank, the scheduler's, where it came from, the mode)."""
     s, world = sr.simple_of(layout), layout.parallel.world_size
-    cpu = layout.offload.cpu_bytes_to_use // world
-    cpu_from = f"cpu_bytes_to_use // world_size ({layout.offload.cpu_bytes_to_use:,} // {world})"
+    budget = sr.simple_budget(layout)
+    cpu = budget // world
+    cpu_from = f"cpu_bytes_to_use // world_size ({budget:,} // {world})"
     if s.cpu_bytes_to_use_per_rank is not None:
         if s.cpu_bytes_to_use_per_rank != cpu:
             warnings.append(f"cpu_bytes_to_use_per_rank ({s.cpu_bytes_to_use_per_rank / (1 << 30):.2f} GB) != "
@@ -243,7 +245,8 @@ def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
         resident_bytes_per_engine=sum(st.resident_bytes_per_worker for st in stages)
         * layout.parallel.tensor_parallel_size,
         disk_path=s.disk_path if mode == "disk" else None, disk_files=disk_files(layout, mode),
-        disk_bytes_per_rank=max((st.disk_bytes_per_rank for st in stages), default=None) if mode == "disk" else None,
+        disk_bytes_per_rank=max((known(st.disk_bytes_per_rank) for st in stages), default=None) if mode == "disk"
+        else None,
         lazy_offload=s.lazy_offload, startup_error=error, warnings=tuple(warnings), notes=tuple(notes),
         allocations=allocations)
 

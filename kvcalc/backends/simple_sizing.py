@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
-from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR, simple_of
+from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR, simple_budget, simple_of
 from ..vocab.units import format_bytes, smallest_gib
 from .base import SizeTarget, largest, pod_resources
 from .native import gib_spelling
@@ -48,7 +48,7 @@ def simple_args(pool: SimplePool, layout: Layout, common: list[str], notes: list
     --kv-offloading-size with VLLM_USE_SIMPLE_KV_OFFLOAD=1 in the environment when a float of GiB says the budget
     exactly and no other key is needed (config/vllm.py _post_init_kv_transfer_config: cpu_bytes_to_use =
     kv_offloading_size * (1 << 30))."""
-    sp, cpu = pool.simple, layout.offload.cpu_bytes_to_use
+    sp, cpu = pool.simple, simple_budget(layout)
     extra = extra_config(layout)
     transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both", "kv_connector_extra_config": extra}
     with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
@@ -119,10 +119,10 @@ def _none(version: str, mode: str, key: str, **kw) -> SimpleSize:
 
 def _at(layout: Layout, per_rank: int) -> Layout:
     """The layout with `per_rank` bytes of capacity on every rank (the engine's budget, or the disk's)."""
-    off = layout.offload
-    if off.simple.kv_offload_backend == "disk":
-        return replace(layout, offload=replace(off, simple=replace(off.simple, disk_capacity_bytes=per_rank)))
-    simple = replace(off.simple, cpu_bytes_to_use_per_rank=None, budget_default=False)
+    off, s = layout.offload, simple_of(layout)
+    if s.kv_offload_backend == "disk":
+        return replace(layout, offload=replace(off, simple=replace(s, disk_capacity_bytes=per_rank)))
+    simple = replace(s, cpu_bytes_to_use_per_rank=None, budget_default=False)
     return replace(layout, offload=replace(off, cpu_bytes_to_use=per_rank * layout.parallel.world_size,
                                            simple=simple))
 
@@ -153,6 +153,7 @@ def size_simple(layout: Layout, target: SizeTarget, plan: Callable) -> SimpleSiz
     elif target.units is not None:
         n = target.units
     else:
+        assert target.tokens is not None  # a size target sets one of resident, units, tokens
         n = _blocks_for(p, target.tokens, MAX_BUDGET // worst)
     per_rank = n * worst
     if per_rank * layout.parallel.world_size > MAX_BUDGET:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import InternalError
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .records import cached, field, record
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .releases.lmcache import LMCacheLayout
     from .releases.sglang import SglangLayout
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
+
+    _Sig = TypeVar("_Sig")
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
 # Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
@@ -77,8 +82,15 @@ class DraftLayout:
     head_size_v: int | None = None
     num_speculative_tokens: int = 1
 
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(KV heads, head size, value head size) of an eagle drafter's own attention (validation requires them)."""
+        if self.num_kv_heads is None or self.head_size is None:
+            raise InternalError(f"a {self.method} drafter has no attention shape of its own")
+        return self.num_kv_heads, self.head_size, self.head_size_v or self.head_size
 
-def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
+
+def _runs(sig: tuple[_Sig, ...]) -> tuple[tuple[_Sig, range], ...]:
     """Per-layer signatures -> the fewest (signature, range) runs that cover them in order: contiguous runs, or
     one strided run per offset of the sequence's period when that is fewer (Gemma-3's 5 sliding + 1 full
     repeated over 62 layers: 6 strided runs instead of 21 contiguous ones)."""
@@ -87,7 +99,7 @@ def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
         return ()
     if len(set(sig)) == 1:
         return ((sig[0], range(0, n)),)
-    contiguous = []
+    contiguous: list[tuple[_Sig, range]] = []
     start = 0
     for i in range(1, n + 1):
         if i == n or sig[i] != sig[start]:
@@ -144,6 +156,27 @@ class ModelLayout:
     def first_attention(self) -> int | None:
         """The index of the first decoder layer with attention (None: attention-free)."""
         return next((i for i, t in enumerate(self.layer_types) if t.attention), None)
+
+    @cached
+    def mla_head_size(self) -> int:
+        """One MLA latent "head": kv_lora_rank + qk_rope_head_dim (validation requires both with MLA layers)."""
+        if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+            raise InternalError(f"{self.name}: an MLA spec was asked of a model without MLA layers")
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def mamba_section(self) -> MambaLayout:
+        """`mamba`, where the model has Mamba layers (validation sets it with them)."""
+        if self.mamba is None:
+            raise InternalError(f"{self.name}: a Mamba spec was asked of a model without Mamba layers")
+        return self.mamba
+
+    @property
+    def draft_section(self) -> DraftLayout:
+        """`draft`, where the model has a drafter."""
+        if self.draft is None:
+            raise InternalError(f"{self.name}: a drafter's layers were asked of a model without one")
+        return self.draft
 
     @cached
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:

@@ -63,6 +63,14 @@ def simple_of(layout: Layout) -> SimpleLayout:
     return s
 
 
+def simple_budget(layout: Layout) -> int:
+    """A simple layout's cpu_bytes_to_use: validation always sets one (the connector's 8 GiB default if none)."""
+    cpu = layout.offload.cpu_bytes_to_use
+    if cpu is None:
+        raise InternalError(f"{layout.source}: a SimpleCPUOffloadConnector layout without its budget")
+    return cpu
+
+
 # One row per behaviour: steps in release order; a release takes the value of the last step at or below it. Each
 # step cites the release where it first holds (and the one before, where the difference shows).
 SIMPLE_STEPS: dict[str, tuple[Step, ...]] = {
@@ -125,6 +133,15 @@ class SimpleBehaviour:
     """What one release's SimpleCPUOffloadConnector does (fields: SIMPLE_STEPS)."""
 
     __slots__ = tuple(SIMPLE_STEPS)
+    if TYPE_CHECKING:  # one attribute per SIMPLE_STEPS row, set by __init__
+        available: bool
+        worker_bytes: str
+        scheduler_total: str
+        min_over_workers: bool
+        num_cpu_blocks_key: bool
+        disk_tier: bool
+        disk_capacity_checked: bool
+        disk_alignment_page_cache: bool
 
     def __init__(self, release: Release):
         for name, steps in SIMPLE_STEPS.items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-from ..errors import StartupRefusal, UnsupportedError
+from ..errors import InternalError, StartupRefusal, UnsupportedError
 from ..records import record
 from .steps import MEMORY_STEPS, Step
 
@@ -28,17 +28,13 @@ Release = tuple[int, int, int]
 RELEASES = ("0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
             "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
             "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
-RELEASE_TUPLES = tuple(tuple(int(x) for x in r.split(".")) for r in RELEASES)
+RELEASE_TUPLES: tuple[Release, ...] = tuple((int(a), int(b), int(c)) for a, b, c in (r.split(".") for r in RELEASES))
 SUPPORTED_MIN: Release = RELEASE_TUPLES[0]
 NEWEST: Release = RELEASE_TUPLES[-1]
 DEFAULT_VERSION = "0.33.0"
 HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64; --host-page-size sets another (64 KiB on some arm64 kernels)
 
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
-
-
-def _text(r: Release) -> str:
-    return ".".join(map(str, r))
 
 
 @record
@@ -68,6 +64,12 @@ class Family:
     # The release that stands for the family when another is selected (size, the old/fixed notes): pinned here, so
     # adding a release to the family changes no other release's answer until this row is edited.
     representative: str | None = None
+
+    @property
+    def formula_rule(self) -> OffloadRule:  # `rule`, of a formula family (all but manual, before 0.14.0)
+        if self.rule is None:
+            raise InternalError(f"the {self.id} family has no CPU formula")
+        return self.rule
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -395,7 +397,7 @@ class Behaviour:
 
     @property
     def rule(self) -> OffloadRule:
-        return self.family.rule
+        return self.family.formula_rule
 
     @property
     def torch_round_threshold(self) -> bool:
@@ -455,8 +457,7 @@ def behaviour_for(version: str) -> Behaviour:
         raise UnsupportedError(
             f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config "
             f"(no formula to check: that number is the pool; 0.13.0's --kv-offloading-size writes num_cpu_blocks 0, "
-            f"which its CPUOffloadingSpec refuses); kvcalc models {supported_range()}"
-        )
+            f"which its CPUOffloadingSpec refuses); kvcalc models {supported_range()}")
     if release > NEWEST:
         raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to {RELEASES[-1]}); "
                                "its behaviour is not modelled")
@@ -465,9 +466,8 @@ def behaviour_for(version: str) -> Behaviour:
         raise UnsupportedError(f"vLLM {version} is not a release (kvcalc read every release from {RELEASES[0]} to "
                                f"{RELEASES[-1]}" + (f"; {release[0]}.{release[1]}.x: {', '.join(series)}"
                                                     if series else "") + ")")
-    warning = None
-    if suffix:
-        warning = f"vLLM {version}: suffix {suffix!r} ignored, modelled as {_text(release)}"
+    warning = (f"vLLM {version}: suffix {suffix!r} ignored, modelled as {'.'.join(map(str, release))}" if suffix
+               else None)
     return Behaviour(version=version, release=release, family=family_of(release), warning=warning,
                      **{name: _step(name, release) for name in STEPS})
 
