@@ -77,7 +77,7 @@ def render(report, style) -> list[RenderableType]:
         from ...report.table_engines import engines_table
 
         out.append(engines_table(report.engines, style))
-    out.append(Text(report.verdict, style=None if style.plain else "bold green"))
+    out.append(Text(report.verdict, style="" if style.plain else "bold green"))
     return out
 
 

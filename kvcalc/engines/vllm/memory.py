@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ...vocab.errors import UnsupportedError
+from ...vocab.errors import UnsupportedError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.vllm import Behaviour
@@ -162,7 +162,8 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
         raise UnsupportedError(f"{layout.source}: the KV budget cannot be predicted: {spec}")
     gpu, cache, par = layout.gpu, layout.cache, layout.parallel
     util = gpu.memory_utilization or behaviour.default_gpu_memory_utilization
-    requested = math.ceil(gpu.total_memory * util)  # v1/worker/utils.py request_memory: float product, ceil
+    total = known(gpu.total_memory, "the GPU's total (a predicted budget starts from it)")
+    requested = math.ceil(total * util)  # v1/worker/utils.py request_memory: float product, ceil
     dtype_bytes = DTYPE_BYTES.get(layout.model.dtype, 2)
     weights = stage_weights(spec, dtype=layout.model.dtype, tp=par.tensor_parallel_size, stages=stages,
                             runtime_quant=gpu.quantization)
@@ -208,7 +209,7 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
               "H100 0.19.0 logs)" if bind.cudagraph_bytes else
               f"not subtracted on vLLM {behaviour.version} ({_why_no_cg(behaviour, runner)})")
     return (
-        MemoryTerm(name="total", bytes=gpu.total_memory, basis="table" if gpu.name else "flag",
+        MemoryTerm(name="total", bytes=known(gpu.total_memory), basis="table" if gpu.name else "flag",
                    source=gpu.total_source),
         MemoryTerm(name="requested", bytes=requested, basis="exact",
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),

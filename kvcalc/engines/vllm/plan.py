@@ -151,8 +151,9 @@ def compare_backends(layout: Layout) -> list[tuple[str, VllmPlan | KvcalcError]]
     LMCache's config makes, or the native budget), spelled by each other backend in its own config
     (OffloadBackend.with_budget), in OFFLOAD_BACKENDS order."""
     mine = layout.offload.backend
+    own: VllmPlan | KvcalcError
     try:
-        own: VllmPlan | KvcalcError = plan(layout)
+        own = plan(layout)
         budget = own.pool.budget_bytes
     except KvcalcError as e:
         own, budget = e, layout.offload.cpu_bytes_to_use

@@ -66,7 +66,7 @@ def _table() -> dict:
     """vllm_flags.json, read by this module's own loader (what pkgutil.get_data does, without importing pkgutil:
     ~4 M instructions), with each release's position."""
     cut = max(__file__.rfind("/"), __file__.rfind("\\"))
-    table = json.loads(__loader__.get_data(__file__[:cut + 1] + "vllm_flags.json"))
+    table = json.loads(globals()["__loader__"].get_data(__file__[:cut + 1] + "vllm_flags.json"))
     table["position"] = {release: i for i, release in enumerate(table["releases"])}
     return table
 
@@ -288,8 +288,8 @@ def _merge_dotted(release: str, args: list[str]) -> list[str]:
         _update(merged.setdefault(key, {}), nested)
         delete.add(i)
     out = [a for i, a in enumerate(args) if i not in delete]
-    for key, value in merged.items():
-        out += [key, json.dumps(value)]
+    for key, options in merged.items():
+        out += [key, json.dumps(options)]
     return out
 
 
