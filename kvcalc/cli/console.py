@@ -27,6 +27,7 @@ def console(width_when_piped: int):
         text = os.environ.get(name, "")
         if text and not (text.isascii() and text.isdigit() and len(text) <= 5):
             del os.environ[name]
+    width: int | None
     if usable:
         width = int(columns)
     elif sys.stdout.isatty():
@@ -113,7 +114,7 @@ class AsciiStream:
 
 def encodable_streams() -> None:
     if sys.stdout is None:
-        sys.stdout = ClosedStream()  # type: ignore[assignment]
+        sys.stdout = ClosedStream()
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None or isinstance(stream, ClosedStream):

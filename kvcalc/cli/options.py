@@ -181,7 +181,8 @@ def grouped_command_class():
 
     class GroupedCommand(TyperCommand):
         def format_options(self, ctx, formatter) -> None:
-            args, groups = [], {}
+            args: list = []
+            groups: dict[str, list] = {}
             for param in self.get_params(ctx):
                 rv = param.get_help_record(ctx)
                 if rv is None:

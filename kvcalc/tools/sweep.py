@@ -24,10 +24,11 @@ SHOWN = ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "out_of_bo
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 
-def grid(axes: dict[str, list]) -> Iterator[dict]:
+def grid(axes: dict[str, list | None]) -> Iterator[dict]:
     """The points of the cross product, one at a time (a large grid is never held in memory)."""
-    names = [k for k in AXES if axes.get(k)]
-    return (dict(zip(names, values)) for values in itertools.product(*(axes[n] for n in names)))
+    chosen = [(k, v) for k in AXES if (v := axes.get(k))]
+    names = [k for k, _ in chosen]
+    return (dict(zip(names, values)) for values in itertools.product(*(v for _, v in chosen)))
 
 
 def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None = None) -> Iterator[dict]:

@@ -14,6 +14,7 @@ class KvcalcError(Exception):
     """Base class: every refusal kvcalc makes on purpose derives from this."""
 
     exit_code = 2
+    document_printed = False  # with --format json: the command already printed a document that carries the error
 
     def one_line(self) -> str:
         """The message on one line, with every character a terminal could act on (escape sequences, other
