@@ -544,3 +544,10 @@ def test_a_terminal_that_cannot_encode_the_output_gets_ascii(encoding):
     text = r.stdout.decode("ascii")  # raises if anything beyond ASCII got through
     assert "Upgrading to vLLM >= 0.20.0" in text
     assert "TP 4 x PP 1" in text
+
+
+def test_an_empty_log_path_is_bad_input_not_a_crash(capsys):
+    # `check --log ''` read the path as absent (`log or metrics`) and failed opening None (exit 70, found by mypy).
+    code, out, err = run(capsys, "check", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"), "--log", "")
+    assert code == 2
+    assert "expected a readable file" in err

@@ -379,7 +379,7 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     loaded = load_any(layout, serve, k8s, container, flags)
-    source = known(log or metrics, "--log or --metrics")
+    source = log if log is not None else known(metrics, "--metrics")
     text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
         from ..tools.metricscheck import check as check_metrics
