@@ -222,6 +222,8 @@ class Pool:
         # manifest gives the server such a variable kvcalc cannot read.
         @property
         def env_dependent(self) -> tuple[str, ...]: ...
+        # vLLM's pools: the connector's `vllm serve` flags (vllm-args; `common`: the engine's own flags)
+        def vllm_args(self, layout: Layout, common: list[str], notes: list[str]) -> dict: ...
     else:
         env_dependent = ()  # (the default: none)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..backends.base import OVERHEAD_BASIS, OVERHEAD_PER_WORKER, Pool, shm_refusal, workers_on_node  # noqa: F401
 from ..report.optional import Check
 from ..vocab.limits import Limit  # noqa: F401 - the gates' limits, named here too
+from ..vocab.errors import known
 from ..vocab.records import record
 from ..vocab.units import format_bytes
 
@@ -90,13 +91,14 @@ def _check(name: str, status: str, reason: str, **numbers) -> Check:
 
 
 def _measured(name: str, need: int, limit: Limit, what: str) -> Check:
-    margin = limit.value - need
+    value = known(limit.value, "a gate's limit")  # its caller turned an unknown limit into an unknown status
+    margin = value - need
     ok = margin >= 0
     return _check(name, "pass" if ok else "fail",
-                  f"{what}; {limit.source}: {limit.value:,} B ({format_bytes(limit.value)}); "
+                  f"{what}; {limit.source}: {value:,} B ({format_bytes(value)}); "
                   + (f"margin {margin:,} B ({format_bytes(margin)})" if ok else
                      f"short by {-margin:,} B ({format_bytes(-margin)})"),
-                  limit=limit.value, limit_from=limit.source, need=need, margin=margin)
+                  limit=value, limit_from=limit.source, need=need, margin=margin)
 
 
 def _out_of_bounds(pool: Pool) -> Check:

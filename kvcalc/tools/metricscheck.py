@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..backends.base import backend
 from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.layout import Layout
-from ..pipeline import Plan, plan
+from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
 from ..vocab.records import replace
 
 OFFLOAD_INFO = "vllm:kv_offload_config_info"

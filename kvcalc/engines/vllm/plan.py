@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...backends.base import Pool, backend
-from ...vocab.errors import KvcalcError
+from ...vocab.errors import InternalError, KvcalcError
 from ...vocab.layout import OFFLOAD_BACKENDS, Layout
 from ...vocab.records import cached, record, replace
 from ...vocab.releases.vllm import Behaviour, behaviour_for
@@ -19,6 +19,7 @@ from .tensors import GpuPlan, LogNumbers, log_numbers
 
 if TYPE_CHECKING:
     from ...backends.base import OffloadBackend
+    from ...pipeline import EnginePlan
     from .memory import GpuMemory
 
 
@@ -38,6 +39,14 @@ class VllmPlan:
     base_warnings: tuple[str, ...]  # the release's and the GPU side's
     memory: GpuMemory | None = None  # the KV budget predicted from the layout's gpu section (engines/vllm/memory.py)
     engine = "vllm"  # the serving engine (engines/base.engine)
+
+    @staticmethod
+    def of(p: EnginePlan) -> VllmPlan:
+        """The pipeline's plan, for vLLM's own operations (check --log / --metrics, vllm-args, size --gpu-tokens:
+        the engine record refuses them for another engine): a VllmPlan."""
+        if not isinstance(p, VllmPlan):
+            raise InternalError(f"{p.layout.source}: a vLLM operation was given a {p.layout.engine} plan")
+        return p
 
     @cached
     def logs(self) -> LogNumbers | None:
