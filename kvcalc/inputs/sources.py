@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 
 Say = Callable[[str], None]
 
@@ -141,7 +141,7 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
                           "one of them")
     if layout is not None:
         return load_layout(layout, overrides={**(base or {}), **overrides})
-    return read_line(serve, overrides, base, say)
+    return read_line(known(serve, "the server line"), overrides, base, say)  # no layout: a line (checked above)
 
 
 def load(layout: str | None = None, *, serve: str | None = None, k8s: str | None = None,
@@ -170,7 +170,7 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
         serve, base = from_manifest(k8s, container, overrides, base, {}, say)
     if serve is None:
         merged = {**base, **overrides}
-        top, origin, source = read_input(layout, overrides=merged if merge else None)
+        top, origin, source = read_input(known(layout, "the layout"), overrides=merged if merge else None)  # one_input
         return top, origin, source, merged
     from .serve.servers import line_reader
     from .serve.vllm import split

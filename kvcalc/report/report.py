@@ -170,7 +170,8 @@ def gpu_memory(plan: Plan):
             return None
     from ..engines.vllm.tensors import largest_fitting_len
 
-    budgets = [w.kv_cache_bytes for w in memory.workers] or [memory.kv_cache_bytes] * len(plan.gpu.workers)
+    budgets: list[int | None] = [w.kv_cache_bytes for w in memory.workers]
+    budgets = budgets or [memory.kv_cache_bytes] * len(plan.gpu.workers)
     fits = [largest_fitting_len(w.groups, plan.layers.usage, w.num_tensors, b, FIT_SEARCH)
             for w, b in zip(plan.gpu.workers, budgets) if w.groups and b is not None and b > 0]
     return replace(memory, max_model_len_that_fits=min(fits) if fits else None)

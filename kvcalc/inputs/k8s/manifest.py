@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import LayoutError, UnsupportedError, known
 from ...vocab.records import field, record
 from .env import PodEnv, container_env, expect
 from .pods import PodTemplate, documents, mounted_files, objects, templates
@@ -224,9 +224,9 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
         raise LayoutError(path, "", f"{what} in a pod template (Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
                                     "InferenceService, or a custom resource's)", detail=_why_none(docs))
     if len(vllm) > 1:
-        names = ", ".join(f"{f.label} {f.container.get('name')!r}" for f in vllm)
+        listed = ", ".join(f"{f.label} {f.container.get('name')!r}" for f in vllm)
         raise LayoutError(path, "", "one vLLM container (name it with --container NAME or WORKLOAD/NAME)",
-                          detail=names[:200])
+                          detail=listed[:200])
     hit = vllm[0]
     if hit.engine is None:
         raise LayoutError(path, f"{hit.label} container {hit.container.get('name')!r}",
@@ -353,7 +353,7 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
     (unless `container` names one)."""
     hit = _the_container(path, documents(path), container)
-    c, cmd = hit.container, hit.command
+    c, cmd = hit.container, known(hit.command, "the server's command")  # a container that runs a server has one
     label = f"{hit.label} container {c.get('name')!r}"
     words, added = unwrap(cmd.words)
     argv = ["vllm", "serve", *words[hit.start:]]

@@ -66,7 +66,7 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     if isinstance(model, dict) and model.get("hf_config") is not None:
         model, origin, nextn = _model_config(r, top, dict(model), origin, base_dir)
     draft = model.get("draft") if isinstance(model, dict) else None
-    if isinstance(draft, dict):
+    if isinstance(draft, dict) and isinstance(model, dict):  # (a draft is read from a model mapping)
         draft = dict(draft)
         if draft.get("hf_config") is not None:
             from ..hf.config import map_draft

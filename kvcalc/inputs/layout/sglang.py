@@ -79,7 +79,8 @@ def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
 
 
 def _device(r: Reader, top: dict, s: dict, strict: bool):
-    g = top.get("gpu") if isinstance(top.get("gpu"), dict) else {}
+    g = top.get("gpu")
+    g = g if isinstance(g, dict) else {}
     name, cap = g.get("name"), r.key(s, "sglang.gpu_capacity_mib")
     device = None
     if name is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import LayoutError, UnsupportedError, known
 from ...vocab.releases.sglang_flags import SWITCHES, VALUED
 from .vllm import assignments, resolve_model
 
@@ -91,7 +91,8 @@ def _canonical(name: str) -> str:
 
 def _tokens(words: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
     args = words[2:] if words[:2] == ["sglang", "serve"] else words[3:]
-    model, out, i = None, [], 0
+    model, i = None, 0
+    out: list[tuple[str, str | None]] = []
     while i < len(args):
         a = args[i]
         if a.startswith("--") and len(a) > 2:
@@ -140,7 +141,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
                                    "to plan without it")
         if name in VALUES:
             key, how = VALUES[name]
-            got = _read(name, value, how)
+            got = _read(name, known(value, "a valued flag's value"), how)  # a canonical name in VALUED: one
             if name == "dtype":
                 if got == "auto":
                     continue

@@ -193,10 +193,10 @@ def _value(r, name: str, value: Any, key: Key, notes: list[str]) -> Any:
                 raise ValueError(text)
             return out
         if parse == "float":
-            out = float(text)
-            if out != out or out in (float("inf"), float("-inf")):
+            number = float(text)
+            if number != number or number in (float("inf"), float("-inf")):
                 raise ValueError(text)
-            return out
+            return number
     except ValueError:
         raise _fail(name, {"int": "an integer", "human": "an integer, or digits with one K/M/G/T (binary) or "
                            "k/m/g/t (decimal) suffix", "float": "a number"}[parse], text) from None
