@@ -232,7 +232,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     if mt == "gemma3":
         cfg = {**cfg, "model_type": "gemma3_text"}
         mt = "gemma3_text"
-    rule = RULES.get(mt)
+    rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
     if rule is None:
         return f"{source}: no parameter rule for model_type {mt!r} (rules: {', '.join(sorted(RULES))})"
     needed = ["hidden_size", "vocab_size", "num_hidden_layers",
