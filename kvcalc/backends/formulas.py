@@ -26,7 +26,7 @@ from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
 from ..vocab.units import cdiv, round_up
-from .base import Allocation, Capacity, HostMemory, node_peak
+from .base import Allocation, Capacity, HostMemory, OutOfBounds, node_peak
 
 
 @record
@@ -75,6 +75,12 @@ class StageOffload:
     out_of_bounds: bool
     bad_ids: tuple[int, int] | None  # first and last CPU block id the scheduler may use but the worker lacks
     wasted_bytes_per_worker: int  # rows the worker pinned that the scheduler never uses
+
+    @property
+    def ids(self) -> OutOfBounds | None:
+        """The ids out of bounds on this stage, or None."""
+        return None if self.bad_ids is None else OutOfBounds(pp_rank=self.pp_rank, first=self.bad_ids[0],
+                                                             last=self.bad_ids[1])
 
 
 @record

@@ -127,8 +127,7 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
     if size_gb:
         size = min(int(size_gb * 1e9 // p) for p in bytes_per_token if p)
     else:
-        assert ratio is not None  # without --hicache-size the pool is sized by its ratio
-        size = int(device_tokens * ratio)
+        size = int(device_tokens * known(ratio, "the host ratio"))  # without --hicache-size: sized by its ratio
     return (size // page + 1) * page
 
 

@@ -186,8 +186,7 @@ def _draft_layers(layout: Layout) -> list[int]:
 def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> VllmFlag | None:
     if not lm.via_vllm_flag:
         return None
-    size = lm.kv_offloading_size
-    assert size is not None  # set with via_vllm_flag
+    size = known(lm.kv_offloading_size, "vLLM's --kv-offloading-size")  # set with via_vllm_flag
     if behaviour.lmcache_offloading_flag == "mp":
         return VllmFlag(kv_offloading_size=size, connector=MP_CONNECTOR, max_local_cpu_size=None)
     # 0.14.0 - 0.22.1 config/vllm.py _post_init_kv_transfer_config: kv_gb_per_rank = kv_offloading_size /

@@ -12,7 +12,7 @@ from ..engines.vllm import GpuStage, hma_model_veto
 from ..engines.vllm.specs import ChunkedLocalAttentionSpec
 from ..engines.vllm.tensors import GpuPlan
 from ..vocab.layout import Layout, OffloadLayout
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import InternalError, KvcalcError, known
 from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour, decide_hma
@@ -50,9 +50,11 @@ class OffloadPlan:
         own = self.behaviour.formula
         checks = dict((self.selected_check,) if self.selected_check else ())  # local: the plan stays as it was
         for fam in self.families:
+            out: FormulaResult | str | None
             if fam == own:
                 out = self.selected
-                assert out is not None  # plan_offload evaluated it: own is one of the families
+                if out is None:  # plan_offload evaluates the selected family when it is one of the columns
+                    raise InternalError(f"family {own}: a column without its result")
             else:
                 rule = FAMILIES[fam].formula_rule
                 if rule.chunks not in checks:
@@ -212,10 +214,7 @@ class NativePool(Pool):
         r = self.result
         worst = None if r is None else min((s for s in r.stages if s.out_of_bounds),
                                            key=lambda s: s.count.num_blocks, default=None)
-        if worst is None:
-            return None
-        assert worst.bad_ids is not None  # a stage out of bounds has its bad ids
-        return OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0], last=worst.bad_ids[1])
+        return None if worst is None else worst.ids
 
     @property
     def empty(self) -> bool:
@@ -264,8 +263,7 @@ class NativePool(Pool):
 
     @property
     def kept(self) -> str:
-        assert self.result is not None  # read by the host_memory gate, of a pool that has figures
-        host = self.result.host
+        host = known(self.result, "the pool's figures").host  # read by the host_memory gate, of a pool that has them
         rounding = host.pinned_rounding
         if rounding == "none":
             how = "no allocator rounding" + (": one shared /dev/shm region" if host.shared_region else "")
@@ -287,10 +285,10 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
-            assert worst.bad_ids is not None  # a stage out of bounds has its bad ids
+            ids = known(worst.ids, "an out-of-bounds stage's ids")
             who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
-                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
+                   f"{ids.first:,}..{ids.last:,} that {who} never allocated: out-of-bounds stores")
         return self.offload.warnings + ((oob,) if oob else ())
 
     @property
@@ -317,8 +315,8 @@ def native_verdict(pool: NativePool) -> str:
     if pool.budget_bytes is None:
         return (f"Verdict: vLLM {v}, the GPU side only: give a CPU budget (--cpu-bytes) for the CPU counts, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
-    sel, ids = pool.result, pool.out_of_bounds
-    assert sel is not None  # a budget, and the connector starts: the selected family's counts
+    # A budget, and the connector starts: the selected family's counts.
+    sel, ids = known(pool.result, "the selected family's counts"), pool.out_of_bounds
     unit = f"CPU {pool.unit}"
     if sel.scheduler.num_blocks == 0:
         first = f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing."

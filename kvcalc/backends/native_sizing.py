@@ -56,8 +56,7 @@ def size_row(pool: NativePool, target: SizeTarget, max_model_len: int) -> SizeRo
     fam, version = pool.family, pool.offload.behaviour.version
     if pool.startup_error:
         return refused_row(fam, version, pool.startup_error)
-    r = pool.offload.selected_result
-    assert r is not None  # the connector starts, and the size command gave a budget
+    r = known(pool.offload.selected_result, "the selected family's counts")  # it starts, and a budget was given
     sides = [r.scheduler.aligned_bytes] + [c.aligned_bytes for c in r.stage_counts]
     if min(sides) == 0:
         return refused_row(fam, version, "0 bytes per CPU block (the GPU has 0 blocks): no budget helps")
@@ -78,9 +77,8 @@ def size_row(pool: NativePool, target: SizeTarget, max_model_len: int) -> SizeRo
     elif target.units is not None:
         need = target.units
     else:
-        assert target.tokens is not None  # a size target sets one of resident, units, tokens
-        per = r.chunks_per_group
-        need = cdiv(target.tokens * sum(per), max_model_len) if per else 0
+        per = r.chunks_per_group  # (a size target sets one of resident, units, tokens)
+        need = cdiv(known(target.tokens, "a size target") * sum(per), max_model_len) if per else 0
     cpu = need * worst
     if cpu > MAX_BUDGET:
         return refused_row(fam, version, f"the target needs {cpu:,} B, more than a budget kvcalc accepts "

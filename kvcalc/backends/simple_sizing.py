@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable
 
+from ..vocab.errors import known
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR, simple_budget, simple_of
@@ -153,8 +154,7 @@ def size_simple(layout: Layout, target: SizeTarget, plan: Callable) -> SimpleSiz
     elif target.units is not None:
         n = target.units
     else:
-        assert target.tokens is not None  # a size target sets one of resident, units, tokens
-        n = _blocks_for(p, target.tokens, MAX_BUDGET // worst)
+        n = _blocks_for(p, known(target.tokens, "a size target"), MAX_BUDGET // worst)  # resident, units or tokens
     per_rank = n * worst
     if per_rank * layout.parallel.world_size > MAX_BUDGET:
         return _none(sp.vllm_version, sp.mode, key, note=f"the target needs {per_rank:,} B per rank, more than a "

@@ -105,8 +105,8 @@ class FlagCommand:
     def __signature__(self):
         return self._built[1]
 
-    @property
-    def __annotations__(self):
+    @property  # what Typer reads of a callable, built on first read (a property where functions have a dict)
+    def __annotations__(self):  # type: ignore[override]
         return self._built[2]
 
     def __call__(self, **kwargs):

@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..engines.vllm.specs import AttentionSpec, KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
 from ..pipeline import Plan
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
 from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSummary, FamilyEntry, GpuSection,
                        GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
                        TensorEntry, WorkerSection)
-from ..backends.base import OutOfBounds
 from .verdict import verdict
 
 if TYPE_CHECKING:
     from typing import TypeVar
 
+    from ..pipeline import EnginePlan
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
     _Summary = TypeVar("_Summary", bound=SpecSummary)
@@ -64,8 +64,7 @@ def family_entry(plan: Plan, name: str, notes: dict[str, str]) -> FamilyEntry | 
         num_blocks_workers=[s.count.num_blocks for s in r.stages],
         kv_bytes_per_block_workers=[s.count.kv_bytes_per_block for s in r.stages],
         cpu_tokens_scheduler=r.tokens_scheduler, cpu_tokens_safe=r.tokens_safe, out_of_bounds=r.out_of_bounds,
-        out_of_bounds_ids=None if worst is None else OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0],
-                                                                 last=worst.bad_ids[1]),
+        out_of_bounds_ids=None if worst is None else worst.ids,
         pinned_bytes_per_worker=[s.pinned_bytes_per_worker for s in r.stages],
         pinned_bytes_per_engine=r.pinned_bytes_per_engine,
         pinned_bytes_all_replicas=r.pinned_bytes_per_engine * dp,
@@ -221,8 +220,7 @@ def representative_entry(plan: Plan, name: str) -> tuple[FamilyEntry | None, str
     """The `name` family's column planned whole on its representative release (vocab FAMILIES[name].representative,
     as `kvcalc size` does): that release's own hybrid manager, groups, tensors and GPU blocks, not the selected
     release's. (entry, None), or (None, why that release refuses the layout or its connector)."""
-    version = FAMILIES[name].representative
-    assert version is not None  # a formula family (old, fixed) names its representative release
+    version = known(FAMILIES[name].representative, "the family's representative")  # old and fixed name one
     alt = plan.representative(version)  # planned by the pipeline (engines/vllm/plan.py), read here
     if isinstance(alt, KvcalcError):
         return None, f"vLLM {version} refuses this layout at startup: {alt.one_line()}"
@@ -310,7 +308,7 @@ OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section
                     "none": no_offload_section}
 
 
-def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
+def backend_entries(results: list[tuple[str, EnginePlan | KvcalcError]]) -> list[BackendEntry]:
     """--compare-backends: one entry per backend (pipeline.compare_backends), from each plan's Pool."""
     from .optional import BackendEntry
 
@@ -322,7 +320,7 @@ def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[Backe
 
     out = []
     for name, p in results:
-        if not isinstance(p, Plan):
+        if isinstance(p, KvcalcError):
             out.append(without_figures(name, p.one_line()))
             continue
         pool = p.pool

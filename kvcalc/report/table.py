@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..vocab.errors import known
 from ..vocab.records import record
 from .fit import FitTable
 from .report import collapse_layers
@@ -250,9 +251,8 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
         if m is not None and m.kv_cache_bytes is not None:
             return [Text(f"GPU KV budget: {_gib(m.kv_cache_bytes)} GiB per GPU (--kv-cache-memory)")]
         return []
-    total, requested, kv = m.total_bytes, m.requested_bytes, m.kv_cache_bytes
     # Per-stage figures: a predicted budget, whose terms are all known.
-    assert total is not None and requested is not None and kv is not None
+    total, requested, kv = known(m.total_bytes), known(m.requested_bytes), known(m.kv_cache_bytes)
     out: list[RenderableType] = []
     for w in m.workers:
         parts = [("W", w.weights_bytes), ("A", w.activation_peak_bytes), ("N", w.non_torch_bytes),
@@ -301,7 +301,7 @@ def _lmcache_table(report: Report, lc: LMCacheSection, style: Style) -> Renderab
     if not lc.modelled:
         return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
                                                     "LMCache server: not modelled", style="bold"))
-    assert lc.storing_ranks is not None  # a modelled pool's figures are known
+    storing = known(lc.storing_ranks, "a modelled pool's storing ranks")
     t = _table(style, head, "", *(f"stage {st.pp_rank}" for st in lc.stages))
 
     def row(label: str, get) -> None:
@@ -317,9 +317,9 @@ def _lmcache_table(report: Report, lc: LMCacheSection, style: Style) -> Renderab
     row("tokens per storing rank", lambda st: _n(st.tokens_per_rank))
     e = _table(style, "LMCache, one engine", "", "", header=False)
     ranks = report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size
-    e.add_row("storing ranks", f"{lc.storing_ranks} of {ranks}"
+    e.add_row("storing ranks", f"{storing} of {ranks}"
               + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
-    if lc.first_rank is None or lc.storing_ranks > 1:
+    if lc.first_rank is None or storing > 1:
         e.add_row("pool per storing rank" + (" (not rank 0)" if lc.first_rank else ""),
                   _b(lc.pool_bytes_per_storing_rank))
     if lc.first_rank is not None:

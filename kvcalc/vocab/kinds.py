@@ -172,7 +172,7 @@ class MambaKind:
     refuses_float32: bool  # vLLM refuses a float32 state for it
     # Other Hugging Face configs' names for the same fields (state-spaces MambaConfig, Mamba2Config, FalconH1Config),
     # accepted in a layout and read as the field they name; giving both spellings with two values is refused.
-    aliases: dict = None  # type: ignore[assignment]
+    aliases: dict[str, str]  # (the builder below gives {} when there are none)
     # Config-file fields that determine no state shape but must agree with those that do (Mamba2Config /
     # NemotronHConfig: intermediate = expand x hidden_size = mamba_num_heads x mamba_head_dim): accepted, checked.
     checked: tuple[str, ...] = ()

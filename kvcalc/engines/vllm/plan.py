@@ -4,7 +4,7 @@ decimal-budget note. Pure; no I/O."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...backends.base import Pool, backend
 from ...vocab.errors import InternalError, KvcalcError
@@ -19,6 +19,7 @@ from .tensors import GpuPlan, LogNumbers, log_numbers
 
 if TYPE_CHECKING:
     from ...backends.base import OffloadBackend
+    from ...backends.native import NativePool, OffloadPlan
     from ...pipeline import EnginePlan
     from .memory import GpuMemory
 
@@ -75,9 +76,10 @@ class VllmPlan:
         return memo[version]
 
     @property
-    def offload(self):
-        """The native connector's family columns (NativePool.offload): the native detail's consumers read it."""
-        return self.pool.offload
+    def offload(self) -> OffloadPlan:
+        """The native connector's family columns (NativePool.offload): the native detail's consumers read it (another
+        backend's pool has none: AttributeError, as ever)."""
+        return cast("NativePool", self.pool).offload
 
     @property
     def selected(self) -> str:
