@@ -169,6 +169,10 @@ class Pool:
     # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
     # manifest gives the server such a variable kvcalc cannot read.
     env_dependent: tuple[str, ...] = ()
+    # Host bytes a standalone server process pins for the pool on each node (the LMCache MP server's L1), outside
+    # vLLM's processes and containers: the host_memory gate checks them against the server's own limit. None: the
+    # pool is the engine's own.
+    server_resident_bytes: int | None = None
     # What --compare-versions shows of the pool per release: the formula families' columns (the native
     # connector's), or the backend's own section (SimpleCPUOffloadConnector's: SimplePool.simple), else nothing.
     families: bool = False

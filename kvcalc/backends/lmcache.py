@@ -323,7 +323,13 @@ class LMCacheBackend:
                     "not read them (the server's command line configures its pool)",))
             return backend("lmcache_mp").estimate(replace(layout, offload=replace(layout.offload, lmcache_mp=mpl)),
                                                   stage)
-        return LMCachePool(lmcache=plan_lmcache(layout, stage.behaviour), behaviour=stage.behaviour)
+        lc = plan_lmcache(layout, stage.behaviour)
+        if layout.offload.lmcache_mp is not None and layout.offload.lmcache_mp.server is not None:
+            lc = replace(lc, notes=lc.notes + (
+                f"vLLM {stage.behaviour.version} runs the in-process {CONNECTOR} for --kv-offloading-backend lmcache: "
+                "the LMCache server's settings are not used (from vLLM 0.23.0 its LMCacheMPConnector attaches to "
+                "the server)",))
+        return LMCachePool(lmcache=lc, behaviour=stage.behaviour)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
         """The engine's budget split over its TP x PP ranks as max_local_cpu_size, as vLLM 0.14.0-0.22.1's

@@ -41,7 +41,7 @@ class LMCacheMPPool(Pool):
     unused_bytes = 0
     shm_bytes_per_engine = 0  # the server's segment is not vLLM's region (no vLLM /dev/shm preflight)
     capacity = None
-    shm_none = "the LMCache server pins its L1 (a /dev/shm segment only with --shm-name and eager allocation)"
+    shm_none = "the LMCache server pins its L1 in its own memory (a /dev/shm segment only with --shm-name, eager)"
 
     def _share(self, node: int | None) -> int | None:
         """This engine's equal share of a node figure (the node's engines register with one server)."""
@@ -102,6 +102,10 @@ class LMCacheMPPool(Pool):
     @property
     def resident_bytes_per_node(self) -> int | None:
         return None if self.mp.pool is None else self.mp.pool.resident_bytes
+
+    @property
+    def server_resident_bytes(self) -> int | None:
+        return self.resident_bytes_per_node
 
     @property
     def shm_bytes_per_node(self) -> int:

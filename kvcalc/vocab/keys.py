@@ -130,8 +130,9 @@ _MAMBA_DTYPES = ("auto", *MODEL_DTYPES)
 def _mp(flag: str, doc: str, own: str = "") -> dict:
     """An LMCache MP server option's row: its doc and kvcalc flag (the server's own spelling, or `own`)."""
     spelled = own or flag
-    return {"doc": f"{doc}: the server's {flag.split('/')[0]}", "flag": (spelled,), "panel": "offload",
-            "name": spelled.split("/")[0][2:].replace("-", "_"), "help": f"LMCache MP server: {doc} (its {flag})"}
+    first = spelled.split("/")[0]
+    return {"doc": f"{doc}: the server's {flag.split('/')[0]}", "flag": (spelled,), "panel": "offload", "label": first,
+            "name": first[2:].replace("-", "_"), "help": f"LMCache MP server: {doc} (its {flag})"}
 
 # In this order: a section's keys in `kvcalc init`'s YAML, in its unknown-key message and (by help group) in --help;
 # the keys vllm-args spells, in its output. The sweep's columns follow `sweep`, not this order.

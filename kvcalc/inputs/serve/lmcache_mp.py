@@ -29,8 +29,8 @@ def _options(http: bool) -> dict[str, tuple]:
     return {s: row for row in FLAGS if http or row[6] != "http" for s in row[0]}
 
 
-def _fail(prog: str, flag: str, expected: str, got, message: str) -> LayoutError:
-    return LayoutError(SOURCE, flag, f"{expected} (LMCache's parser: \"{prog}: error: {message}\")", got)
+def _fail(prog: str, flag: str, expected: str, got, message: str, source: str = SOURCE) -> LayoutError:
+    return LayoutError(source, flag, f"{expected} (LMCache's parser: \"{prog}: error: {message}\")", got)
 
 
 def split_command(argv: list[str]) -> tuple[list[str], str, bool]:
@@ -62,7 +62,7 @@ def _classify(args: list[str], opts: dict[str, tuple], prog: str) -> list[tuple 
         if eq and name in opts:
             out.append((opts[name], name, value))
             continue
-        found = sorted({s for s in opts if s.startswith(name) and name.startswith("--")})
+        found = [s for s in opts if s.startswith(name) and name.startswith("--")]  # the parser's order
         if len(found) > 1:
             raise _fail(prog, name, "one option (an abbreviation argparse can resolve)", a,
                         f"ambiguous option: {name} could match {', '.join(found)}")
@@ -89,8 +89,18 @@ def _convert(row: tuple, spelling: str, text: str, prog: str):
     return value
 
 
-def parse(line: list[str]) -> dict[str, tuple]:
-    """The server line -> {offload.lmcache_mp.<dest>: (value, where it came from)}."""
+def parse(line: list[str], source: str = SOURCE) -> dict[str, tuple]:
+    """The server line -> {offload.lmcache_mp.<dest>: (value, where it came from)}; `source` names the line in
+    errors and provenance (--lmcache-server, or a manifest's container)."""
+    try:
+        return _parse(line, source)
+    except LayoutError as e:
+        if source == SOURCE:
+            raise
+        raise LayoutError(source, e.key, e.expected, e.got, detail=e.detail) from None
+
+
+def _parse(line: list[str], source: str) -> dict[str, tuple]:
     args, prog, http = split_command(line)
     opts = _options(http)
     kinds = _classify(args, opts, prog)
@@ -114,8 +124,8 @@ def parse(line: list[str]) -> dict[str, tuple]:
         raise _fail(top, unknown[0], "an option of the LMCache server's parser", unknown[0],
                     f"unrecognized arguments: {' '.join(unknown)}")
     if not values:  # a server started without options (its refusal is the backend's to say)
-        return {"offload.lmcache_mp": ({}, SOURCE)}
-    return {f"offload.lmcache_mp.{dest}": (v, f"{SOURCE} {_spelled(dest)}") for dest, v in values.items()}
+        return {"offload.lmcache_mp": ({}, source)}
+    return {f"offload.lmcache_mp.{dest}": (v, f"{source} {_spelled(dest)}") for dest, v in values.items()}
 
 
 def _consume(row: tuple, spelling: str, attached, args: list[str], kinds: list, i: int, values: dict,
