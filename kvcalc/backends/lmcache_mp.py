@@ -41,7 +41,7 @@ class LMCacheMPPool(Pool):
     unused_bytes = 0
     shm_bytes_per_engine = 0  # the server's segment is not vLLM's region (no vLLM /dev/shm preflight)
     capacity = None
-    shm_none = "the LMCache server pins its L1 in its own memory (a /dev/shm segment only with --shm-name, eager)"
+    shm_none = "the LMCache server pins its L1 in its own memory; a /dev/shm segment only with --shm-name, eager"
 
     def _share(self, node: int | None) -> int | None:
         """This engine's equal share of a node figure (the node's engines register with one server)."""
@@ -135,11 +135,11 @@ class LMCacheMPPool(Pool):
         if p is None:
             return (f"Verdict: vLLM {self.behaviour.version} hands offloading to {mp.CONNECTOR}; the pool is the "
                     "LMCache server's, whose command line was not given (--lmcache-server): no figures.")
-        share = (f" ({m.tokens_per_engine:,} for each of the node's {m.engines_per_node} engines)"
+        share = (f", {m.tokens_per_engine:,} for each of the node's {m.engines_per_node} engines"
                  if m.engines_per_node > 1 else "")
         return (f"Verdict: the node's LMCache server pins {exact_bytes(p.resident_bytes)} and holds "
-                f"{m.tokens_held:,} tokens of this engine{share}, {m.bytes_per_chunk:,} B a {m.chunk_size}-token chunk"
-                f" ({m.objects_per_chunk} object(s)); eviction starts after {m.tokens_before_eviction:,}.")
+                f"{m.tokens_held:,} tokens{share} ({m.bytes_per_chunk:,} B a {m.chunk_size}-token chunk of an engine, "
+                f"{m.objects_per_chunk} object(s)); eviction starts after {m.tokens_before_eviction:,}.")
 
     def vllm_args(self, layout: Layout, common: list[str], notes: list[str]) -> dict:
         from .lmcache_mp_sizing import mp_args  # only vllm-args spells a config

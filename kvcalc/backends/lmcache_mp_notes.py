@@ -33,7 +33,7 @@ def _vllm_side(layout: Layout, stage: GpuStage, mpl: mp.MPLayout, notes: list[st
         # vLLM 0.23.0 config/vllm.py:793-799 (the same block through 0.33.0): the lmcache branch names
         # LMCacheMPConnector and passes no size; kv_offloading_size only switches offloading on (:775-776).
         notes.append(f"vLLM {b.version} maps --kv-offloading-backend lmcache to {mp.CONNECTOR} and passes no size "
-                     f"(config/vllm.py, from 0.23.0): --kv-offloading-size {mpl.kv_offloading_size:g} selects the "
+                     f"(config/vllm.py, from 0.23.0): --kv-offloading-size {mp.number(mpl.kv_offloading_size)} selects the "
                      "connector and sizes nothing; the LMCache server's --l1-size-gb sizes the pool")
     if mpl.server is None:
         warnings.append(f"{mp.CONNECTOR}'s pool is the standalone LMCache server's, sized by its own command line: "

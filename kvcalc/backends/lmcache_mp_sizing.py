@@ -124,7 +124,7 @@ def server_command(s: mp.MPServer) -> str:
         elif kind == "star":
             words += [spellings[0], *map(str, value)]
         else:
-            words += [spellings[0], f"{value:g}" if isinstance(value, float) else str(value)]
+            words += [spellings[0], mp.number(value) if isinstance(value, float) else str(value)]
     return shlex.join(words)
 
 
@@ -141,7 +141,7 @@ def mp_args(pool: LMCacheMPPool, layout: Layout, common: list[str], notes: list[
     with_flag = None
     if b.lmcache_offloading_flag == "mp":
         size = layout.offload.lmcache_mp.kv_offloading_size or s.l1_size_gb
-        with_flag = common + ["--kv-offloading-backend", "lmcache", "--kv-offloading-size", f"{size:g}"]
+        with_flag = common + ["--kv-offloading-backend", "lmcache", "--kv-offloading-size", mp.number(size)]
         notes.append(f"vLLM {b.version} ignores --kv-offloading-size's value for lmcache (it only switches the connector "
                      "on): the server's --l1-size-gb sizes the pool")
     if m.pool is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ..vocab.releases.lmcache_mp import number
 from ..vocab.units import exact_bytes
 from .sections import Report
 
@@ -62,7 +63,8 @@ def lmcache_mp_table(report: Report, style, table) -> RenderableType:
     if m.engines_per_node > 1:
         e.add_row("tokens per engine (equal share)", f"{_n(m.tokens_per_engine)} of {m.engines_per_node} engines")
     if m.kv_offloading_size is not None:
-        e.add_row("vLLM's --kv-offloading-size", f"{m.kv_offloading_size:g}: selects the connector, sizes nothing")
+        e.add_row("vLLM's --kv-offloading-size", f"{number(m.kv_offloading_size)}: selects the connector, sizes "
+                                                 "nothing")
     return Group(t, e)
 
 
@@ -74,9 +76,9 @@ def render_mp_sizing(answer, target, style, table) -> RenderableType:
     if answer.l1_size_gb is None:
         t.add_row("no answer", answer.note or "—")
         return t
-    t.add_row("--l1-size-gb", f"{answer.l1_size_gb:g} ({exact_bytes(answer.size_bytes)})")
+    t.add_row("--l1-size-gb", f"{number(answer.l1_size_gb)} ({exact_bytes(answer.size_bytes)})")
     t.add_row("to keep it below the eviction watermark", "—" if answer.l1_size_gb_below_watermark is None else
-              f"{answer.l1_size_gb_below_watermark:g}")
+              number(answer.l1_size_gb_below_watermark))
     t.add_row("chunks / tokens it holds (node)", f"{_n(answer.chunks_held)} / {_n(answer.tokens_held)}")
     t.add_row("host memory it pins (node)", exact_bytes(answer.resident_bytes_per_node))
     t.add_row("one chunk of this engine", f"{answer.bytes_per_chunk:,} B")

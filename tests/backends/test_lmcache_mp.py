@@ -278,3 +278,37 @@ def test_vllm_args_prints_the_server_line(capsys, tmp_path):
     assert "lmcache server --l1-size-gb 100 --eviction-policy LRU --no-l1-use-lazy" in out
     assert '{"kv_connector":"LMCacheMPConnector","kv_role":"kv_both"}' in out
     assert "--kv-offloading-backend lmcache --kv-offloading-size 100" in out
+
+
+# ------------------------------------------------------------------------------------------------- schemas
+
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "lmcache_mp", "llama-3.1-70b-tp4-dp2.yaml")
+
+
+@pytest.mark.parametrize("args", [
+    [EXAMPLE], [EXAMPLE, "--check", "--host-memory", "512GiB", "--server-memory", "420GiB"],
+    [EXAMPLE, "--compare-backends"], [EXAMPLE, "--vllm-version", "0.22.1"],
+    [EXAMPLE, "--lmcache-server", "lmcache server --l1-size-gb 8"],  # the server does not start: the error document
+])
+def test_outputs_validate_against_the_schemas(capsys, args):
+    import jsonschema
+    import yaml
+
+    from kvcalc.inputs.layout.schema import layout_schema
+    from kvcalc.report.schema import output_schema
+
+    jsonschema.validate(yaml.safe_load(open(EXAMPLE, encoding="utf-8")), layout_schema())
+    code, out, err = run(capsys, "plan", *args, "--format", "json")
+    # --lmcache-server replaces the layout's section whole (a command line is all the server is told): without
+    # --eviction-policy that server does not start (exit 2, the report with its error).
+    assert code == (2 if "--lmcache-server" in args else 0), err
+    jsonschema.validate(json.loads(out), output_schema())
+
+
+def test_the_example_shares_one_l1_between_its_two_engines():
+    # examples/lmcache_mp: Llama-3.1-70B TP 4, DP 2 on one node, --l1-size-gb 400: 4 objects of 20,971,520 B a
+    # chunk = 83,886,080 B; 400 GiB // that = 5,120 chunks = 1,310,720 tokens, 655,360 for each engine.
+    from kvcalc.inputs.layout.read import load_layout
+
+    p = plan(load_layout(EXAMPLE))
+    assert (p.pool.mp.bytes_per_chunk, p.pool.mp.tokens_held, p.pool.tokens) == (83886080, 1310720, 655360)

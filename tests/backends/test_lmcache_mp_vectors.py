@@ -30,7 +30,7 @@ MOCK_RESERVES_FROM = 1 << 26  # harness/mocks.py _TorchProxy.empty records only 
 
 def server_section(argv: list[str]) -> dict:
     """The server's command line as kvcalc's reader gives it (inputs/serve/lmcache_mp.parse)."""
-    return {path.rsplit(".", 1)[1]: value for path, (value, _) in parse(argv).items() if path != "offload.lmcache_mp"}
+    return dict(parse(argv)["offload.lmcache_mp"][0])
 
 
 def mp_plan(model: str, tp: int, argv: list[str], free_hugepages=None, version="0.33.0", chunk=None):

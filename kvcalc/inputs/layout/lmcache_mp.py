@@ -62,7 +62,7 @@ def server_of(r: Reader, data: Any) -> mp.MPServer | None:
         if value is None:
             continue
         value = _value(r, row, value, path)
-        given.append((key, r.flags.get(path, "layout file")))
+        given.append((key, r.flags.get(path) or r.flags.get(SECTION, "layout file")))
         if key in mp.MODELLED:
             modelled[key] = value
         else:

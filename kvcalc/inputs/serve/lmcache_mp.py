@@ -5,7 +5,7 @@ classified first, so an ambiguous abbreviation is refused before any value; `--x
 a token starting with "-" is an option unless it is a negative number; nargs "*" takes arguments up to the next
 option; the last of a repeated option wins, an append option collects), and argparse's messages for what it refuses
 (exit 2): an option it does not have, a missing value, a value its type() or choices refuse, an explicit value on
-a switch. -> {offload.lmcache_mp.<dest>: (value, where)}.
+a switch. -> the offload.lmcache_mp section.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _convert(row: tuple, spelling: str, text: str, prog: str):
 
 
 def parse(line: list[str], source: str = SOURCE) -> dict[str, tuple]:
-    """The server line -> {offload.lmcache_mp.<dest>: (value, where it came from)}; `source` names the line in
+    """The server line -> {"offload.lmcache_mp": ({dest: value}, where it came from)}; `source` names the line in
     errors and provenance (--lmcache-server, or a manifest's container)."""
     try:
         return _parse(line, source)
@@ -123,9 +123,9 @@ def _parse(line: list[str], source: str) -> dict[str, tuple]:
         top = "lmcache" if prog == "lmcache server" else prog
         raise _fail(top, unknown[0], "an option of the LMCache server's parser", unknown[0],
                     f"unrecognized arguments: {' '.join(unknown)}")
-    if not values:  # a server started without options (its refusal is the backend's to say)
-        return {"offload.lmcache_mp": ({}, source)}
-    return {f"offload.lmcache_mp.{dest}": (v, f"{source} {_spelled(dest)}") for dest, v in values.items()}
+    # The whole section: a command line is all the server is told (a layout's own section is replaced, kvcalc's flags
+    # for single options still win over it).
+    return {"offload.lmcache_mp": (values, source)}
 
 
 def _consume(row: tuple, spelling: str, attached, args: list[str], kinds: list, i: int, values: dict,
@@ -157,5 +157,3 @@ def _consume(row: tuple, spelling: str, attached, args: list[str], kinds: list, 
     return i
 
 
-def _spelled(dest: str) -> str:
-    return "--" + dest.replace("_", "-")

@@ -173,6 +173,12 @@ def mla_only(model: ModelLayout) -> bool:
     return model.is_mla and not model.has_mamba
 
 
+def number(x: float) -> str:
+    """A float option as a command line spells it, exactly: 100.0 -> '100', 1279.938 -> '1279.938' (repr's shortest
+    round trip; float('1279.938') is the value the server reads)."""
+    return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(x)
+
+
 def align_up(size: int, align: int) -> int:
     """lazy_memory_allocator.py:44-55 align_to; AddressManager.compute_aligned_size (v1/memory_management.py:
     1361-1371) is the same rounding: (size + align - 1) & ~(align - 1), align a power of two."""
