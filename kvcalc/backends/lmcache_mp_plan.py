@@ -178,6 +178,8 @@ def below_watermark(chunks: int, per_chunk: int, heap: int, watermark: float) ->
     `used / total < watermark` (eviction_controller.py:167-170), used = chunks x aligned bytes."""
     if not heap or not per_chunk:
         return 0
+    if not math.isfinite(watermark):  # argparse's float() takes nan / inf: `usage < nan` is never true
+        return chunks if watermark > 0 else 0
     k = min(chunks, max(0, int(watermark * heap) // per_chunk))
     while k > 0 and k * per_chunk / heap >= watermark:
         k -= 1

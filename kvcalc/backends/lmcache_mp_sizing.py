@@ -99,6 +99,10 @@ def size_mp(layout: Layout, target: SizeTarget, plan: Callable) -> MPSize:
             return below_watermark(pool.heap_bytes // per, per, pool.heap_bytes, wm) >= need
 
         below = _smallest(under) if 0 < wm <= 1 else None
+        if n is None:
+            return MPSize(**base, l1_size_gb=None, l1_size_gb_below_watermark=None, size_bytes=None, chunks_held=None,
+                          tokens_held=None, resident_bytes_per_node=None,
+                          note=f"no --l1-size-gb up to 2^40 GiB holds {need:,} chunks of {per:,} B")
     pool = _at(s, n)
     held = pool.heap_bytes // per
     return MPSize(**base, l1_size_gb=n / 1000, l1_size_gb_below_watermark=None if below is None else below / 1000,

@@ -277,7 +277,7 @@ def backends_of(loaded):
     require(loaded, "compare-backends", "--compare-backends")
     if not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
-                          "--kv-offloading-size (or an LMCache config)")
+                          "--kv-offloading-size (or an LMCache config, or the LMCache server's --lmcache-server)")
     return backend_entries(every_backend(loaded))
 
 

@@ -312,3 +312,12 @@ def test_the_example_shares_one_l1_between_its_two_engines():
 
     p = plan(load_layout(EXAMPLE))
     assert (p.pool.mp.bytes_per_chunk, p.pool.mp.tokens_held, p.pool.tokens) == (83886080, 1310720, 655360)
+
+
+@pytest.mark.parametrize("watermark, tokens", [(float("nan"), 0), (float("inf"), 819200), (float("-inf"), 0),
+                                               (1.5, 819200), (0.0, 0)])
+def test_watermarks_argparse_takes_without_complaint(watermark, tokens):
+    # The legacy --eviction-trigger-watermark is a bare float(): the loop's `usage < watermark` is never true for nan
+    # (eviction every second), always for inf or anything above 1 (never before the L1 is full).
+    m = mp(server={**SERVER, "eviction_trigger_watermark": watermark}).pool.mp
+    assert m.tokens_before_eviction == tokens

@@ -204,3 +204,37 @@ spec:
     # 100 GiB pinned against the server container's 90 GiB: short by 10 GiB.
     assert (gate["status"], gate["need"], gate["limit"]) == ("fail", 100 * GIB, 90 * GIB)
     assert "the LMCache MP server: " in err
+
+
+# ---------------------------------------------------------------------------------------------- hostile lines
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+_SPELLINGS = sorted({s for row in FLAGS for s in row[0]})
+_WORDS = st.one_of(st.sampled_from(_SPELLINGS), st.sampled_from([s[:6] for s in _SPELLINGS if len(s) > 6]),
+                   st.sampled_from(["10", "-1", "0", "1e3", "nan", "inf", "x", "", "--", "-", "LRU", "noop", "3000",
+                                    "1_0", '{"type":"DRAM","tag":"_default","size_gb":1}', "256.0", "--=", "-h"]),
+                   st.text(max_size=8))
+
+
+@given(st.lists(st.one_of(_WORDS, st.builds(lambda a, b: f"{a}={b}", st.sampled_from(_SPELLINGS), _WORDS)),
+                max_size=12))
+def test_any_server_line_is_read_or_refused_in_one_line(words):
+    # No traceback: a line is read, or refused with kvcalc's one error (LayoutError); what it reads plans, or is
+    # refused as LMCache or vLLM would refuse it (KvcalcError: exit 2), never anything else.
+    from kvcalc.inputs.layout.read import layout_from_dict
+    from kvcalc.pipeline import plan
+    from kvcalc.vocab.errors import KvcalcError
+
+    try:
+        section = parse(["lmcache", "server", *words])["offload.lmcache_mp"][0]
+    except LayoutError as e:
+        assert "\n" not in e.one_line()
+        return
+    data = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128}, "cache": {"max_model_len": 4096},
+            "offload": {"backend": "lmcache_mp", "lmcache_mp": section}, "vllm": {"version": "0.33.0"}}
+    try:
+        p = plan(layout_from_dict(data, source="fuzz"))
+    except KvcalcError:
+        return
+    assert p.pool.startup_error or p.pool.mp.pool is not None
