@@ -32,10 +32,11 @@ class OutOfBounds:
 
 @record
 class NotModelled:
-    """A connector whose pool lives outside the engine (LMCache's multi-process server): kvcalc has no figures."""
+    """A connector whose pool lives outside the engine and whose settings were not given (LMCache's multi-process
+    server without its command line): the pool has no figures, and no gate can pass."""
 
     connector: str
-    home: str  # where the pool lives: "the LMCache server"
+    home: str  # where the pool lives, and what was not given
 
 
 @record
