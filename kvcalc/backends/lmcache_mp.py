@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..engines.vllm import GpuStage, hma_model_veto
-from ..vocab.errors import StartupRefusal
+from ..engines.vllm import GpuStage
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.records import record, replace
 from ..vocab.releases import lmcache_mp as mp
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import exact_bytes
 from .base import NotModelled, Pool, SizeTarget
+from .hma import supports_hma
 from .lmcache_mp_plan import MPPlan, plan_mp
 
 if TYPE_CHECKING:
@@ -147,24 +147,6 @@ class LMCacheMPPool(Pool):
         return mp_args(self, layout, common, notes)
 
 
-def decide_hma(layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-    """LMCache 0.5.6's LMCacheMPConnector is SupportsHMA (integration/vllm/lmcache_mp_connector.py:535), so vLLM keeps
-    the hybrid manager on for it by default from 0.22.0 (config/vllm.py, STEPS['hma_default_with_connector']) and
-    accepts it forced on."""
-    preference, veto = layout.cache.hybrid_kv_cache_manager, hma_model_veto(layout.model)
-    if preference == "off":
-        return False, "disabled by the user (--disable-hybrid-kv-cache-manager)"
-    if preference == "on":
-        if veto:
-            raise StartupRefusal(f"vLLM {behaviour.version} refuses to start: HMA forced on but {veto}")
-        return True, "forced on by the user (LMCacheMPConnector supports it)"
-    if veto:
-        return False, veto
-    if behaviour.hma_default_with_connector:
-        return True, "on: LMCache's LMCacheMPConnector supports the hybrid manager (0.22.0+)"
-    return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
-
-
 class LMCacheMPBackend:
     """LMCacheMPConnector and the standalone LMCache server it attaches to."""
 
@@ -173,7 +155,7 @@ class LMCacheMPBackend:
     no_offload_info = "the LMCache server publishes its own metrics (lmcache_mp_l1_memory_usage_bytes, ...)"
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-        return decide_hma(layout, behaviour)
+        return supports_hma(layout, behaviour, "LMCache's LMCacheMPConnector")
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> LMCacheMPPool:
         return LMCacheMPPool(mp=plan_mp(layout, stage, layout.offload.lmcache_mp), behaviour=stage.behaviour)

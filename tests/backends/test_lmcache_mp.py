@@ -33,6 +33,16 @@ def mp(model=LLAMA8B, tp=1, server=SERVER, version="0.33.0", **sections):
     return plan(layout_from_dict(deep_merge(data, sections), source="test.yaml"))
 
 
+def layout_file(tmp_path, server=SERVER, tp=1) -> str:
+    """A layout YAML (JSON is YAML) of Llama-3.1-8B with the server's section, for the CLI."""
+    path = tmp_path / "l.yaml"
+    path.write_text(json.dumps({"model": LLAMA8B, "parallel": {"tensor_parallel_size": tp},
+                                "cache": {"max_model_len": 8192},
+                                "offload": {"backend": "lmcache_mp", "lmcache_mp": server},
+                                "vllm": {"version": "0.33.0"}}))
+    return str(path)
+
+
 # ------------------------------------------------------------------------------------ one pool per node
 
 @pytest.mark.parametrize("tp", [1, 2, 8])
@@ -141,11 +151,8 @@ def test_lazy_pins_the_whole_pool_in_the_background():
 
 
 def test_host_memory_gate_counts_the_whole_l1(capsys, tmp_path):
-    layout = tmp_path / "l.yaml"
-    layout.write_text(json.dumps({"model": LLAMA8B, "cache": {"max_model_len": 8192},
-                                  "offload": {"backend": "lmcache_mp", "lmcache_mp": SERVER},
-                                  "vllm": {"version": "0.33.0"}}))
-    code, out, err = run(capsys, "plan", str(layout), "--check", "--host-memory", "94GB", "--format", "json")
+    layout = layout_file(tmp_path)
+    code, out, err = run(capsys, "plan", layout, "--check", "--host-memory", "94GB", "--format", "json")
     assert code == 1
     gate = next(c for c in json.loads(out)["checks"] if c["name"] == "host_memory")
     assert (gate["status"], gate["need"], gate["limit"]) == ("fail", 100 * GIB + 3 * GIB, 94 * 10 ** 9)
@@ -153,11 +160,8 @@ def test_host_memory_gate_counts_the_whole_l1(capsys, tmp_path):
 
 def test_server_memory_gate_reads_the_servers_own_limit(capsys, tmp_path):
     # The pinned L1 is charged to the server's own container: --server-memory 90GiB is short of 100 GiB.
-    layout = tmp_path / "l.yaml"
-    layout.write_text(json.dumps({"model": LLAMA8B, "cache": {"max_model_len": 8192},
-                                  "offload": {"backend": "lmcache_mp", "lmcache_mp": SERVER},
-                                  "vllm": {"version": "0.33.0"}}))
-    code, out, err = run(capsys, "plan", str(layout), "--check", "--server-memory", "90GiB", "--format", "json")
+    layout = layout_file(tmp_path)
+    code, out, err = run(capsys, "plan", layout, "--check", "--server-memory", "90GiB", "--format", "json")
     assert code == 1
     gate = next(c for c in json.loads(out)["checks"] if c["name"] == "host_memory")
     assert (gate["status"], gate["need"], gate["margin"]) == ("fail", 100 * GIB, -10 * GIB)
@@ -231,13 +235,10 @@ def test_a_server_that_does_not_start_stops_vllm(capsys, tmp_path):
     p = mp(server={"l1_size_gb": 100})
     assert "Legacy L1 configuration requires --l1-size-gb and --eviction-policy" in p.pool.startup_error
     assert "Cannot reach the LMCache MP server at 'tcp://localhost:5555' within 300.0s." in p.pool.startup_error
-    layout = tmp_path / "l.yaml"
-    layout.write_text(json.dumps({"model": LLAMA8B, "cache": {"max_model_len": 8192},
-                                  "offload": {"backend": "lmcache_mp", "lmcache_mp": {"l1_size_gb": 100}},
-                                  "vllm": {"version": "0.33.0"}}))
-    code, out, err = run(capsys, "plan", str(layout))
+    layout = layout_file(tmp_path, server={"l1_size_gb": 100})
+    code, out, err = run(capsys, "plan", layout)
     assert code == 2
-    code, out, err = run(capsys, "plan", str(layout), "--check", "--format", "json")
+    code, out, err = run(capsys, "plan", layout, "--check", "--format", "json")
     assert code == 1
     assert json.loads(out)["checks"][0]["status"] == "fail"
 
@@ -253,27 +254,20 @@ def test_size_answers_the_smallest_l1(capsys, tmp_path):
     # 2M = 2,097,152 tokens of Llama-3.1-8B TP 8: 8,192 chunks x 33,554,432 B = 256 GiB. Lazy rounds the L1 up to
     # 64 MiB, so any size above 256 GiB - 64 MiB does: 255.938 GiB (int(255.938 x 2^30) > 274,810,798,080). Below the
     # 0.8 watermark the heap must exceed 8,192 x 33,554,432 / 0.8 = 320 GiB: 320.001 (the next 64 MiB step).
-    layout = tmp_path / "l.yaml"
-    layout.write_text(json.dumps({"model": LLAMA8B, "parallel": {"tensor_parallel_size": 8},
-                                  "cache": {"max_model_len": 8192},
-                                  "offload": {"backend": "lmcache_mp", "lmcache_mp": SERVER},
-                                  "vllm": {"version": "0.33.0"}}))
-    code, out, err = run(capsys, "size", str(layout), "--cpu-tokens", "2M", "--format", "json")
+    layout = layout_file(tmp_path, tp=8)
+    code, out, err = run(capsys, "size", layout, "--cpu-tokens", "2M", "--format", "json")
     assert code == 0, err
     a = json.loads(out)["lmcache_mp"]
     assert (a["l1_size_gb"], a["l1_size_gb_below_watermark"], a["tokens_held"]) == (255.938, 320.001, 2097152)
-    code, out, err = run(capsys, "size", str(layout), "--cpu-tokens", "2M", "--no-l1-use-lazy", "--format", "json")
+    code, out, err = run(capsys, "size", layout, "--cpu-tokens", "2M", "--no-l1-use-lazy", "--format", "json")
     assert json.loads(out)["lmcache_mp"]["l1_size_gb"] == 256.0  # eager: no rounding
-    code, out, err = run(capsys, "size", str(layout), "--resident", "100GiB", "--format", "json")
+    code, out, err = run(capsys, "size", layout, "--resident", "100GiB", "--format", "json")
     assert json.loads(out)["lmcache_mp"]["l1_size_gb"] == 100.0
 
 
 def test_vllm_args_prints_the_server_line(capsys, tmp_path):
-    layout = tmp_path / "l.yaml"
-    layout.write_text(json.dumps({"model": LLAMA8B, "cache": {"max_model_len": 8192},
-                                  "offload": {"backend": "lmcache_mp", "lmcache_mp": {**SERVER, "l1_use_lazy": False}},
-                                  "vllm": {"version": "0.33.0"}}))
-    code, out, err = run(capsys, "vllm-args", str(layout))
+    layout = layout_file(tmp_path, server={**SERVER, "l1_use_lazy": False})
+    code, out, err = run(capsys, "vllm-args", layout)
     assert code == 0, err
     assert "lmcache server --l1-size-gb 100 --eviction-policy LRU --no-l1-use-lazy" in out
     assert '{"kv_connector":"LMCacheMPConnector","kv_role":"kv_both"}' in out
