@@ -8,7 +8,7 @@ against LMCache's own code run on CPU (tests/fixtures/lmcache_mp/vectors.json). 
   --shm-name). l1_pool below.
 - One object = one chunk of one rank (cache_context.py:264-300, utils.py:103-114: kv_size x layers x chunk x
   heads x head size x itemsize, summed over the rank's kernel groups, which share one object group unless they are
-  sliding-window or recurrent: kv_layer_groups.py:672-690), rounded up to --l1-align-bytes
+  sliding-window or recurrent: kv_layer_groups.py:666-722 _detect_object_groups), rounded up to --l1-align-bytes
   (v1/memory_management.py:1361-1371); no header: the only overhead is the alignment.
 - Who writes (integration/vllm/vllm_multi_process_adapter.py:362-459 ParallelStrategy): every rank, unless the
   model is MLA-only (utils.py:348-356: use_mla and not hybrid): then the first TP rank of each PP stage alone, the

@@ -39,7 +39,7 @@ EVICTION_POLICIES = ("LRU", "ARC", "IsolatedLRU", "noop")
 # The server's settings kvcalc reads (an MPServer field each); the other options are accepted and noted.
 MODELLED = ("chunk_size", "l1_size_gb", "l1_use_lazy", "l1_init_size_gb", "l1_align_bytes", "l1_use_hugepages",
             "eviction_policy", "eviction_trigger_watermark", "eviction_ratio", "shm_name", "supported_transfer_mode",
-            "l1_manager", "l1_devdax_path", "gds_l1_path", "engine_type", "l2_store_policy", "l2_adapter",
+            "l1_manager", "l1_devdax_path", "gds_l1_path", "l2_store_policy",
             "worker_reap_timeout_seconds", "worker_registration_grace_seconds", "grpc_server_workers",
             "runtime_plugin_config", "host", "port")
 
@@ -63,9 +63,7 @@ class MPServer:
     l1_manager: tuple[str, ...] = ()  # --l1-manager JSON, repeatable (distributed/config.py:790-799)
     l1_devdax_path: str | None = None
     gds_l1_path: str | None = None
-    engine_type: str = "default"
     l2_store_policy: str = "default"
-    l2_adapter: tuple[str, ...] = ()
     worker_reap_timeout_seconds: float = 120.0
     worker_registration_grace_seconds: float = 3600.0
     grpc_server_workers: int = 32
