@@ -33,8 +33,8 @@ def _vllm_side(layout: Layout, stage: GpuStage, mpl: mp.MPLayout, notes: list[st
         # vLLM 0.23.0 config/vllm.py:793-799 (the same block through 0.33.0): the lmcache branch names
         # LMCacheMPConnector and passes no size; kv_offloading_size only switches offloading on (:775-776).
         notes.append(f"vLLM {b.version} maps --kv-offloading-backend lmcache to {mp.CONNECTOR} and passes no size "
-                     f"(config/vllm.py, from 0.23.0): --kv-offloading-size {mp.number(mpl.kv_offloading_size)} selects the "
-                     "connector and sizes nothing; the LMCache server's --l1-size-gb sizes the pool")
+                     f"(config/vllm.py, from 0.23.0): --kv-offloading-size {mp.number(mpl.kv_offloading_size)} "
+                     "selects the connector and sizes nothing; the LMCache server's --l1-size-gb sizes the pool")
     if mpl.server is None:
         warnings.append(f"{mp.CONNECTOR}'s pool is the standalone LMCache server's, sized by its own command line: "
                         "give it (--lmcache-server 'lmcache server --l1-size-gb N --eviction-policy LRU', or "
@@ -104,9 +104,9 @@ def _eviction(s: mp.MPServer, notes: list[str], warnings: list[str]) -> None:
     elif s.eviction_policy == "noop":
         notes.append("--eviction-policy noop: nothing is evicted; once the L1 is full new chunks are not stored")
     if not 0 < wm <= 1:
-        warnings.append(f"--eviction-trigger-watermark {wm:g} is outside (0, 1]: the legacy flags are not range-checked "
-                        "(only --l1-manager's are, v1/distributed/config.py); the eviction loop compares usage with "
-                        "it once a second (eviction_controller.py:160-190)")
+        warnings.append(f"--eviction-trigger-watermark {wm:g} is outside (0, 1]: the legacy flags are not "
+                        "range-checked (only --l1-manager's are, v1/distributed/config.py); the eviction loop "
+                        "compares usage with it once a second (eviction_controller.py:160-190)")
     notes.append(f"eviction is by key count, once a second from usage {wm:g} (evicting {s.eviction_ratio:g} of the "
                  "keys, eviction_policy/lru.py:160-173); between ticks stores fill up to the whole L1 and a chunk "
                  "that does not fit is not stored")

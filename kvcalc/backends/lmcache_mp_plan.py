@@ -252,7 +252,8 @@ def plan_mp(layout: Layout, stage: GpuStage, mpl: mp.MPLayout) -> MPPlan:
         server_from={} if s is None else dict(s.given), chunk_size=chunk,
         eviction_policy=None if s is None else s.eviction_policy,
         eviction_trigger_watermark=mp.MPServer().eviction_trigger_watermark if s is None
-        else s.eviction_trigger_watermark, pool=pool, stages=stages, objects_per_chunk=sum(st.writer_ranks for st in stages),
+        else s.eviction_trigger_watermark, pool=pool, stages=stages,
+        objects_per_chunk=sum(st.writer_ranks for st in stages),
         bytes_per_chunk=per_chunk, engines_per_node=engines, chunks_held=held,
         tokens_held=None if held is None else held * chunk,
         tokens_held_at_start=None if pool is None else pool.heap_bytes_initial // per_chunk * chunk,

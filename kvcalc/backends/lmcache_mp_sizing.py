@@ -146,8 +146,8 @@ def mp_args(pool: LMCacheMPPool, layout: Layout, common: list[str], notes: list[
     if b.lmcache_offloading_flag == "mp":
         size = layout.offload.lmcache_mp.kv_offloading_size or s.l1_size_gb
         with_flag = common + ["--kv-offloading-backend", "lmcache", "--kv-offloading-size", mp.number(size)]
-        notes.append(f"vLLM {b.version} ignores --kv-offloading-size's value for lmcache (it only switches the connector "
-                     "on): the server's --l1-size-gb sizes the pool")
+        notes.append(f"vLLM {b.version} ignores --kv-offloading-size's value for lmcache (it only switches the "
+                     "connector on): the server's --l1-size-gb sizes the pool")
     if m.pool is not None:
         notes.append(f"start one LMCache server per node before vLLM; its L1 pins {m.pool.resident_bytes:,} B there, "
                      "shared by the node's engines")

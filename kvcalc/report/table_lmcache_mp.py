@@ -48,7 +48,8 @@ def lmcache_mp_table(report: Report, style, table) -> RenderableType:
         e.add_row("L1", "the server's command line was not given (--lmcache-server): no figures")
         return Group(t, e)
     e.add_row("L1 (--l1-size-gb)", f"{exact_bytes(p.size_bytes)}, {p.mode} ({p.allocator})")
-    e.add_row("pinned at start / once grown", f"{exact_bytes(p.resident_bytes_initial)} / {exact_bytes(p.resident_bytes)}"
+    e.add_row("pinned at start / once grown",
+              f"{exact_bytes(p.resident_bytes_initial)} / {exact_bytes(p.resident_bytes)}"
               + (f" ({p.background_pin_calls:,} background 64 MiB pins)" if p.background_pin_calls else ""))
     e.add_row("reserved (virtual)", exact_bytes(p.reserved_bytes))
     if p.hugepages:

@@ -28,8 +28,8 @@ def _value(r: Reader, row: tuple, value: Any, path: str) -> Any:
         return value
     if kind in ("star", "append"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise r.fail(path, f"a list of strings (the server's {flag}, {'repeated' if kind == 'append' else 'nargs *'})",
-                         value)
+            how = "repeated" if kind == "append" else "nargs *"
+            raise r.fail(path, f"a list of strings (the server's {flag}, {how})", value)
         return tuple(value)
     if typ == "int" and (isinstance(value, bool) or not isinstance(value, int)):
         raise r.fail(path, f"an integer (the server's {flag} is type=int)", value)
@@ -82,10 +82,11 @@ def connector_layout(r: Reader, o: dict, *, selected_by: str, notes: tuple[str, 
         if o.get(key) is None:
             continue
         if "offload.backend" in r.flags and f"offload.{key}" not in r.flags:
-            dropped.append(f"offload.{key} {o[key]!r} is another connector's: not used with {r.flags['offload.backend']}")
+            dropped.append(f"offload.{key} {o[key]!r} is another connector's: not used with "
+                           f"{r.flags['offload.backend']}")
             continue
-        how = ("vLLM's flag selects LMCacheMPConnector through --kv-offloading-backend lmcache (offload.backend lmcache)"
-               if key == "kv_offloading_size" else "the LMCache server's --l1-size-gb sizes the pool")
+        how = ("vLLM's flag selects LMCacheMPConnector through --kv-offloading-backend lmcache (offload.backend "
+               "lmcache)" if key == "kv_offloading_size" else "the LMCache server's --l1-size-gb sizes the pool")
         raise r.fail(f"offload.{key}", f"no value with offload.backend lmcache_mp ({how})", o[key])
     if o.get("lmcache") is not None:
         raise r.fail("offload.lmcache", "no in-process LMCache config with offload.backend lmcache_mp (the server's "

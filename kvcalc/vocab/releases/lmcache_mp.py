@@ -153,8 +153,8 @@ def allocator_refusal(s: MPServer) -> str | None:
     align = s.l1_align_bytes
     if align <= 0 or align & (align - 1):
         # lazy_memory_allocator.py:93-94; mixed_memory_allocator.py:46-47 (the same words)
-        return ("ValueError: align_bytes must be a positive power of two (v1/memory_allocators/lazy_memory_allocator.py:"
-                "93-94, mixed_memory_allocator.py:46-47)")
+        return ("ValueError: align_bytes must be a positive power of two (v1/memory_allocators/"
+                "lazy_memory_allocator.py:93-94, mixed_memory_allocator.py:46-47)")
     size = int(s.l1_size_gb * GIB)
     if size < 0 and s.use_lazy:
         # lazy_memory_allocator.py:101 final = align_to(size, 64 MiB); :124-129 torch.empty(final + align - 1).
