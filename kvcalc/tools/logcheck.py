@@ -146,7 +146,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     family, device = base.behaviour.log_family, base.logs.device if base.logs else None
     best, matching = None, []
     for n in candidates or [n_lo]:
-        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device)
+        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device, base.behaviour.concurrency_sum)
         rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
         score = sum(r["match"] is True for r in rows)
         if candidates and all(r["match"] is not False for r in rows):

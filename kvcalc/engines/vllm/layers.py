@@ -24,6 +24,7 @@ from .specs import (
     UsageContext,
     interned,
 )
+from . import dsv4
 from .runs import Run, clip, named_specs, progressions
 from ...vocab.units import MODEL_DTYPES, cdiv
 from ...vocab.releases.vllm import Behaviour
@@ -276,6 +277,10 @@ class _Builder:
         """The KV modules of decoder layers `indices` of one kind and shape, their names under `prefix`."""
         if kind is LayerKind.NONE:
             return []
+        if kind.dsv4:
+            m = self.model
+            return dsv4.decoder_runs(kind, indices, block=self.block_size, head=d, index_head=m.index_head_dim,
+                                     window=m.sliding_window, prefix=prefix)
         if kind is LayerKind.MLA:
             out = []
             if self.model.index_head_dim:
@@ -297,6 +302,11 @@ class _Builder:
         d = self.model.draft
         base = self.model.num_layers
         indices = range(base, base + d.num_layers)
+        if d.method == "mtp" and self.model.is_dsv4:
+            # DeepSeek-V4's MTP layer: compress ratio 1, a sliding-window cache only (0.20.0 deepseek_v4.py:900-903).
+            m = self.model
+            head = next(h for k, h in zip(m.layer_types, m.head_size) if k.dsv4)
+            return self.decoder_runs(LayerKind.DSV4_SWA, 0, head, 0, indices, "mtp_block.")
         if d.method == "mtp":
             # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
             m = self.model
@@ -455,6 +465,11 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     block_note = None
     if cache.block_size is None:
         block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
+    if model.is_dsv4:
+        block_size = cache.block_size or dsv4.BLOCK_SIZE
+        if cache.block_size is None:
+            block_note = (f"block size not set: using {block_size}, DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's "
+                          "preferred block (the sliding caches keep 64 tokens, the compressor states 4 and 8)")
     block_size, mamba_block, mamba_spec, raised = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
     if raised:
         block_note = None

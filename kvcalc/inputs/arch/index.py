@@ -9,7 +9,7 @@ from typing import Callable
 
 from ...vocab.errors import LayoutError, UnsupportedError
 from .table import Arch
-from ..hf import hybrid as hf_hybrid, special as hf_special
+from ..hf import deepseek_v4 as hf_deepseek_v4, hybrid as hf_hybrid, special as hf_special
 from ..hf.attention import (attention, config_layer_types, layer_count, pattern_kinds, put_heads, put_windows,
                            sliding_layers, window_list)
 from ..hf.readers import Cfg, Mapped
@@ -37,7 +37,7 @@ MODEL_TYPES = {
     "gemma3": "Gemma3ForConditionalGeneration", "llama4": "Llama4ForConditionalGeneration",
     "kimi_k25": "KimiK25ForConditionalGeneration", "mistral3": "Mistral3ForConditionalGeneration",
     "chatglm": "ChatGLMModel", "internlm2": "InternLM2ForCausalLM", "afmoe": "AfmoeForCausalLM",
-    "laguna": "LagunaForCausalLM", "exaone": "ExaoneForCausalLM", "hyperclovax": "HyperCLOVAXForCausalLM",
+    "laguna": "LagunaForCausalLM", "deepseek_v4": "DeepseekV4ForCausalLM", "exaone": "ExaoneForCausalLM", "hyperclovax": "HyperCLOVAXForCausalLM",
 }
 
 
@@ -115,4 +115,5 @@ READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "llama4_text": _legacy(legacy.llama4), "deci": _legacy(legacy.deci), "jamba": _legacy(legacy.jamba),
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),
+    "deepseek_v4": _legacy(hf_deepseek_v4.deepseek_v4),
 }

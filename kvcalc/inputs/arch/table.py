@@ -175,6 +175,10 @@ ROWS: tuple[Arch, ...] = (
        "models/deepseek_v32 (deepseek_v2.py:638-663 DeepseekV32IndexerCache: index_head_dim + scale bytes)"),
     _r("GlmMoeDsaForCausalLM", "deepseek_v32.GlmMoeDsaForCausalLM", "mla_indexer", "MLA + indexer cache",
        "models/deepseek_v32/__init__.py (DeepseekV32ForCausalLM)"),
+    _r("DeepseekV4ForCausalLM", "deepseek_v4.DeepseekV4ForCausalLM", "deepseek_v4", "sliding-window MLA in every "
+       "layer; compressed MLA + compressor state (ratio 4: + indexer key cache and state)",
+       "models/deepseek_v4/attention.py:238-242,286-380,860-925; compressor.py:139-192,282-283; "
+       "v1/attention/backends/mla/sparse_swa.py:85,120-166 (registry.py:99; from 0.20.0)"),
     _r("SarvamMLAForCausalLM", "sarvam.SarvamMLAForCausalLM", "mla", "MLA", "sarvam.py:108-231"),
     _r("PanguUltraMoEForCausalLM", "openpangu.PanguUltraMoEForCausalLM", "mla", "MLA",
        "openpangu.py:240-374,791-810"),
@@ -272,8 +276,6 @@ ROWS: tuple[Arch, ...] = (
     _x("Qwen4ExpForCausalLM", "qwen4_exp.Qwen4ExpForCausalLM", NOT_READ + "gated delta net, full and compressed "
        "indexed attention (CircularBufferSpec, MLAAttentionSpec) in models/qwen4_exp"),
     _x("Step5ForCausalLM", "step5.Step5ForCausalLM", NOT_READ + "CircularBufferSpec attention layers (models/step5)"),
-    _x("DeepseekV4ForCausalLM", "deepseek_v4.DeepseekV4ForCausalLM", NOT_READ + "compressed sparse attention "
-       "(SlidingWindowMLASpec with compress_ratio, models/deepseek_v4)"),
     _x("HYV4ForCausalLM", "hy_v4.HYV4ForCausalLM", NOT_READ + "MLA with a lightning indexer shared between layers "
        "(indexer_types full / shared, models/hy_v4)"),
     _x("MiniMaxM3SparseForCausalLM", "minimax_m3.MiniMaxM3SparseForCausalLM", NOT_READ + "sparse attention layers "

@@ -47,9 +47,11 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         if rope is None:
             raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
     index_dim = r.key(m, "model.index_head_dim")
-    if index_dim is not None and LayerKind.MLA not in present:
-        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
-                     index_dim)
+    if index_dim is not None and LayerKind.MLA not in present and LayerKind.DSV4_CSA not in present:
+        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only "
+                     "(DeepSeek-V4's next to dsv4_csa layers)", index_dim)
+    if any(k.dsv4 for k in present):
+        _dsv4(r, m, kinds, head_size, needed)
     mamba = None
     if any(k.mamba for k in present):
         mamba = _mamba(r, m.get("mamba"))
@@ -61,6 +63,19 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
+
+
+def _dsv4(r: Reader, m: dict, kinds: tuple[LayerKind, ...], head_size: tuple[int, ...], needed) -> None:
+    """DeepSeek-V4 layers: no other kind beside them; a head size (head_dim, the latent) on each; the window of
+    their sliding caches; the indexer's head next to dsv4_csa layers."""
+    other = sorted({k.value for k in kinds if not k.dsv4})
+    if other:
+        raise r.fail("model.layer_types", "dsv4_swa / dsv4_csa / dsv4_hca layers only (a DeepSeek-V4 model)", other)
+    needed("sliding_window", "the DeepSeek-V4 layers' sliding-window caches")
+    if LayerKind.DSV4_CSA in kinds:
+        needed("index_head_dim", "the dsv4_csa layers' lightning indexer")
+    if min(head_size) < 1:
+        raise r.fail("model.head_size", "a positive head size (head_dim) on every DeepSeek-V4 layer", min(head_size))
 
 
 def _layer_kinds(r: Reader, m: dict, n: int, default_kind: LayerKind) -> tuple[LayerKind, ...]:
