@@ -126,6 +126,8 @@ class ModelLayout:
     draft: DraftLayout | None = None
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
+    # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
+    kv_cache_dtype_auto: bool = False
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:

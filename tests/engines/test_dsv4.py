@@ -120,3 +120,30 @@ def test_hand_formulas_flash_0_27():
     # C128 cdiv(127 + 8192, 8) + 1
     per_request = 4096 + 2 * (-(-8319 // 64) + 1) + (-(-8199 // 4) + 1) + (-(-8319 // 8) + 1)
     assert p.logs.max_concurrency == n / per_request
+
+
+def test_b300_log_is_refused_by_name():
+    # A real start-up log (vLLM 0.26.0, B300, its header cites the source): the server ran a DSpark drafter (three
+    # more decoder layers' caches, 7 speculative tokens) and the MXFP4 indexer cache, neither of which kvcalc models:
+    # check --log refuses it by name rather than report a mismatch or a match it cannot stand behind.
+    from kvcalc.inputs.layout.read import layout_from_dict
+    from kvcalc.tools.logcheck import check
+
+    with open(os.path.join(FIXTURES, "deepseek-v4-flash-0731-b300-tp1-v0.26.0.log")) as f:
+        text = f.read()
+    layout = layout_from_dict({"model": {"hf_config": FLASH}}, source="dsv4.yaml")
+    with pytest.raises(UnsupportedError, match="dspark drafter"):
+        check(layout, text, source="b300.log")
+
+
+@pytest.mark.parametrize("version,blocks,stride", [("0.26.0", 7962, 1_039_680), ("0.33.0", 8260, 1_002_240)])
+def test_mtp_layer_joins_the_second_sliding_group(version, blocks, stride):
+    # Executed in the research (each release's own code, Flash-0731, TP 2, a 7.71 GiB pool, one MTP layer): the MTP
+    # layer's sliding cache (compress ratio 1) joins the 21-layer sliding group; blocks and stride do not move.
+    data = {"model": {"hf_config": FLASH, "draft": {"method": "mtp"}}, "vllm": {"version": version},
+            "cache": {"kv_cache_memory": int(7.71 * (1 << 30)), "max_model_len": 1 << 20, "kv_cache_dtype": "fp8"},
+            "parallel": {"tensor_parallel_size": 2}}
+    p = plan(layout_from_dict(data, source="mtp.yaml"))
+    swa = [g.num_layers for g in p.grouping.groups if g.spec.block_size == 64]
+    assert swa == [22, 22]
+    assert (p.gpu.num_blocks, p.gpu.workers[0].bytes_per_block) == (blocks, stride)

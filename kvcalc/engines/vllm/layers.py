@@ -451,15 +451,30 @@ def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
     return tuple(stages)
 
 
-def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
-    """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
-    model, cache = layout.model, layout.cache
+def _kv_dtypes(layout: Layout, behaviour: Behaviour) -> tuple[_KVDtype, _KVDtype, str | None]:
+    """(the KV dtype, the one skipped layers keep, a note when the model's attention ignores the flag)."""
+    cache, model = layout.cache, layout.model
     kv = resolve_kv_dtype(layout, behaviour)
     # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
     kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
+    if not model.kv_cache_dtype_auto:
+        return kv, kv_auto, None
+    # Falcon (falcon.py:173-197, every release read): Attention without cache_config takes kv_cache_dtype "auto"
+    # (layers/attention/attention.py:276-279 @0.33.0): the model dtype, whatever --kv-cache-dtype says.
+    auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True)
+    note = None if cache.kv_cache_dtype == "auto" else (
+        f"--kv-cache-dtype {cache.kv_cache_dtype} does not reach this model's attention (built without the cache "
+        f"config): its KV cache keeps the model dtype {model.dtype}")
+    return auto, auto, note
+
+
+def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
+    """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
+    model, cache = layout.model, layout.cache
+    kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour)
     _check_cache_options(layout, behaviour)
     prefix, mode, mode_notes = mamba_mode(layout, behaviour)
-    notes = list(mode_notes)
+    notes = list(mode_notes) + ([auto_note] if auto_note else [])
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
     block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
     block_note = None

@@ -179,6 +179,9 @@ ROWS: tuple[Arch, ...] = (
        "layer; compressed MLA + compressor state (ratio 4: + indexer key cache and state)",
        "models/deepseek_v4/attention.py:238-242,286-380,860-925; compressor.py:139-192,282-283; "
        "v1/attention/backends/mla/sparse_swa.py:85,120-166 (registry.py:99; from 0.20.0)"),
+    _r("FalconForCausalLM", "falcon.FalconForCausalLM", "falcon", "full attention, KV at the model dtype whatever "
+       "--kv-cache-dtype says", "falcon.py:107-130,173-197 (Attention without cache_config: "
+       "layers/attention/attention.py:276-279)", mlp="plain"),
     _r("SarvamMLAForCausalLM", "sarvam.SarvamMLAForCausalLM", "mla", "MLA", "sarvam.py:108-231"),
     _r("PanguUltraMoEForCausalLM", "openpangu.PanguUltraMoEForCausalLM", "mla", "MLA",
        "openpangu.py:240-374,791-810"),
@@ -250,8 +253,6 @@ ROWS: tuple[Arch, ...] = (
     _a("Starcoder2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
     _a("VaultGemmaForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
     # --- not modelled by kvcalc (each for the reason given)
-    _x("FalconForCausalLM", "falcon.FalconForCausalLM", NOT_READ + "its rotary and ALiBi attention is built without "
-       "the cache config (falcon.py:173-197): the KV cache keeps the model dtype whatever --kv-cache-dtype says"),
     _x("HrmTextForCausalLM", "hrm_text.HrmTextForCausalLM", NOT_READ + "one KV cache per recurrence step of each "
        "layer (hrm_text.py:196-225)"),
     _x("IQuestLoopCoderForCausalLM", "iquest_loopcoder.IQuestLoopCoderForCausalLM", NOT_READ + "one KV cache per "

@@ -59,7 +59,7 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
     replication = r.key(m, "model.kv_head_replication")
-    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
+    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"), name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
@@ -191,7 +191,7 @@ def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
         return DraftLayout(method=method, num_layers=0, num_speculative_tokens=ns)
     n = r.key(d, "model.draft.num_layers")
     if method == "mtp":
-        if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
+        if not ({LayerKind.MLA, LayerKind.FULL} & kinds or any(k.dsv4 for k in kinds)):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
                          method)
         for key in ("num_kv_heads", "head_size", "head_size_v"):
