@@ -263,10 +263,6 @@ def startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple[
             hint = "--enable-prefix-caching" if rule.chunks else "a Mamba group needs --enable-prefix-caching"
             return (f"group block size {g.spec.block_size} is not a multiple of the engine block size {hb}: the "
                     f"offloading connector fails at init ({hint})"), 1
-    if rule.unit == "page_x_tensors" and len({g.spec.page_size_bytes for g in gpu.workers[0].groups}) > 1:
-        # 0.14.0-0.19.1 v1/kv_offload/cpu/spec.py: one page size for every group, or it asserts (only a model
-        # whose groups keep their own pages, DeepSeek-V4, registered from 0.20.0, gets here).
-        return "the groups' pages differ: this formula's connector asserts one page size at init", 1
     sizes = {g.spec.block_size for g in groups}
     if rule.chunks:
         if s.block_size is not None and s.blocks_per_chunk is not None:
@@ -302,6 +298,10 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     error, factor = checked or startup_check(rule, gpu, s)
     if error:
         return error
+    if rule.unit == "page_x_tensors" and len({g.spec.page_size_bytes for g in gpu.workers[0].groups}) > 1:
+        # 0.14.0-0.19.1 v1/kv_offload/cpu/spec.py: one page size for every group, or it asserts (only a model
+        # whose groups keep their own pages, DeepSeek-V4, registered from 0.20.0, gets here).
+        return "the groups' pages differ: this formula's connector asserts one page size at init"
     rank0 = gpu.workers[0]
     unit0 = _unit_bytes(rule, rank0.groups, rank0)
     # Decided once, on rank 0's real (unflattened) layers: both sides build the same connector config.

@@ -59,7 +59,7 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
     if layout.model.is_dsv4:
         from . import dsv4_plan
 
-        grouping, gpu = dsv4_plan.build(layout, behaviour, layer_plan, hma[0], cache.least_memory)
+        grouping, gpu = dsv4_plan.build(layout, behaviour, layer_plan, hma, cache.least_memory)
     else:
         gpu = build_gpu_plan(
             grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,

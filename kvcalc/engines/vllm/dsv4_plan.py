@@ -43,6 +43,9 @@ def check_release(layout: Layout, behaviour: Behaviour) -> None:
                                "test vectors were executed")
     if cache.kv_cache_dtype_skip_layers:
         raise UnsupportedError("kv_cache_dtype_skip_layers with DeepSeek-V4 is not modelled")
+    if layout.offload.backend == "simple":
+        raise UnsupportedError("DeepSeek-V4 with the SimpleCPUOffloadConnector is not modelled (its sizing of the "
+                               "packed five-group allocation was not read); the native connector is")
     if model.draft is not None and model.draft.method not in ("mtp", "ngram", "suffix"):
         raise UnsupportedError(f"DeepSeek-V4 with a {model.draft.method} drafter is not modelled (MTP is; the "
                                "DSpark drafter's caches are not)")
@@ -60,16 +63,15 @@ def _kv_group(layers: list[Run]) -> KVCacheGroup:
     return KVCacheGroup(runs=tuple(layers), spec=dsv4.group_spec(layers))
 
 
-def build(layout: Layout, behaviour: Behaviour, layer_plan: LayerPlan, hma_enabled: bool, memory
+def build(layout: Layout, behaviour: Behaviour, layer_plan: LayerPlan, hma: tuple[bool, str], memory
           ) -> tuple[Grouping, GpuPlan]:
     """Groups, per-stage allocation and the GPU block count of a DeepSeek-V4 layout."""
-    if not hma_enabled:
+    if not hma[0]:
         # 0.20.0 v1/core/kv_cache_utils.py:1345-1375 unify_hybrid_kv_cache_specs: every sliding-window MLA cache
         # becomes a full-length MLA spec at the MLA block size; kvcalc does not model that layout.
-        raise UnsupportedError("DeepSeek-V4 with the hybrid KV cache manager off (the native offloader on vLLM "
-                               "0.20-0.21, or --disable-hybrid-kv-cache-manager) is not modelled: vLLM turns every "
-                               "sliding-window cache into a full-length MLA cache there (kv_cache_utils.py "
-                               "unify_hybrid_kv_cache_specs @0.20.0)")
+        raise UnsupportedError(f"DeepSeek-V4 with the hybrid KV cache manager off ({hma[1]}) is not modelled: vLLM "
+                               "turns every sliding-window cache into a full-length MLA cache there "
+                               "(kv_cache_utils.py unify_hybrid_kv_cache_specs @0.20.0)")
     runs = layer_plan.runs
     style = behaviour.dsv4_grouping
     groups = dsv4.group_packed(runs) if style == "packed" else dsv4.group_keyed(runs, pad_states=style == "padded")
