@@ -128,6 +128,7 @@ class ModelLayout:
     kv_head_replication: bool = True
     # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
     kv_cache_dtype_auto: bool = False
+    mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:

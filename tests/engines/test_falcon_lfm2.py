@@ -84,3 +84,24 @@ def test_falcon_40b_parameters_by_hand():
     layer = 8192 * (128 + 2 * 8) * 64 + 8192 * 8192 + 2 * 8192 * 4 * 8192  # fused QKV, dense, h->4h, 4h->h
     norms = 60 * 2 * 2 * 8192 + 2 * 8192  # ln_attn + ln_mlp (weight + bias) a layer, ln_f; bias false: no others
     assert parts["total"] == 65024 * 8192 + 60 * layer + norms == 41_303_293_952
+
+
+def test_longcat_flash_class_defaults_two_mla_per_layer(tmp_path):
+    # Only the class defaults (transformers 5.24 configuration_longcat_flash.py:84-105: num_layers 28, kv_lora_rank
+    # 512, qk_rope_head_dim 64); longcat_flash.py:267-287 builds two DeepseekV2MLAAttention per decoder layer and
+    # make_layers(config.num_layers) splits the decoder layers over PP (:395-396).
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"architectures": ["LongcatFlashForCausalLM"], "model_type": "longcat_flash",
+                                "num_layers": 28, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                                "torch_dtype": "bfloat16"}))
+    data = {"model": {"hf_config": str(path)}, "vllm": {"version": "0.33.0"}, "parallel": {"pipeline_parallel_size": 2},
+            "cache": {"kv_cache_memory": 40 * GIB, "max_model_len": 8192, "block_size": 64}}
+    p = plan(layout_from_dict(data, source="t.yaml"))
+    page = 64 * (512 + 64) * 2  # one latent head, bf16, 64-token block
+    assert p.grouping.rule == "uniform"
+    assert p.grouping.groups[0].num_layers == 56
+    assert p.grouping.groups[0].spec.page_size_bytes == page
+    # 28 decoder layers over PP 2: 14 each, two caches a layer
+    assert [w.bytes_per_block for w in p.gpu.workers] == [28 * page, 28 * page]
+    names = [n for n, _ in p.layers.stages[0].layers]
+    assert names[:2] == ["model.layers.0.self_attn.0.attn", "model.layers.0.self_attn.1.attn"]

@@ -281,6 +281,9 @@ class _Builder:
             m = self.model
             return dsv4.decoder_runs(kind, indices, block=self.block_size, head=d, index_head=m.index_head_dim,
                                      window=m.sliding_window, prefix=prefix)
+        if kind is LayerKind.MLA and self.model.mla_per_layer > 1:
+            # LongCat-Flash: self_attn is a ModuleList of two DeepseekV2MLAAttention (longcat_flash.py:267-287).
+            return [Run(f"{prefix}self_attn.{j}.attn", j, indices, self.mla()) for j in range(self.model.mla_per_layer)]
         if kind is LayerKind.MLA:
             out = []
             if self.model.index_head_dim:

@@ -38,7 +38,7 @@ MODEL_TYPES = {
     "kimi_k25": "KimiK25ForConditionalGeneration", "mistral3": "Mistral3ForConditionalGeneration",
     "chatglm": "ChatGLMModel", "internlm2": "InternLM2ForCausalLM", "afmoe": "AfmoeForCausalLM",
     "laguna": "LagunaForCausalLM", "deepseek_v4": "DeepseekV4ForCausalLM",
-    "falcon": "FalconForCausalLM", "exaone": "ExaoneForCausalLM", "hyperclovax": "HyperCLOVAXForCausalLM",
+    "falcon": "FalconForCausalLM", "longcat_flash": "LongcatFlashForCausalLM", "exaone": "ExaoneForCausalLM", "hyperclovax": "HyperCLOVAXForCausalLM",
 }
 
 
@@ -103,6 +103,20 @@ def _exaone_moe(m: Mapped, cfg: Cfg, row: Arch) -> None:
                 "sliding_windows")
 
 
+def _longcat(m: Mapped, cfg: Cfg, row: Arch) -> None:
+    """longcat_flash.py:267-287,395-396 (every release read): config.num_layers decoder layers, each with two
+    DeepseekV2MLAAttention, one latent head of kv_lora_rank + qk_rope_head_dim each (model_arch_config_convertor.py
+    :758-761 @0.33.0: num_layers, not transformers' num_hidden_layers = 2 x num_layers)."""
+    n = layer_count(m, cfg, "num_layers")
+    if cfg.get("index_topk") is not None:
+        raise UnsupportedError(f"{cfg.source}: {cfg.prefix}index_topk: LongCat-Flash's two MLA attentions with an "
+                               "indexer are not modelled")
+    m.put("layer_types", ["mla"] * n, "longcat_flash.py: every layer two MLA attentions")
+    m.put("mla_per_layer", 2, "longcat_flash.py:267-287: self_attn is two DeepseekV2MLAAttention")
+    m.put("kv_lora_rank", cfg.int_("kv_lora_rank", minimum=1), cfg.origin("kv_lora_rank"))
+    m.put("qk_rope_head_dim", cfg.int_("qk_rope_head_dim"), cfg.origin("qk_rope_head_dim"))
+
+
 def _falcon(m: Mapped, cfg: Cfg, row: Arch) -> None:
     """falcon.py:107-130 (every release read): head size hidden // heads; KV heads num_kv_heads with
     new_decoder_architecture, else 1 with multi_query, else every head; rotary (= not alibi: transformers 5.24
@@ -137,5 +151,5 @@ READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "llama4_text": _legacy(legacy.llama4), "deci": _legacy(legacy.deci), "jamba": _legacy(legacy.jamba),
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),
-    "deepseek_v4": _legacy(hf_deepseek_v4.deepseek_v4), "falcon": _falcon,
+    "deepseek_v4": _legacy(hf_deepseek_v4.deepseek_v4), "falcon": _falcon, "longcat": _longcat,
 }

@@ -179,6 +179,8 @@ ROWS: tuple[Arch, ...] = (
        "layer; compressed MLA + compressor state (ratio 4: + indexer key cache and state)",
        "models/deepseek_v4/attention.py:238-242,286-380,860-925; compressor.py:139-192,282-283; "
        "v1/attention/backends/mla/sparse_swa.py:85,120-166 (registry.py:99; from 0.20.0)"),
+    _r("LongcatFlashForCausalLM", "longcat_flash.LongcatFlashForCausalLM", "longcat", "MLA, two attentions per "
+       "decoder layer", "longcat_flash.py:267-287,395-396; model_arch_config_convertor.py:758-761"),
     _r("FalconForCausalLM", "falcon.FalconForCausalLM", "falcon", "full attention, KV at the model dtype whatever "
        "--kv-cache-dtype says", "falcon.py:107-130,173-197 (Attention without cache_config: "
        "layers/attention/attention.py:276-279)", mlp="plain"),
@@ -289,8 +291,6 @@ ROWS: tuple[Arch, ...] = (
        "models/beam/nvidia that kvcalc has not mapped"),
     _x("FlintForCausalLM", "flint.FlintForCausalLM", NOT_READ + "its attention is built by models/flint (GGUF NVFP4 "
        "kernels) that kvcalc has not mapped"),
-    _x("LongcatFlashForCausalLM", "longcat_flash.LongcatFlashForCausalLM", NOT_READ + "two MLA attentions per "
-       "decoder layer (longcat_flash.py:249-290; num_layers counts them, model_arch_config_convertor.py:758-761)"),
     _x("LongcatFlashNgramForCausalLM", "longcat_flash_ngram.LongcatFlashNgramForCausalLM", NOT_READ + "two MLA "
        "attentions per decoder layer (longcat_flash.py:249-290) and n-gram embeddings"),
     _x("MiMoV2FlashForCausalLM", "mimo_v2.MiMoV2FlashForCausalLM", NOT_READ + "K and V head sizes that differ by "

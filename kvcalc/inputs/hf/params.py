@@ -39,6 +39,9 @@ def parameter_breakdown(data: Any, *, source: str = "config.json") -> dict:
     model, notes = mapped.model, []
     n = model["num_layers"]
     kinds = model.get("layer_types") or ["mla" if model.get("kv_lora_rank") else "full_attention"] * n
+    if model.get("mla_per_layer", 1) > 1:
+        raise UnsupportedError(f"{source}: LongCat-Flash's parameter count (two MLA attentions and two MLPs a layer, "
+                               "zero-computation experts) is not modelled: give the KV cache memory instead")
     if any(k.startswith("dsv4_") for k in kinds):
         raise UnsupportedError(f"{source}: DeepSeek-V4's parameter count (its compressed attention, indexer, "
                                "compressors and hyper-connections) is not modelled: give the KV cache memory "

@@ -59,7 +59,12 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
     replication = r.key(m, "model.kv_head_replication")
-    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"), name=name, num_layers=n, dtype=dtype, layer_types=kinds,
+    per_layer = r.key(m, "model.mla_per_layer")
+    if per_layer > 1 and (index_dim is not None or m.get("draft") is not None):
+        raise r.fail("model.mla_per_layer", "1 with an indexer or a drafter (two MLA attentions a layer with those "
+                     "is not modelled)", per_layer)
+    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
+                       mla_per_layer=per_layer, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
