@@ -32,10 +32,11 @@ class OutOfBounds:
 
 @record
 class NotModelled:
-    """A connector whose pool lives outside the engine (LMCache's multi-process server): kvcalc has no figures."""
+    """A connector whose pool lives outside the engine and whose settings were not given (LMCache's multi-process
+    server without its command line): the pool has no figures, and no gate can pass."""
 
     connector: str
-    home: str  # where the pool lives: "the LMCache server"
+    home: str  # where the pool lives, and what was not given
 
 
 @record
@@ -169,6 +170,10 @@ class Pool:
     # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
     # manifest gives the server such a variable kvcalc cannot read.
     env_dependent: tuple[str, ...] = ()
+    # Host bytes a standalone server process pins for the pool on each node (the LMCache MP server's L1), outside
+    # vLLM's processes and containers: the host_memory gate checks them against the server's own limit. None: the
+    # pool is the engine's own.
+    server_resident_bytes: int | None = None
     # What --compare-versions shows of the pool per release: the formula families' columns (the native
     # connector's), or the backend's own section (SimpleCPUOffloadConnector's: SimplePool.simple), else nothing.
     families: bool = False

@@ -56,7 +56,6 @@ ALIGN_BYTES = 4096  # v1/memory_management.py AddressManager.ALIGN_BYTES
 HUGEPAGE_BYTES = 2 << 20  # v1/distributed/config.py HUGEPAGE_SIZE_BYTES
 GIB = 1024 ** 3
 CONNECTOR = "LMCacheConnectorV1"
-MP_CONNECTOR = "LMCacheMPConnector"
 
 
 @record
@@ -93,16 +92,14 @@ class VllmFlag:
     kv_offloading_size: float = field("--kv-offloading-size, GiB for the engine")
     connector: str = field("the connector vLLM configures")
     # 0.14.0 - 0.22.1: kv_connector_extra_config = {"lmcache.local_cpu": True, "lmcache.max_local_cpu_size":
-    # size / (TP x PP)}; 0.23.0+: LMCacheMPConnector, no size passed.
-    max_local_cpu_size: float | None = field("what LMCache receives per rank (size / (TP x PP)); null: nothing "
-                                             "(0.23.0+: the multi-process connector)")
+    # size / (TP x PP)}. (0.23.0+ names LMCacheMPConnector instead: backends/lmcache_mp.py.)
+    max_local_cpu_size: float = field("what LMCache receives per rank (size / (TP x PP))")
 
 
 @record
 class LMCachePlan:
     version: str
-    connector: str  # LMCacheConnectorV1 | LMCacheMPConnector
-    modelled: bool  # False: the MP connector's pool lives in a separate LMCache server kvcalc does not model
+    connector: str  # LMCacheConnectorV1
     chunk_size: int
     use_mla: bool
     save_only_first_rank: bool  # as LMCache settles it (extra_config and use_mla)
@@ -187,8 +184,6 @@ def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> Vll
     if not lm.via_vllm_flag:
         return None
     size = lm.kv_offloading_size
-    if behaviour.lmcache_offloading_flag == "mp":
-        return VllmFlag(kv_offloading_size=size, connector=MP_CONNECTOR, max_local_cpu_size=None)
     # 0.14.0 - 0.22.1 config/vllm.py _post_init_kv_transfer_config: kv_gb_per_rank = kv_offloading_size /
     # num_kv_ranks (TP x PP), a float division, read by LMCache as float and pinned as int(x * 1024**3).
     return VllmFlag(kv_offloading_size=size, connector=CONNECTOR, max_local_cpu_size=size / (tp * pp))
@@ -369,12 +364,6 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     notes: list[str] = list(lm.notes)
     warnings: list[str] = []
     flag = _vllm_flag(lm, behaviour, par.tensor_parallel_size, par.pipeline_parallel_size)
-    if flag is not None and flag.connector == MP_CONNECTOR:
-        warnings.append(
-            f"vLLM {behaviour.version} maps --kv-offloading-backend lmcache to {MP_CONNECTOR} and passes no size "
-            f"(config/vllm.py, from 0.23.0): --kv-offloading-size {flag.kv_offloading_size:g} has no effect; the "
-            "standalone LMCache server's own configuration sizes the pool, which kvcalc does not model")
-        return _unmodelled(lm, layout, flag, notes, warnings)
     local_cpu, max_size = _pool_size(layout, behaviour, flag, notes)
     if lm.lazy_allocator:
         raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
@@ -404,7 +393,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     _pool_notes(layout, flag, sofr, storing, local_cpu, max_size, per_rank_pool, stages, worst, notes, warnings)
     _hidden_note(layout, hidden_pools, hidden, notes)
     out = LMCachePlan(
-        version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
+        version=lm.version, connector=CONNECTOR, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
         save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
         first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
         storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
@@ -457,17 +446,6 @@ def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tupl
                         f"{worst:,} B: the CPU tier stores nothing")
     if lm.ignored:
         notes.append("LMCache keys that do not change the CPU pool: " + ", ".join(lm.ignored))
-
-
-def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnings) -> LMCachePlan:
-    return LMCachePlan(
-        version=lm.version, connector=MP_CONNECTOR, modelled=False, chunk_size=lm.chunk_size,
-        use_mla=layout.model.is_mla, save_only_first_rank=False, local_cpu=lm.local_cpu, use_layerwise=lm.use_layerwise,
-        max_local_cpu_size=lm.max_local_cpu_size, first_rank_max_local_cpu_size=None, alignment=ALIGN_BYTES,
-        stages=(), storing_ranks=0, storing_rank_ids=(), pool_bytes_per_storing_rank=0, first_rank=None,
-        pool_bytes_per_engine=0, resident_bytes_per_engine=0, resident_bytes_per_node=0, tokens_per_engine=0,
-        disk_bytes_per_rank=0, disk_chunks_per_rank=0,
-        vllm_flag=flag, notes=tuple(notes), warnings=tuple(warnings))
 
 
 def check_hma(preference: str, version: str) -> None:

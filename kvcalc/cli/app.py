@@ -54,8 +54,8 @@ def plan(
                                  "lines and Verdict (and the Checks with --check)", rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
-    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
-                                          "side for the same host budget", rich_help_panel="offload"),
+    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache, the LMCache MP server "
+                                          "and simple side by side for the same host budget", rich_help_panel="offload"),
     compare_engines: bool = typer.Option(False, "--compare-engines", help="vLLM and SGLang side by side on the same "
                                          "model, GPUs and host", rich_help_panel="release"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
@@ -79,6 +79,10 @@ def plan(
                                                 help="--check: host memory a node needs besides the CPU pool (default: "
                                                      f"an estimate of 3 GiB per GPU worker). SIZE: {SIZE_HELP}",
                                                 rich_help_panel="checks"),
+    server_memory: Optional[str] = typer.Option(None, "--server-memory",
+                                                help="--check: the memory limit of the LMCache MP server's container "
+                                                     f"(its pinned L1 must fit). SIZE: {SIZE_HELP}",
+                                                rich_help_panel="checks"),
     flags: dict = None,
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
@@ -87,7 +91,7 @@ def plan(
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
-    limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
+    limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check, server_memory)
     loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
         from ..inputs.files import read_bytes

@@ -127,6 +127,8 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
     out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
            + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
            for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
+    if doc.get("server_command"):
+        out.append("# the LMCache server (one per node, started before vLLM):\n" + doc["server_command"] + "\n")
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
         out.append("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")

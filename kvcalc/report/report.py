@@ -170,27 +170,22 @@ def gpu_memory(plan: Plan):
 
 
 def lmcache_section(plan: Plan) -> LMCacheSection:
-    """LMCache's pool (offload.backend lmcache): figures null when the multi-process connector keeps it."""
+    """LMCache's in-process pool (offload.backend lmcache; from vLLM 0.23.0 its flag's pool is the MP server's:
+    lmcache_mp_section)."""
     from .optional import LMCacheSection
 
     lc = plan.pool.lmcache
-    m = lc.modelled
     dp = plan.layout.parallel.data_parallel_size
-
-    def known(value):
-        return value if m else None
-
     return LMCacheSection(
-        lmcache_version=lc.version, connector=lc.connector, modelled=m, chunk_size=lc.chunk_size, use_mla=lc.use_mla,
+        lmcache_version=lc.version, connector=lc.connector, modelled=True, chunk_size=lc.chunk_size, use_mla=lc.use_mla,
         save_only_first_rank=lc.save_only_first_rank, local_cpu=lc.local_cpu, use_layerwise=lc.use_layerwise,
         max_local_cpu_size=lc.max_local_cpu_size, first_rank_max_local_cpu_size=lc.first_rank_max_local_cpu_size,
-        alignment=lc.alignment, stages=lc.stages, storing_ranks=known(lc.storing_ranks),
-        storing_rank_ids=list(lc.storing_rank_ids), pool_bytes_per_storing_rank=known(lc.pool_bytes_per_storing_rank),
-        first_rank=lc.first_rank, pool_bytes_per_engine=known(lc.pool_bytes_per_engine),
-        pool_bytes_all_replicas=known(lc.pool_bytes_per_engine * dp),
-        resident_bytes_per_engine=known(lc.resident_bytes_per_engine),
-        resident_bytes_per_node=known(lc.resident_bytes_per_node), tokens_per_engine=known(lc.tokens_per_engine),
-        disk_bytes_per_rank=known(lc.disk_bytes_per_rank), disk_chunks_per_rank=known(lc.disk_chunks_per_rank),
+        alignment=lc.alignment, stages=lc.stages, storing_ranks=lc.storing_ranks,
+        storing_rank_ids=list(lc.storing_rank_ids), pool_bytes_per_storing_rank=lc.pool_bytes_per_storing_rank,
+        first_rank=lc.first_rank, pool_bytes_per_engine=lc.pool_bytes_per_engine,
+        pool_bytes_all_replicas=lc.pool_bytes_per_engine * dp, resident_bytes_per_engine=lc.resident_bytes_per_engine,
+        resident_bytes_per_node=lc.resident_bytes_per_node, tokens_per_engine=lc.tokens_per_engine,
+        disk_bytes_per_rank=lc.disk_bytes_per_rank, disk_chunks_per_rank=lc.disk_chunks_per_rank,
         vllm_flag=lc.vllm_flag, config_from=dict(plan.layout.offload.lmcache.provenance),
     )
 
@@ -282,6 +277,13 @@ def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            startup_error=plan.pool.startup_error, errors={}, lmcache=None)
 
 
+def lmcache_mp_offload_section(plan: Plan, families, backends) -> OffloadSection:
+    """The LMCache MP server's pool: no native counts, the server's own section (offload.lmcache_mp)."""
+    return replace(_without_counts(plan, backends, block_size=plan.gpu.hash_block_size, factor=1,
+                                   startup_error=plan.pool.startup_error, errors={}, lmcache=None),
+                   backend=plan.pool.backend, lmcache_mp=plan.pool.mp)
+
+
 def simple_offload_section(plan: Plan, families, backends) -> OffloadSection:
     from .simple_section import simple_section  # that backend's reports only (start-up time is a target)
 
@@ -296,7 +298,7 @@ def no_offload_section(plan: Plan, families, backends) -> None:
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
 OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section,
-                    "none": no_offload_section}
+                    "lmcache_mp": lmcache_mp_offload_section, "none": no_offload_section}
 
 
 def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:

@@ -14,6 +14,7 @@ from ..backends.base import Capacity, HostMemory, OutOfBounds
 from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
+    from ..backends.lmcache_mp_plan import MPPlan
     from ..backends.simple_plan import SimplePlan
     from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
@@ -197,8 +198,8 @@ class FamilyEntry:
 class OffloadSection:
     """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
 
-    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
-                         "(SimpleCPUOffloadConnector)")
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | lmcache_mp "
+                         "(LMCacheMPConnector and the LMCache server) | simple (SimpleCPUOffloadConnector)")
     cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
@@ -220,10 +221,14 @@ class OffloadSection:
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True, default=None)
     lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
-    backends: list[BackendEntry] | None = field("with --compare-backends: native, LMCache and simple side by side",
+    backends: list[BackendEntry] | None = field("with --compare-backends: native, LMCache, the LMCache MP server "
+                                                "and simple side by side",
                                                 omit_if_none=True, default=None)
     simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool (absent for the other "
                                       "backends)", omit_if_none=True, default=None)
+    lmcache_mp: MPPlan | None = field("offload.backend lmcache_mp (and vLLM 0.23+'s --kv-offloading-backend lmcache): "
+                                      "the LMCache MP server's pool (absent for the other backends)", omit_if_none=True,
+                                      default=None)
 
 
 @record

@@ -289,9 +289,6 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
     lc = report.offload.lmcache
     head = (f"CPU offload through LMCache {lc.lmcache_version} ({lc.connector}): chunk {lc.chunk_size} tokens, "
             f"max_local_cpu_size {lc.max_local_cpu_size:g} GiB per rank")
-    if not lc.modelled:
-        return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
-                                                    "LMCache server: not modelled", style="bold"))
     t = _table(style, head, "", *(f"stage {st.pp_rank}" for st in lc.stages))
 
     def row(label: str, get) -> None:
@@ -349,6 +346,10 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
         from .table_simple import simple_table  # that backend's reports only
 
         return simple_table(report, style, _table)
+    if off.lmcache_mp is not None:
+        from .table_lmcache_mp import lmcache_mp_table  # that backend's reports only
+
+        return lmcache_mp_table(report, style, _table)
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")

@@ -14,6 +14,7 @@ from .records import cached, field, record
 
 if TYPE_CHECKING:
     from .releases.lmcache import LMCacheLayout
+    from .releases.lmcache_mp import MPLayout
     from .releases.sglang import SglangLayout
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
@@ -27,7 +28,7 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache", "simple")  # the connectors (--compare-backends puts them side by side)
+OFFLOAD_BACKENDS = ("native", "lmcache", "lmcache_mp", "simple")  # the connectors (--compare-backends puts them side by side)
 # offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
 OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
@@ -248,12 +249,16 @@ class OffloadLayout:
     backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
     simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
+    # backend lmcache_mp (or lmcache through vLLM's flag on 0.23+): the LMCache MP server the connector attaches to
+    lmcache_mp: MPLayout | None = None
     notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr
 
     @property
     def budget_given(self) -> bool:
-        """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config."""
-        return self.cpu_bytes_to_use is not None or self.lmcache is not None
+        """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config (LMCache's, or
+        the LMCache server's command line)."""
+        return self.cpu_bytes_to_use is not None or self.lmcache is not None or (
+            self.lmcache_mp is not None and self.lmcache_mp.server is not None)
 
 
 @record
@@ -287,6 +292,7 @@ class HostLayout:
 
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
+    free_hugepages: int | None = None  # 2 MiB hugepages free on the node (LMCache's MP server checks it at start)
 
 
 @record

@@ -153,7 +153,7 @@ def compare_backends(layout: Layout) -> list[tuple[str, VllmPlan | KvcalcError]]
     mine = layout.offload.backend
     try:
         own: VllmPlan | KvcalcError = plan(layout)
-        budget = own.pool.budget_bytes
+        budget, mine = own.pool.budget_bytes, own.pool.backend  # (lmcache's flag is the MP server's from 0.23.0)
     except KvcalcError as e:
         own, budget = e, layout.offload.cpu_bytes_to_use
     out: list[tuple[str, VllmPlan | KvcalcError]] = []

@@ -33,6 +33,16 @@ class ShmGrant:
 
 
 @record
+class ServerGrant:
+    """A container that runs LMCache's MP server (`lmcache server ...`): its command line and memory limit."""
+
+    source: str  # file: kind/name container 'name'
+    argv: list  # its command, as the kubelet and its shell run it
+    memory_limit: int | None  # resources.limits.memory, bytes
+    same_pod: bool  # a sidecar of the vLLM container's pod (else another workload's)
+
+
+@record
 class PodGrant:
     source: str  # file: kind/name container 'name'
     argv: list  # the serve command line, from `vllm serve` on
@@ -46,6 +56,7 @@ class PodGrant:
     env_unread: list  # envFrom sources that cannot be read
     notes: list
     files: dict = field(factory=dict)  # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
+    lmcache_server: ServerGrant | None = None  # a container of the manifest that runs the LMCache MP server
 
     @property
     def pinned_round_threshold_mb(self) -> int | None:
@@ -347,10 +358,35 @@ def _check_refs(path: str, label: str, argv: list[str], unknown: dict) -> list[s
     return notes
 
 
+def _lmcache_server(path: str, docs: list[dict], hit: _Found) -> ServerGrant | None:
+    """The first container of the manifest (the vLLM pod's first) whose command starts LMCache's MP server."""
+    from ..serve.lmcache_mp import split_command
+
+    objs = objects(path, docs)
+    tpls = sorted((tpl for doc in docs for tpl in templates(path, doc)), key=lambda t: t.spec is not hit.pod)
+    for tpl in tpls:
+        for j, c in enumerate(tpl.spec.get("containers") or []):
+            if not isinstance(c, dict) or c is hit.container:
+                continue
+            key = f"{tpl.label} containers[{j}]"
+            env = container_env(path, key, c, objs, tpl.env, tpl.unknown)
+            for cmd in _commands(path, key, _argv(path, key, c), env, mounted_files(path, tpl.spec, c, objs)):
+                words = list(unwrap(cmd.words)[0])
+                try:
+                    split_command(words)
+                except LayoutError:
+                    continue
+                label = f"{tpl.label} container {c.get('name')!r}"
+                return ServerGrant(source=f"{path}: {label}", argv=words, memory_limit=_resources(path, label, c)[0],
+                                   same_pod=tpl.spec is hit.pod)
+    return None
+
+
 def read(path: str, *, container: str | None = None) -> PodGrant:
     """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
     (unless `container` names one)."""
-    hit = _the_container(path, documents(path), container)
+    docs = documents(path)
+    hit = _the_container(path, docs, container)
     c, cmd = hit.container, hit.command
     label = f"{hit.label} container {c.get('name')!r}"
     words, added = unwrap(cmd.words)
@@ -368,4 +404,4 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
                     env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
-                    notes=notes + env.notes, files=hit.files)
+                    notes=notes + env.notes, files=hit.files, lmcache_server=_lmcache_server(path, docs, hit))

@@ -316,9 +316,18 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if connector == "SimpleCPUOffloadConnector":
         _simple_extra(extra, overrides, notes)
         return
+    if connector == "LMCacheMPConnector":
+        # Its pool is the LMCache server's (--lmcache-server); its extra config names the server (lmcache.mp.host /
+        # port / server_urls, LMCache 0.5.6 integration/vllm/lmcache_mp_connector.py:600-650), not the pool's size.
+        overrides["offload.backend"] = ("lmcache_mp", "--kv-transfer-config kv_connector LMCacheMPConnector")
+        if extra:
+            notes.append("kv_connector_extra_config entries that do not change the LMCache server's pool: "
+                         + ", ".join(map(str, extra)))
+        return
     if connector != "OffloadingConnector":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
-                               "OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector")
+                               "OffloadingConnector, LMCacheConnectorV1, LMCacheMPConnector and "
+                               "SimpleCPUOffloadConnector")
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")
