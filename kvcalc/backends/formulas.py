@@ -17,6 +17,7 @@ from ..engines.vllm.specs import (
     ChunkedLocalAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
@@ -231,7 +232,8 @@ def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
     for g in groups:
         specs = g.spec.distinct_specs if isinstance(g.spec, UniformTypeKVCacheSpecs) else (g.spec,)
         for s in specs:
-            result = gcd(result, tp if isinstance(s, MLAAttentionSpec) else 1)
+            # SlidingWindowMLASpec (DeepSeek-V4) declares max_tp_shards=1 too (0.31.0 v1/kv_cache_interface.py).
+            result = gcd(result, tp if isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) else 1)
     return result
 
 
@@ -302,6 +304,10 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     error, factor = checked or startup_check(rule, gpu, s)
     if error:
         return error
+    if rule.unit == "page_x_tensors" and len({g.spec.page_size_bytes for g in gpu.workers[0].groups}) > 1:
+        # 0.14.0-0.19.1 v1/kv_offload/cpu/spec.py: one page size for every group, or it asserts (only a model
+        # whose groups keep their own pages, DeepSeek-V4, registered from 0.20.0, gets here).
+        return "the groups' pages differ: this formula's connector asserts one page size at init"
     rank0 = gpu.workers[0]
     unit0 = _unit_bytes(rule, rank0.groups, rank0)
     # Decided once, on rank 0's real (unflattened) layers: both sides build the same connector config.
@@ -411,6 +417,14 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
     backend = ATTENTION_BACKENDS[s.attention_backend]
     groups = worker.groups
+    if worker.tensor_pages is not None:
+        # DeepSeek-V4: one pinned tensor per canonical GPU tensor (0.20.0-0.23.0 offloading/worker.py), the one
+        # packed block-id tensor from 0.24.0 (0.24.0 offloading/worker.py:140-165).
+        counts: dict[int, int] = {}
+        for page in worker.tensor_pages:
+            counts[rows * page] = counts.get(rows * page, 0) + 1
+        return tuple(Allocation(count=k, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb))
+                     for size, k in counts.items())
     if (b.cross_layer_blocks and (b.mla_cross_layer or not backend.mla) and len(groups) == 1
             and isinstance(groups[0].spec, AttentionSpec) and worker.num_tensors):
         # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes

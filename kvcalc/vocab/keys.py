@@ -164,9 +164,13 @@ KEYS: tuple[Key, ...] = (
     _k("model.kv_lora_rank", "int", "MLA: latent size (one unsharded head of kv_lora_rank + qk_rope_head_dim)",
        minimum=1, nullable=True),
     _k("model.qk_rope_head_dim", "int", "MLA: rope part of the head", minimum=0, nullable=True),
+    _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
+       "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
        nullable=True),
     _k("model.max_position_embeddings", "int", "default for cache.max_model_len", minimum=1, nullable=True),
+    _k("model.kv_cache_dtype_auto", "bool", "true when the model's attention is built without vLLM's cache config "
+       "(Falcon): its KV cache keeps the model dtype whatever cache.kv_cache_dtype says", default=False),
     _k("model.kv_head_replication", "bool", "false when the model's attention divides KV heads by TP without "
        "replicating (gpt-oss)", default=True),
     _k("model.mamba", "mamba", "the Mamba layers' state: kind and that kind's Hugging Face fields"),

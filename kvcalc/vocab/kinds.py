@@ -22,6 +22,11 @@ class LayerKind(str, Enum):
     MAMBA = "mamba"
     NONE = "none"
     FULL_MAMBA = "full_attention+mamba"  # Falcon-H1: attention, then Mamba, in every layer
+    # DeepSeek-V4 (engines/vllm/dsv4.py): a sliding-window MLA cache in every layer; compress ratio 4 ("CSA": with
+    # the lightning indexer) or 128 ("HCA") adds a compressed MLA cache and its compressor's state.
+    DSV4_SWA = "dsv4_swa"
+    DSV4_CSA = "dsv4_csa"
+    DSV4_HCA = "dsv4_hca"
 
     # str's own hash and equality (Enum's __hash__ is a Python call: kinds are hashed per run in hot paths);
     # LayerKind.FULL == "full_attention" either way.
@@ -43,9 +48,15 @@ class LayerKind(str, Enum):
         """Owns a Mamba / linear-attention state."""
         return self in _OWNS_MAMBA
 
+    @property
+    def dsv4(self) -> bool:
+        """A DeepSeek-V4 layer."""
+        return self in _DSV4
+
 
 _STD_ATTENTION = frozenset({LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.FULL_MAMBA})
 _OWNS_MAMBA = frozenset({LayerKind.MAMBA, LayerKind.FULL_MAMBA})
+_DSV4 = frozenset({LayerKind.DSV4_SWA, LayerKind.DSV4_CSA, LayerKind.DSV4_HCA})
 LAYER_KINDS = tuple(k.value for k in LayerKind)
 
 

@@ -140,6 +140,9 @@ class ModelLayout:
     draft: DraftLayout | None = None
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
+    # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
+    kv_cache_dtype_auto: bool = False
+    mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:
@@ -148,7 +151,13 @@ class ModelLayout:
 
     @cached
     def is_mla(self) -> bool:
-        return LayerKind.MLA in self.kinds
+        """vLLM's use_mla: MLA layers, or DeepSeek-V4's (transformers_utils/model_arch_config_convertor.py:302
+        @0.33.0)."""
+        return LayerKind.MLA in self.kinds or self.is_dsv4
+
+    @cached
+    def is_dsv4(self) -> bool:
+        return any(k.dsv4 for k in self.kinds)
 
     @cached
     def has_mamba(self) -> bool:
@@ -184,7 +193,7 @@ class ModelLayout:
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
         """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
         layers without standard attention are ignored (0)."""
-        sig = tuple((k, h, d, dv) if k.attention else (k, 0, 0, 0)
+        sig = tuple((k, h, d, dv) if k.attention else (k, 0, d, 0) if k.dsv4 else (k, 0, 0, 0)
                     for k, h, d, dv in zip(self.layer_types, self.num_kv_heads, self.head_size, self.head_size_v))
         return _runs(sig)
 

@@ -56,7 +56,7 @@ class VllmPlan:
         counts does not pay for it."""
         b = self.behaviour
         device = ("XPU" if self.layout.platform == "xpu" else "GPU") if b.log_device_prefix else "GPU"
-        return log_numbers(self.gpu.workers[0], self.layers.usage, b.log_family, device)
+        return log_numbers(self.gpu.workers[0], self.layers.usage, b.log_family, device, b.concurrency_sum)
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, TypeVar, cast
 from ...vocab.errors import StartupRefusal
 from ...vocab.kinds import KVQuant
 from ...vocab.records import cached, fields, record
-from ...vocab.units import DTYPE_BYTES, cdiv
+from ...vocab.units import DTYPE_BYTES, cdiv, round_up
 from .runs import Run, first_run, spec_counts
 
 
@@ -185,10 +185,29 @@ class FullAttentionSpec(AttentionSpec):
         return merged if merged != first else first
 
 
+# DeepSeek-V4's fp8_ds_mla row: 448 B fp8 NoPE + 128 B bf16 RoPE + 8 B (7 UE8M0 scales + 1 pad) a token
+# (0.20.0 v1/kv_cache_interface.py:330-344, :472-484; 0.29.0+ the layers' state_content_bytes=584, 0.33.0
+# models/deepseek_v4/attention.py:864-885, v1/attention/backends/mla/sparse_swa.py:120-149).
+DSV4_FP8_DS_MLA_BYTES = 584
+
+
+def _aligned(spec, real: int) -> int:
+    """vLLM's _apply_alignment_padding (0.20.0 v1/kv_cache_interface.py:277-284; 0.33.0 :719-725): the page rounded
+    up to `alignment` (FlashMLA's 576 B), unless a padded page was set."""
+    if spec.page_size_padded is None and spec.alignment:
+        return round_up(real, spec.alignment)
+    return spec._padded(real)
+
+
 @record(cache_hash=True)
 class MLAAttentionSpec(FullAttentionSpec):
     # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
     cache_dtype_str: str | None = None
+    # DeepSeek-V4 only (0.20.0 v1/kv_cache_interface.py:313-345; 0.29.0+ compress_ratio is tokens_per_state): the
+    # page's alignment, the tokens one stored row compresses, the model's row layout.
+    alignment: int | None = None
+    compress_ratio: int = 1
+    model_version: str | None = None
 
     # The kind depends on the cache dtype: a property where the others have a ClassVar. Only instances read it (a
     # str either way), so the override is sound, but mypy cannot tell a ClassVar read on instances only.
@@ -198,11 +217,18 @@ class MLAAttentionSpec(FullAttentionSpec):
 
     @cached
     def real_page_size_bytes(self) -> int:
+        rows = self.block_size // self.compress_ratio  # storage_block_size
         if self.cache_dtype_str == "fp8_ds_mla":
+            if self.model_version == "deepseek_v4":
+                return rows * DSV4_FP8_DS_MLA_BYTES
             # 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 656 bytes per token.
             return self.block_size * 656
         # One unsharded latent "head": no K/V factor of 2, no head_size_v.
-        return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+        return rows * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return _aligned(self, self.real_page_size_bytes)
 
     @property
     def is_indexer(self) -> bool:
@@ -232,6 +258,27 @@ class SlidingWindowSpec(AttentionSpec):
         # window - 1 tokens of context plus one step's new tokens, +1 block for a window straddling blocks.
         tokens = min(self.sliding_window - 1 + ctx.max_num_batched_tokens, ctx.max_model_len)
         return (cdiv(tokens, self.block_size) + 1) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class SlidingWindowMLASpec(SlidingWindowSpec):
+    """DeepSeek-V4's sliding-window caches and compressor states: one latent vector a token (no K and V), its page
+    aligned (0.20.0 v1/kv_cache_interface.py:456-500; 0.33.0 :1008). head_size_v is 0 (0.29.0 :793-794)."""
+
+    cache_dtype_str: str | None = None
+    alignment: int | None = None
+    model_version: str | None = None
+    kind: ClassVar[str] = "sliding_window_mla"
+
+    @cached
+    def real_page_size_bytes(self) -> int:
+        if self.model_version == "deepseek_v4":
+            return self.block_size * DSV4_FP8_DS_MLA_BYTES
+        return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return _aligned(self, self.real_page_size_bytes)
 
 
 @record(cache_hash=True)

@@ -112,6 +112,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "falcon_h1": {"num_key_value_heads": 8, "max_position_embeddings": 8192, "mamba_d_ssm": 1024,
                   "mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256,
                   "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256},
+    # transformers 5.24.0 models/falcon/configuration_falcon.py:64-95 (num_kv_heads None -> num_attention_heads)
+    "falcon": {"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544, "multi_query": True,
+               "new_decoder_architecture": False, "alibi": False, "max_position_embeddings": 2048},
     "deci": {},
     "nemotron-nas": {},
 }

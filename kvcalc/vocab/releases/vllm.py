@@ -1,16 +1,15 @@
 """vLLM release -> behaviour. Every version difference kvcalc knows lives here, as data, with its evidence.
 
 Three tables: `RELEASES`, every vLLM release from 0.14.0 to 0.33.0 (each one's wheel was read); `FAMILIES`, one
-record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on,
-each step citing the file of the release where it first holds (and the last release before, where it did
-not). `behaviour_for(version)` reads them once per release; later stages never compare version strings.
-`kvcalc versions --boundaries` prints the steps.
+record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on, each
+step citing the file of the release where it first holds (and the last one before). `behaviour_for(version)` reads
+them once per release; later stages never compare version strings. `kvcalc versions --boundaries` prints them.
 
 Where these differ from ../shared/spec/vllm-kv-model.md, the wheels win (the spec read 17 releases and mapped
 the others to the nearest older one): the shared region, page alignment and single-copy MLA start at 0.27.0, not
-0.28.0; the single backing allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0;
-vLLM's int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal
-lasts to 0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
+0.28.0; the single allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0; vLLM's
+int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal lasts to
+0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from functools import cache, lru_cache
 
 from ..errors import InternalError, StartupRefusal, UnsupportedError
 from ..records import record
-from .steps import MEMORY_STEPS, Step
+from .steps import MEMORY_STEPS, MODEL_STEPS, Step
 
 Release = tuple[int, int, int]
 
@@ -61,8 +60,7 @@ class Family:
     action: str  # what a user should do about it
     readme_action: str  # the README table's "what to do" cell (markdown)
     evidence: str = ""  # the file of its first release that shows the formula
-    # The release that stands for the family when another is selected (size, the old/fixed notes): pinned here, so
-    # adding a release to the family changes no other release's answer until this row is edited.
+    # The release standing for the family when another is selected (pinned: a new release changes no other answer).
     representative: str | None = None
 
     @property
@@ -326,13 +324,13 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 31, 0), "kv_tp_replicas", "0.31.0 offloading/config.py: kv_cache_config.kv_tp_replicas == "
                                            "tensor_parallel_size")),
     **MEMORY_STEPS,
+    **MODEL_STEPS,
 }
 
 # PyTorch's caching host allocator: every pinned allocation is rounded up to PowerOf2Ceil(size); torch 2.13
 # adds PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (sizes above it are not rounded).
-# torch 2.9.1 / 2.10.0 / 2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size);
-# torch 2.13.0 / 2.14.1 same file: PowerOf2Ceil only if size <= pinned_max_round_threshold() and
-# <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: both default to SIZE_MAX).
+# torch 2.9.1-2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size); 2.13.0 / 2.14.1: only if
+# size <= pinned_max_round_threshold() and <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: SIZE_MAX).
 TORCH_ROUND_THRESHOLD = ("2.13.0", "2.14.0")
 
 
@@ -362,6 +360,10 @@ class Behaviour:
     hybrid_kernel_uses_block_size: bool
     fa4_hd256_kernel: bool
     hybrid_mla_floor_128: bool
+    concurrency_sum: bool
+    dsv4_grouping: str
+    dsv4_layout: str
+    dsv4_auto_kv_dtype: bool
     hybrid_backend_lcm: bool
     hybrid_checkpoint_alignment: bool
     mamba_modes: tuple[str, ...]
@@ -434,11 +436,7 @@ def _family_versions(family_id: str) -> str:
 
 
 def family_of(release: Release) -> Family:
-    family = FAMILIES["manual"]
-    for fam in FAMILIES.values():
-        if release >= fam.first:
-            family = fam
-    return family
+    return [f for f in FAMILIES.values() if release >= f.first or f.id == "manual"][-1]
 
 
 def supported_range() -> str:
