@@ -91,7 +91,7 @@ def plan(
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from ..pipeline import decimal_budget_note
-    from ..report.build import build_report
+    from ..report import build_report
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")

@@ -8,11 +8,14 @@ found); the CLI writes them to stderr, the Python API drops them unless given a 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..vocab.errors import KvcalcError, known
 
-Say = Callable[[str], None]
+if TYPE_CHECKING:  # (a typing.Callable[...] alias built at import costs start-up time)
+    from typing import Callable
+
+    Say = Callable[[str], None]
 
 
 def _quiet(line: str) -> None:

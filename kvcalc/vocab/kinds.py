@@ -7,7 +7,7 @@ its shape function; adding a KV dtype is one `KV_DTYPES` row.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .records import record
 
@@ -133,7 +133,8 @@ def heads_per_rank(total: int, tp: int, *, replicates: bool = True) -> int:
 # A shape function gets the kind's fields, the TP size, the speculative tokens and `exact(a, b, what)` (a ÷ b,
 # refused when it does not divide), and returns the per-sequence state shapes, conv state first.
 
-Exact = Callable[[int, int, str], int]
+if TYPE_CHECKING:  # (a typing.Callable[...] alias built at import costs start-up time on every command)
+    Exact = Callable[[int, int, str], int]
 
 
 def _mamba1(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:

@@ -24,8 +24,6 @@ from .specs import (
     UsageContext,
     interned,
 )
-from . import dsv4
-from .mamba import mamba_dtypes, mamba_mode
 from .runs import Run, clip, named_specs, progressions
 from ...vocab.units import cdiv
 from ...vocab.releases.vllm import Behaviour
@@ -226,6 +224,8 @@ class _Builder:
             return []
         if kind.dsv4:
             m = self.model
+            from . import dsv4  # DeepSeek-V4 layouts only (start-up time is a target)
+
             return dsv4.decoder_runs(kind, indices, block=self.block_size, head=d, index_head=m.index_head_dim,
                                      window=known(m.sliding_window, "DeepSeek-V4's window"), prefix=prefix)
         if kind is LayerKind.MLA and self.model.mla_per_layer > 1:
@@ -350,6 +350,8 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
         return a // b
 
     shapes = tuple(row.shapes(mamba.values, tp, ns, exact))
+    from .mamba import mamba_dtypes
+
     dtypes = mamba_dtypes(layout, len(shapes))
     mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
     a1 = _attention_token_page(_Builder(layout, behaviour, block_size, kv, kv_auto, None), layout)
@@ -426,7 +428,12 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     model, cache = layout.model, layout.cache
     kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour)
     _check_cache_options(layout, behaviour)
-    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    if model.has_mamba:
+        from .mamba import mamba_mode  # hybrid and Mamba layouts only (start-up time is a target)
+
+        prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    else:
+        prefix, mode, mode_notes = cache.enable_prefix_caching is not False, "none", ()  # vLLM: on by default
     notes = list(mode_notes) + ([auto_note] if auto_note else [])
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
     block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
@@ -434,6 +441,8 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     if cache.block_size is None:
         block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
     if model.is_dsv4:
+        from . import dsv4
+
         block_size = cache.block_size or dsv4.BLOCK_SIZE
         if cache.block_size is None:
             block_note = (f"block size not set: using {block_size}, DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's "

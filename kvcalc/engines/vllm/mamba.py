@@ -31,7 +31,7 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
     model, cache = layout.model, layout.cache
     prefix = cache.enable_prefix_caching
     if not model.has_mamba:
-        return prefix is not False, "none", ()  # vLLM: prefix caching on by default
+        return prefix is not False, "none", ()  # vLLM: prefix caching on by default (layers.py asks only for Mamba)
     if prefix is None:
         prefix = False  # vLLM: off by default for hybrid (Mamba) models
     modes = behaviour.mamba_modes

@@ -289,9 +289,13 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if o.get("simple") is not None:
         raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
                      "--offload-backend simple)")
-    from .lmcache_section import counted_section
+    section = o.get("lmcache")
+    if isinstance(section, dict):  # (LMCache's section filter only when there is one: start-up time is a target)
+        from .lmcache_section import counted_section
 
-    which, section = counted_section(r, o, which, CONNECTOR_KEYS)
+        section = counted_section(r, section, which)
+    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
+        which = NO_CONNECTOR.backend  # no budget, no connector named, no LMCache key: vLLM without a KV connector
     own = CONNECTOR_LAYOUTS.get(which)
     if own is not None:  # its own section's reader (inputs/layout/<backend>.py, loaded only for it)
         return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
