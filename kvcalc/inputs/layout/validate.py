@@ -279,6 +279,19 @@ def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...]
     return (r.size(raw, "cache.kv_cache_memory"),)
 
 
+def _section_that_counts(r: Reader, o: dict, which: str) -> tuple[str, Any]:
+    """(the connector, the offload.lmcache section that counts); no budget, no connector named and no LMCache key is
+    vLLM without a KV connector (backends/none.py)."""
+    section = o.get("lmcache")
+    if isinstance(section, dict):  # (LMCache's section filter only when there is one: start-up time is a target)
+        from .lmcache_section import counted_section
+
+        section = counted_section(r, section, which)
+    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
+        which = NO_CONNECTOR.backend
+    return which, section
+
+
 def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None,
              version: str) -> OffloadLayout:
     o = r.section(data, "offload")
@@ -289,13 +302,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if o.get("simple") is not None:
         raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
                      "--offload-backend simple)")
-    section = o.get("lmcache")
-    if isinstance(section, dict):  # (LMCache's section filter only when there is one: start-up time is a target)
-        from .lmcache_section import counted_section
-
-        section = counted_section(r, section, which)
-    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
-        which = NO_CONNECTOR.backend  # no budget, no connector named, no LMCache key: vLLM without a KV connector
+    which, section = _section_that_counts(r, o, which)
     own = CONNECTOR_LAYOUTS.get(which)
     if own is not None:  # its own section's reader (inputs/layout/<backend>.py, loaded only for it)
         return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
