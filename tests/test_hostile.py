@@ -194,3 +194,119 @@ def test_a_null_sliding_window_pattern_is_bad_input(capsys, tmp_path):
     code, out, err = run(capsys, "plan", str(path))
     assert code == 2
     assert "sliding_window_pattern: expected an integer" in err
+
+
+# Issue 34: reliability round four.
+
+MODELS = os.path.join(ROOT_DIR, "tests", "fixtures", "models")
+
+
+def test_a_block_override_with_a_gpu_named_is_planned(capsys):
+    # --num-gpu-blocks-override with --gpu and no budget: the GPU section asked for a budget that is not there
+    # (AttributeError, exit 70). The override is the count: 100 blocks on the one worker.
+    code, out, err = run(capsys, "plan", os.path.join(EXAMPLES_DIR, "configs", "gemma-3-27b.json"), "--gpu", "H100",
+                         "--num-gpu-blocks-override", "100", "--format", "json")
+    assert code == 0, err
+    blocks = [w["num_blocks"] for w in json.loads(out)["gpu"]["workers"]]
+    assert blocks == [100]
+
+
+def test_a_model_type_that_is_not_a_string_is_bad_input(capsys, tmp_path):
+    # model_type: [] with --gpu reached a dict lookup (unhashable list, exit 70).
+    with open(os.path.join(MODELS, "deepseek-v3.json")) as fh:
+        config = json.load(fh)
+    config["model_type"] = []
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = run(capsys, "plan", str(path), "--gpu", "H100")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert "model_type []" in err
+
+
+@pytest.mark.parametrize("layout", ["llama-3.1-8b-lmcache-tp8.yaml", "simple/qwen3-32b-eagle3-pp2-tp2.yaml",
+                                    "llama-3.1-8b.yaml"])
+def test_a_resident_limit_past_any_host_is_bad_input(capsys, layout):
+    # size --resident 1e999: the search's float arithmetic overflowed (exit 70, LMCache and simple), or the native
+    # connector's refusal printed a 1,000-digit number.
+    code, out, err = run(capsys, "size", os.path.join(EXAMPLES_DIR, layout), "--resident", "1e999")
+    assert code == 2
+    assert err.strip() == "kvcalc: error: --resident: expected a size of at most 2^62 bytes (4 EiB), got '1e999'"
+
+
+def test_a_hicache_ratio_past_a_float_is_sglangs_refusal(capsys, tmp_path):
+    # --hicache-ratio 1e308: int(device tokens x ratio) is infinity: SGLang 0.5.23 pool_host/base.py:226 raises
+    # OverflowError; kvcalc raised the same (exit 70).
+    path = tmp_path / "sg.yaml"
+    path.write_text(f"engine: sglang\nmodel: {{hf_config: {ROOT_DIR}/tests/fixtures/hf/mixtral-8x7b-v0.1.json}}\n"
+                    "parallel: {tensor_parallel_size: 2}\ncache: {max_model_len: 32768}\ngpu: {name: H100}\n"
+                    "sglang: {version: '0.5.23', hicache: {enabled: true}}\nhost: {available_memory: 512GiB}\n")
+    code, out, err = run(capsys, "plan", str(path), "--hicache-ratio", "1e308")
+    assert code == 2
+    assert "SGLang 0.5.23 refuses to start" in err
+    assert "OverflowError" in err
+
+
+@pytest.mark.parametrize("version", ["0.19.1", "0.25.0"])
+def test_pure_mamba_with_prefix_caching_and_a_budget_is_planned(capsys, version):
+    # With prefix caching, vLLM gives an attention-free model's state the block size (MambaModelConfig,
+    # model_executor/models/config.py 0.19.1:471): kvcalc left it None and divided by it (TypeError, exit 70) in
+    # plan and vllm-args. Mode "all": one 16-token block's state per block of the longest request.
+    args = [os.path.join(MODELS, "mamba2-2.7b.json"), "--max-model-len", "4096", "--enable-prefix-caching",
+            "--kv-cache-memory", "40GiB", "--vllm-version", version]
+    code, out, err = run(capsys, "plan", *args, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["cache"]["mamba_block_size"] == 16
+    # vllm-args spells a CPU budget, and the connector's handling of all-Mamba groups is refused as not modelled.
+    code, out, err = run(capsys, "vllm-args", *args, "--cpu-bytes", "8GiB")
+    assert code == 2
+    assert "every layer is Mamba" in err
+
+
+def _model_dir(tmp_path):
+    model = tmp_path / "llama"
+    model.mkdir()
+    with open(os.path.join(MODELS, "llama-3.1-8b.json")) as fh:
+        (model / "config.json").write_text(fh.read())
+    return model
+
+
+def test_a_weights_index_that_contradicts_the_config_is_bad_input(capsys, tmp_path):
+    # total_size: 1 was trusted: the weights weighed 1 B and the predicted KV budget took the whole GPU.
+    model = _model_dir(tmp_path)
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 1}}))
+    code, out, err = run(capsys, "plan", str(model / "config.json"), "--gpu", "H100")
+    assert code == 2
+    assert "model.safetensors.index.json: metadata.total_size: expected the checkpoint's bytes" in err
+    assert err.strip().endswith("got 1")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_weights_index_that_is_not_a_file_is_refused_without_reading(tmp_path, kind):
+    # The one read that bypassed the guarded reader: a FIFO hung, /dev/zero read 1.9 GB.
+    model = _model_dir(tmp_path)
+    index = model / "model.safetensors.index.json"
+    if kind == "fifo":
+        os.mkfifo(index)
+    else:
+        index.symlink_to("/dev/zero")
+    code, _, err = sh(f"kvcalc plan {model}/config.json --gpu H100")
+    assert code == 2
+    assert "not a regular file" in err
+
+
+def test_init_writes_an_escape_in_its_header_as_an_escape(capsys, tmp_path):
+    # The source path's ESC went raw into the YAML header comment: YAML allows no control character, even in a
+    # comment, so `plan` refused the file init wrote.
+    folder = tmp_path / "m\x1bx"
+    folder.mkdir()
+    with open(os.path.join(MODELS, "llama-3.1-8b.json")) as fh:
+        (folder / "config.json").write_text(fh.read())
+    code, out, err = run(capsys, "init", str(folder / "config.json"))
+    assert code == 0, err
+    assert "\x1b" not in out
+    assert "m\\x1bx" in out.splitlines()[0]
+    path = tmp_path / "init.yaml"
+    path.write_text(out)
+    code, out, err = run(capsys, "plan", str(path), "--vllm-version", "0.33.0")
+    assert code == 0, err

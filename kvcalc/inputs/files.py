@@ -14,10 +14,10 @@ from ..vocab.errors import LayoutError
 MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
 
 
-def read_json(path: str) -> Any:
+def read_json(path: str, what: str = "a readable config.json", limit: int = MAX_INPUT_BYTES) -> Any:
     import json
 
-    raw = read_bytes(path, "a readable config.json")
+    raw = read_bytes(path, what, limit)
 
     def integer(text: str) -> int:
         if len(text.lstrip("-")) > MAX_INT_DIGITS:
@@ -43,7 +43,7 @@ def read_json(path: str) -> Any:
         raise LayoutError(path, "", "JSON nested less deeply") from None
 
 
-def read_bytes(path: str, what: str) -> bytes:
+def read_bytes(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     import stat
 
     if path == "-":
@@ -60,8 +60,8 @@ def read_bytes(path: str, what: str) -> bytes:
             kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
             raise LayoutError(path, "", what, detail=kind)
         chunks, size = [], 0
-        while size <= MAX_INPUT_BYTES:
-            chunk = os.read(fd, MAX_INPUT_BYTES + 1 - size)
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -71,8 +71,8 @@ def read_bytes(path: str, what: str) -> bytes:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
     finally:
         os.close(fd)
-    if len(raw) > MAX_INPUT_BYTES:
-        raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
+    if len(raw) > limit:
+        raise LayoutError(path, "", f"a file of at most {limit:,} bytes")
     return raw
 
 

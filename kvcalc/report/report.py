@@ -161,6 +161,8 @@ def gpu_memory(plan: Plan):
         from ..engines.vllm.memory import given
 
         memory = given(plan.layout, "flag")
+        if memory is None:  # --num-gpu-blocks-override alone: no budget to show
+            return None
     from ..engines.vllm.tensors import largest_fitting_len
 
     budgets = [w.kv_cache_bytes for w in memory.workers] or [memory.kv_cache_bytes] * len(plan.gpu.workers)

@@ -299,6 +299,9 @@ class Layout:
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+    # the key paths the user set: the layout file's own keys, the flags', a server line's (a log that says otherwise
+    # contradicts them: tools/logcheck.py)
+    written: frozenset = frozenset()
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()

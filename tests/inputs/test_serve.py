@@ -213,3 +213,35 @@ def test_init_from_a_serve_line_plans_what_the_line_plans(capsys, tmp_path):
     for key in ("gpu", "cache", "parallel"):
         assert a[key] == b[key], key
     assert a["offload"]["selected"] == b["offload"]["selected"]
+
+
+LMCACHE_LINE = ("vllm serve {model} -tp 4 --kv-transfer-config "
+                "'{{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}}'")
+
+
+def _lmcache_gates(capsys, line, *flags):
+    code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", "0.33.0", "--check", "--format", "json",
+                         *flags)
+    doc = json.loads(out)
+    return code, doc, {c["name"]: c for c in doc["checks"]}
+
+
+@pytest.mark.parametrize("how", ["variable", "config file"])
+def test_an_lmcache_variable_before_the_serve_line_sets_its_pool(capsys, tmp_path, how):
+    # Issue 34: `LMCACHE_MAX_LOCAL_CPU_SIZE=100 vllm serve …` (or LMCACHE_CONFIG_FILE naming a file that says so)
+    # was planned on LMCache's 5 GiB default and the note said the variable did not change the pool. LMCache reads
+    # its environment in the serve process: 100 GiB on each of the 4 TP ranks = 400 GiB, past a 300 GiB node.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(HERE, "fixtures", "models", "llama-3.1-8b.json"), model / "config.json")
+    if how == "variable":
+        prefix = "LMCACHE_MAX_LOCAL_CPU_SIZE=100"
+    else:
+        (tmp_path / "lmcache.yaml").write_text("max_local_cpu_size: 100\n")
+        prefix = f"LMCACHE_CONFIG_FILE={tmp_path}/lmcache.yaml"
+    code, doc, gates = _lmcache_gates(capsys, f"{prefix} " + LMCACHE_LINE.format(model=model),
+                                      "--host-memory", "300GiB")
+    assert doc["offload"]["lmcache"]["max_local_cpu_size"] == 100
+    assert doc["offload"]["lmcache"]["pool_bytes_per_engine"] == 4 * 100 * 2 ** 30
+    assert gates["host_memory"]["status"] == "fail"
+    assert code == 1

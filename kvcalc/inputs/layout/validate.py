@@ -91,7 +91,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         return import_module(own, __package__).engine_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
             platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-            provenance=tuple(sorted((origin or {}).items()))))
+            provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset())))
     offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
@@ -110,7 +110,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
                   sglang=sglang, vllm_version=version, vllm_version_from=version_from,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-                  provenance=tuple(sorted((origin or {}).items())),
+                  provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
 

@@ -245,10 +245,30 @@ def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: s
         except ValueError:
             raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
         overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
-    others = sorted(k for k in env if k != ENV_VAR)
+    read = {ENV_VAR}
+    if overrides.get("offload.backend", (None,))[0] == "lmcache":
+        read |= _lmcache_env(env, overrides, notes, where)
+    others = sorted(k for k in env if k not in read)
     if others:
         notes.append(f"environment variables that do not change the KV cache or the offload pool ({where}): "
                      + ", ".join(others))
+
+
+def _lmcache_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> set[str]:
+    """`LMCACHE_MAX_LOCAL_CPU_SIZE=100 vllm serve … LMCacheConnectorV1`: the LMCACHE_* variables (and the file
+    LMCACHE_CONFIG_FILE names) the LMCache process reads, as a manifest's env is read (layout/lmcache_sources.py);
+    the line's kv_connector_extra_config entries win over them, as LMCache applies those last. The names read."""
+    from ..layout.lmcache_sources import ENV_PREFIX
+    from ..layout.lmcache_sources import overrides as lmcache_sources
+
+    lm = {k: v for k, v in env.items() if k.startswith(ENV_PREFIX)}
+    if not lm:
+        return set()
+    got, lm_notes = lmcache_sources(environ=lm, env_label=where)
+    for path, value in got.items():
+        overrides.setdefault(path, value)
+    notes += lm_notes
+    return set(lm)
 
 
 def _native_flag(overrides: dict, notes: list[str]) -> None:
