@@ -243,7 +243,8 @@ def gate(p, loaded, limits: dict):
     limits.pop("grant", None)
     unreadable = unreadable_env(p.pool, limits.pop("env_unknown", {}), limits.pop("env_unread", []))
     return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
-                    Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,
+                    Gates(unreadable=unreadable, weights_per_worker=loaded.host.cpu_offload_bytes, **limits),
+                    engines_per_node=loaded.parallel.engines_per_node,
                     workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
                     shm_message_named=p.behaviour.shm_message_named,
                     engine=p.title)

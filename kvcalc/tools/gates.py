@@ -27,6 +27,7 @@ class Gates:
     min_cpu_tokens: int | None = None
     overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
     unreadable: tuple = ()  # inputs the pool depends on that could not be read (an envFrom elsewhere in the cluster)
+    weights_per_worker: int = 0  # --cpu-offload-gb: the weights each GPU worker pins in host memory, bytes
 
 
 def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
@@ -134,17 +135,25 @@ def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_no
                                                 "memory limit")
     if limit.value is None:
         return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
-    if pool.resident_bytes_per_node is None:
+    weights = gates.weights_per_worker * workers_per_node
+    if pool.resident_bytes_per_node is None and not weights:
         return _check("host_memory", "skipped", "no CPU pool: nothing resident to gate")
     if gates.overhead is None:
         overhead, basis = OVERHEAD_PER_WORKER * workers_per_node, f"{workers_per_node} worker(s), {OVERHEAD_BASIS}"
     else:
         overhead, basis = gates.overhead, "--host-overhead"
-    need = pool.resident_bytes_per_node + overhead
+    resident = pool.resident_bytes_per_node or 0
+    need = resident + overhead + weights
     where = "the pod" if limit.pod else "the node"
-    what = (f"{engines_per_node} engine(s) in {where} keep {pool.resident_bytes_per_node:,} B "
-            f"({format_bytes(pool.resident_bytes_per_node)}) {pool.kept}, plus {overhead:,} B "
+    kept = (f"keep {resident:,} B ({format_bytes(resident)}) {pool.kept}" if pool.resident_bytes_per_node is not None
+            else "keep no CPU KV pool")
+    what = (f"{engines_per_node} engine(s) in {where} {kept}, plus {overhead:,} B "
             f"({format_bytes(overhead)}) of process memory ({basis})")
+    if weights:
+        # vLLM's UVA offloader pins up to --cpu-offload-gb of each rank's parameters in host memory (0.33.0
+        # model_executor/offloader/uva.py:84-116, cpu_offload_max_bytes = int(X * 1024**3), offloader/base.py:174).
+        what += (f", plus {weights:,} B ({format_bytes(weights)}) of weights --cpu-offload-gb pins "
+                 f"({workers_per_node} worker(s) x {format_bytes(gates.weights_per_worker)})")
     return _measured("host_memory", need, limit, what)
 
 

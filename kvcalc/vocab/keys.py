@@ -410,6 +410,11 @@ KEYS: tuple[Key, ...] = (
        "available): SGLang's HiCache guard and auto-size", nullable=True, flag=("--host-available",),
        name="host_available", panel="offload",
        help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
+    _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
+       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
+       help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
+       vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),
     _k("host.pinned_round_threshold_mb", "int", "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb (torch 2.13+, "
        "vLLM 0.27+)", minimum=0, cap=1 << 40, nullable=True, flag=("--pinned-round-threshold-mb",),
        name="pinned_round_threshold_mb", panel="offload",

@@ -276,6 +276,13 @@ class HostLayout:
 
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
+    cpu_offload_gb: float = 0  # --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host memory
+
+    @property
+    def cpu_offload_bytes(self) -> int:
+        """int(X * 1024**3) bytes (vLLM 0.33.0 model_executor/offloader/base.py:174 cpu_offload_max_bytes; the UVA
+        offloader pins parameters up to it, offloader/uva.py:84-116)."""
+        return int(self.cpu_offload_gb * 1024 ** 3)
 
 
 @record

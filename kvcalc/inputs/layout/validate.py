@@ -129,7 +129,13 @@ def _host(r: Reader, data: Any) -> HostLayout:
     if page & (page - 1):
         raise r.fail("host.page_size", f"a power of two >= {KEY['host.page_size'].minimum} (the host's mmap.PAGESIZE)",
                      page)
-    return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"))
+    gb = h.get("cpu_offload_gb")
+    key = KEY["host.cpu_offload_gb"]
+    if gb is not None and (isinstance(gb, bool) or not isinstance(gb, (int, float)) or not math.isfinite(gb)
+                           or not 0 <= gb <= key.cap):
+        raise r.fail("host.cpu_offload_gb", "a non-negative number of GiB (vLLM's --cpu-offload-gb)", gb)
+    return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"),
+                      cpu_offload_gb=gb or 0)
 
 
 def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:

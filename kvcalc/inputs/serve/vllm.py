@@ -39,7 +39,8 @@ UNMODELLED = {
 HANDLED = frozenset(("--model", "--revision", "--config", "--kv-offloading-backend", *JSON_FLAGS))
 # Accepted, with a word on what they change that kvcalc takes from elsewhere.
 NOTE = {
-    "--cpu-offload-gb": "offloads weights, not the KV cache (not modelled in the KV budget prediction)",
+    "--cpu-offload-gb": "offloads weights, not the KV cache: the host_memory gate counts them per rank; the GPU-side "
+                        "KV budget prediction does not take them off the weights",
     "--compilation-config": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--optimization-level": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--cudagraph-capture-sizes": "CUDA graph sizes: the predicted KV budget assumes vLLM's default capture sizes",
@@ -120,6 +121,8 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
             value = _value(r, opt.spelling, opt.value, key, notes)
             if value is not None:
                 overrides[key.path] = (value, opt.spelling)
+            if name in NOTE:
+                notes.append(f"{opt.spelling}: {NOTE[name]}")
         elif name == "--kv-transfer-config":
             _transfer(_json(name, opt.value), overrides, notes)
         elif name == "--speculative-config":
