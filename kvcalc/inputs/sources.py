@@ -8,6 +8,7 @@ found); the CLI writes them to stderr, the Python API drops them unless given a 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from ..vocab.errors import KvcalcError
@@ -152,9 +153,24 @@ def load(layout: str | None = None, *, serve: str | None = None, k8s: str | None
     pod grants (tools/gates.Gates fields), when given."""
     one_input(layout, serve, k8s, container)
     base, overrides = split_overrides(flags or {}, say)
-    if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {} if limits is None else limits, say)
-    return load_input(layout, serve, overrides, base, say)
+    if k8s is None:
+        return load_input(layout, serve, overrides, base, say)
+    got = {} if limits is None else limits
+    serve, base = from_manifest(k8s, container, overrides, base, got, say)
+    with _mounted(got["grant"].files):
+        return load_input(layout, serve, overrides, base, say)
+
+
+@contextmanager
+def _mounted(files: dict):
+    """While a manifest's serve line is read: its --config is a file the container mounts (serve/vllm_args.py)."""
+    from .serve.vllm_args import CONTAINER_FILES
+
+    token = CONTAINER_FILES.set(dict(files))
+    try:
+        yield
+    finally:
+        CONTAINER_FILES.reset(token)
 
 
 def raw(layout: str | None, serve: str | None, k8s: str | None, container: str | None, flags: dict, *,
@@ -167,11 +183,19 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
     one_input(layout, serve, k8s, container)
     base, overrides = split_overrides(flags, say)
     if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {}, say)
+        got: dict = {}
+        serve, base = from_manifest(k8s, container, overrides, base, got, say)
+        with _mounted(got["grant"].files):
+            return _raw_line(serve, overrides, base, merge, say)
     if serve is None:
         merged = {**base, **overrides}
         top, origin, source = read_input(layout, overrides=merged if merge else None)
         return top, origin, source, merged
+    return _raw_line(serve, overrides, base, merge, say)
+
+
+def _raw_line(serve: str, overrides: dict, base: dict, merge: bool, say: Say) -> tuple[dict, dict, str, dict]:
+    from .layout.read import expand
     from .serve.servers import line_reader
     from .serve.vllm import split
 

@@ -74,8 +74,10 @@ def container_env(source: str, key: str, container: dict, objects: dict, injecte
             name = ref.get("name")
             doc = objects.get((kind, name))
             if doc is None:
-                if not ref.get("optional"):
-                    unread.append(f"{kind} {name!r} (envFrom) is not in this manifest")
+                # Optional or not, the cluster may hold it: its variables are unknown either way (optional only
+                # lets the pod start without it).
+                unread.append(f"{kind} {name!r} (envFrom{', optional' if ref.get('optional') else ''}) is not in "
+                              "this manifest")
                 continue
             for k, v in config_data(doc, source, f"{kind}/{name}").items():
                 values[prefix + k] = v

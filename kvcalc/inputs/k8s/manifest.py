@@ -18,7 +18,7 @@ from typing import Any
 from ...vocab.errors import LayoutError, UnsupportedError
 from ...vocab.records import field, record
 from .env import PodEnv, container_env, expect
-from .pods import PodTemplate, documents, mounted_files, objects, templates
+from .pods import PodTemplate, documents, in_namespace, mounted_files, objects, templates
 from ..serve.argv import k8s_expand, shell_script, unwrap
 from ..serve.shell import Command, run_script, split_script
 from ..serve.servers import server_of
@@ -169,6 +169,7 @@ class _Found:
 
 def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Found:
     label, pod = tpl.label, tpl.spec
+    objs = in_namespace(objs, tpl.namespace)
     key = f"{label} containers[{j}]"
     env = container_env(source, key, c, objs, tpl.env, tpl.unknown)
     hits = []
