@@ -121,9 +121,11 @@ def _release_of_image(grant, overrides: dict, base: dict, say: Say) -> None:
 
 def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
     """A server line -> its validated Layout, read with its own server's flags (serve/servers.line_reader)."""
+    from .serve.line import as_line
     from .serve.servers import line_reader
     from .serve.vllm import split
 
+    serve = as_line(serve)
     argv = split(serve)
     loaded, notes = line_reader(serve, argv).load_line(argv, overrides=overrides, base=base)
     for n in notes:
@@ -196,9 +198,11 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
 
 def _raw_line(serve: str, overrides: dict, base: dict, merge: bool, say: Say) -> tuple[dict, dict, str, dict]:
     from .layout.read import expand
+    from .serve.line import as_line
     from .serve.servers import line_reader
     from .serve.vllm import split
 
+    serve = as_line(serve)
     argv = split(serve)
     reader = line_reader(serve, argv)
     release = overrides.get("vllm.version", (None, ""))[0]

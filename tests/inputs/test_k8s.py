@@ -231,3 +231,25 @@ def test_a_containers_config_file_is_the_configmap_mounted_there_not_this_machin
     code, out, err = run(capsys, "plan", "--k8s", path, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["parallel"]["tensor_parallel_size"] == 4
+
+
+def test_a_setting_the_scripts_control_flow_decides_makes_its_gates_unknown(capsys, tmp_path):
+    # `test -f X && export LMCACHE_…` was read as straight-line code: planned on 100 GiB, passed. Whether it runs is
+    # the file's: the pool gates are unknown. The same export unconditionally is read (Kimi-K2.5 is MLA: LMCache
+    # stores on the first rank only, 100 GiB past a 64 GiB limit).
+    import yaml
+
+    path = _deployment(tmp_path, [])
+    doc = list(yaml.safe_load_all(open(path)))
+    container = doc[-1]["spec"]["template"]["spec"]["containers"][0]
+    serve = " ".join(container["command"]) + f" -tp 4 --kv-transfer-config '{LMCACHE_TRANSFER}'"
+    container["resources"]["limits"]["memory"] = "64Gi"
+    for script, status in ((f"test -f /etc/lmcache/on && export LMCACHE_MAX_LOCAL_CPU_SIZE=100\nexec {serve}",
+                            "unknown"),
+                           (f"export LMCACHE_MAX_LOCAL_CPU_SIZE=100\nexec {serve}", "fail")):
+        container["command"], container["args"] = ["/bin/sh", "-c"], [script]
+        with open(path, "w") as fh:
+            yaml.safe_dump_all(doc, fh)
+        code, out, gates, err = _gates(capsys, path)
+        assert gates["host_memory"]["status"] == status, script
+        assert code == 1

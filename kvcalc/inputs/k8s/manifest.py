@@ -19,7 +19,7 @@ from ...vocab.errors import LayoutError, UnsupportedError
 from ...vocab.records import field, record
 from .env import PodEnv, container_env, expect
 from .pods import PodTemplate, documents, in_namespace, mounted_files, objects, templates
-from ..serve.argv import k8s_expand, shell_script, unwrap
+from ..serve.argv import k8s_expand, shell_script, unwrap, unwrap_env
 from ..serve.shell import Command, run_script, split_script
 from ..serve.servers import server_of
 
@@ -152,7 +152,12 @@ def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) 
     # Kubernetes leaves $(NAME) of an unreadable variable as written; the shell would then run NAME.
     for name, why in unknown.items():
         text = text.replace(f"$({name})", "${" + name + "}")
-    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
+    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files,
+                      wanted=_starts_server, source=source, key=f"{key} script")
+
+
+def _starts_server(words: tuple) -> bool:
+    return server_of(unwrap(words)[0]) is not None
 
 
 @record
@@ -354,7 +359,7 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     hit = _the_container(path, documents(path), container)
     c, cmd = hit.container, hit.command
     label = f"{hit.label} container {c.get('name')!r}"
-    words, added = unwrap(cmd.words)
+    words, added, cleared, removed = unwrap_env(cmd.words)
     argv = ["vllm", "serve", *words[hit.start:]]
     if hit.engine == "SGLang":  # SGLang's line, in its own spellings (inputs/serve/sglang.py)
         rest = words[hit.start:]
@@ -368,5 +373,7 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     image = c.get("image") if isinstance(c.get("image"), str) else None
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
-                    env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
+                    env={**({} if cleared else {k: v for k, v in cmd.env.items() if k not in removed}), **added},
+                    env_unknown={} if cleared else {k: v for k, v in cmd.env_unknown.items() if k not in removed},
+                    env_unread=[] if cleared else list(env.unread),
                     notes=notes + env.notes, files=hit.files)

@@ -70,10 +70,22 @@ def shell_script(argv: list[str]) -> tuple[str, list[str]] | None:
 
 def unwrap(words: tuple) -> tuple[list[str], dict[str, str]]:
     """A command's words after its wrappers (`exec`, `env X=1`, `nohup`, …) and the assignments `env` adds."""
+    ws, added, _, _ = unwrap_env(words)
+    return ws, added
+
+
+def unwrap_env(words: tuple) -> tuple[list[str], dict[str, str], bool, set[str]]:
+    """(the words after the wrappers, the assignments `env` adds, whether `env -i` starts from an empty
+    environment, the names `env -u NAME` removes): GNU coreutils env's options -i / --ignore-environment / a lone
+    `-`, -u NAME / --unset=NAME, and `--` before the command."""
     ws = list(words)
     added: dict[str, str] = {}
+    cleared, removed = False, set()
     while ws and os.path.basename(ws[0]) in WRAPPERS:
         head = os.path.basename(ws.pop(0))
+        if head == "env":
+            cleared, removed = _env_options(ws, added, cleared, removed)
+            continue
         while ws and ws[0].startswith("-") and head != "exec":
             opt = ws.pop(0)
             if head in ("taskset", "numactl", "stdbuf") and "=" not in opt and ws and not ws[0].startswith("-") \
@@ -81,7 +93,34 @@ def unwrap(words: tuple) -> tuple[list[str], dict[str, str]]:
                 ws.pop(0)  # the option's argument (taskset -c 0-7)
         if head == "taskset" and ws and re.fullmatch(r"[0-9a-fx,\-]+", ws[0]):
             ws.pop(0)  # the mask
-        while head == "env" and ws and _ASSIGN.fullmatch(ws[0]) and _NAME.fullmatch(ws[0].split("=", 1)[0]):
-            name, value = ws.pop(0).split("=", 1)
+    return ws, added, cleared, removed
+
+
+def _env_options(ws: list[str], added: dict, cleared: bool, removed: set) -> tuple[bool, set]:
+    """`env`'s options and assignments, taken off the front of `ws`."""
+    while ws:
+        w = ws[0]
+        if w in ("-i", "--ignore-environment", "-"):
+            cleared = True
+            added.clear()
+        elif w in ("-u", "--unset") and len(ws) > 1:
+            ws.pop(0)
+            removed.add(ws[0])
+            added.pop(ws[0], None)
+        elif w.startswith("--unset=") or w.startswith("-u") and len(w) > 2:
+            name = w.split("=", 1)[1] if w.startswith("--") else w[2:]
+            removed.add(name)
+            added.pop(name, None)
+        elif w == "--":
+            ws.pop(0)
+            break
+        elif w.startswith("-"):
+            pass  # -0, -v, -C DIR is rare: its argument would be taken for the command
+        elif _ASSIGN.fullmatch(w) and _NAME.fullmatch(w.split("=", 1)[0]):
+            name, value = w.split("=", 1)
             added[name] = value
-    return ws, added
+            removed.discard(name)
+        else:
+            break
+        ws.pop(0)
+    return cleared, removed
