@@ -310,3 +310,78 @@ def test_init_writes_an_escape_in_its_header_as_an_escape(capsys, tmp_path):
     path.write_text(out)
     code, out, err = run(capsys, "plan", str(path), "--vllm-version", "0.33.0")
     assert code == 0, err
+
+
+def _bounded_run(capsys, *argv, seconds=10.0, peak=64 << 20):
+    """One CLI call under a time and a Python-heap bound: (exit code, stderr)."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        code, _, err = run(capsys, *argv)
+    finally:
+        elapsed = time.perf_counter() - start
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert elapsed < seconds, elapsed
+    assert top < peak, top
+    return code, err
+
+
+def _manifest(tmp_path, container, *others):
+    import yaml
+
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+              "spec": {"template": {"spec": {"containers": [container], "volumes": [
+                  {"name": "cfg", "configMap": {"name": "cm"}}]}}}}
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all([*others, deploy]))
+    return str(path)
+
+
+def test_env_entries_that_double_are_refused_before_they_grow(capsys, tmp_path):
+    # V1 = $(V0)$(V0), V2 = $(V1)$(V1), …: 2.3 KB of manifest reached 2 GB (MemoryError). A value past Linux's
+    # MAX_ARG_STRLEN (131,072 B) cannot reach a container (execve: E2BIG): refused at the entry that passes it,
+    # 100 x 2^11 = 204,800 > 131,072 at V11.
+    env = [{"name": "V0", "value": "x" * 100}] + [{"name": f"V{i}", "value": f"$(V{i - 1})$(V{i - 1})"}
+                                                  for i in range(1, 40)]
+    path = _manifest(tmp_path, {"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "env": env,
+                                "command": ["vllm", "serve", "/m"]})
+    code, err = _bounded_run(capsys, "plan", "--k8s", path)
+    assert code == 2
+    assert "containers[0].env[11].value: expected a value of at most 131,072 bytes" in err
+
+
+def test_a_mounted_file_expanded_many_times_is_bounded(capsys, tmp_path):
+    # "$(cat /etc/cfg/a)" 20,000 times over a 50 KB ConfigMap file: 1 GB of expansion; bounded at 4 MiB in all.
+    script = 'X="' + "$(cat /etc/cfg/a)" * 20000 + '"\nexec vllm serve /m'
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "y" * 50000}}
+    path = _manifest(tmp_path, {"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "command": ["sh", "-c", script],
+                                "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}, cm)
+    code, err = _bounded_run(capsys, "plan", "--k8s", path)
+    assert code == 2
+    assert "expected a script whose expansions produce at most 4,194,304 bytes" in err
+
+
+def test_a_large_env_is_not_copied_for_every_command(capsys, tmp_path):
+    # 216 KB of variables and 5,000 commands before the server: each command got its own copy (1.37 GB). Only
+    # the server's command gets one now.
+    env = [{"name": f"V{i}", "value": "x" * 100} for i in range(2000)]
+    script = "true\n" * 5000 + "exec vllm serve /nonexistent-model"
+    path = _manifest(tmp_path, {"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "env": env,
+                                "command": ["sh", "-c", script]})
+    code, err = _bounded_run(capsys, "plan", "--k8s", path)
+    assert code == 2
+    assert "nonexistent-model" in err
+
+
+def test_a_flat_megabyte_of_yaml_is_refused_quickly(capsys, tmp_path):
+    # 1 MB of `kN: N` lines: the pure-Python loader took 12-15 s and 357 MB; libyaml reads it, and more than
+    # 50,000 nodes are refused before anything is built.
+    path = tmp_path / "flat.yaml"
+    path.write_text("\n".join(f"k{i}: {i}" for i in range(90000))[:1_000_000])
+    code, err = _bounded_run(capsys, "plan", "--k8s", str(path), seconds=5.0)
+    assert code == 2
+    assert "at most 50,000 YAML nodes" in err

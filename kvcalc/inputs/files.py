@@ -162,7 +162,8 @@ def parse_yaml(text: str, *, source: str) -> Any:
     return docs[0] if docs else None
 
 
-MAX_YAML_NODES = 200_000  # a manifest of 1 MiB has at most ~100,000 nodes; aliases may not multiply them beyond
+MAX_YAML_NODES = 50_000  # nodes with aliases expanded: a vLLM manifest holds a few thousand; a 1 MiB flat file
+# of 250,000 took 10 s to build in Python (a 600-byte alias bomb expands to gigabytes)
 
 
 def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
@@ -173,14 +174,17 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise LayoutError(source, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
-    fast = len(text) <= 1 << 16 and _shallow(text) and hasattr(yaml, "CSafeLoader")
+    if len(text) > 1 << 16:
+        _few_nodes(text, source)
+    # libyaml for any size the nesting bound passes (the pure-Python loader took 12-15 s and 357 MB on a 1 MB flat
+    # manifest); the nesting bound is what keeps libyaml's recursive composer safe.
+    fast = _shallow(text) and hasattr(yaml, "CSafeLoader")
     loader = (octal_loader if octal else strict_loader)(fast)(text)
     docs: list = []
     try:
         while loader.check_node():
             node = loader.get_node()
-            if "*" in text:  # only an alias (*name) repeats a node: without one the size bound is the file's
-                _bounded(node, source)
+            _bounded(node, source)  # before anything is built: an alias multiplies nodes, a flat file has many
             docs.append(loader.construct_document(node))
     except StrictYAMLError as e:
         raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
@@ -194,6 +198,26 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
     finally:
         loader.dispose()
     return docs
+
+
+def _few_nodes(text: str, source: str) -> None:
+    """Refuse a large text of more than MAX_YAML_NODES nodes from its parser events, one at a time (libyaml's
+    parser is iterative), before any node is built: composing them first took seconds and hundreds of MB."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    kinds = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    n = 0
+    try:
+        while loader.check_event():
+            if isinstance(loader.get_event(), kinds):
+                n += 1
+                if n > MAX_YAML_NODES:
+                    raise LayoutError(source, "", f"at most {MAX_YAML_NODES:,} YAML nodes", f"over {MAX_YAML_NODES:,}")
+    except yaml.YAMLError:
+        return  # the reading proper says what is wrong, and where
+    finally:
+        loader.dispose()
 
 
 def _bounded(root, source: str) -> None:

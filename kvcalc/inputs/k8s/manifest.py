@@ -140,10 +140,21 @@ def _argv(source: str, key: str, c: dict) -> list[str]:
     return words
 
 
+def _expanded(source: str, key: str, word: str, values: dict) -> str:
+    from ..serve.argv import ExpansionTooLong
+    from ..serve.shell import MAX_SCRIPT
+
+    try:
+        return k8s_expand(word, values, MAX_SCRIPT)
+    except ExpansionTooLong:
+        raise LayoutError(source, key, f"a word of at most {MAX_SCRIPT:,} characters after $(VAR) expansion",
+                          f"more than {MAX_SCRIPT:,}") from None
+
+
 def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) -> list[Command]:
     """The commands the container runs: one (the exec form), or a `sh -c` script's."""
     unknown = {n: why for n, why in env.unknown.items()}
-    expanded = [k8s_expand(w, env.values) for w in argv]
+    expanded = [_expanded(source, f"{key} command", w, env.values) for w in argv]
     script = shell_script(expanded)
     if script is None:
         missing = {f"$({n})": why for n, why in unknown.items() if any(f"$({n})" in w for w in expanded)}

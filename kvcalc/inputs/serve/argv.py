@@ -14,13 +14,23 @@ SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh"))
 WRAPPERS = frozenset(("exec", "nohup", "time", "command", "env", "stdbuf", "taskset", "numactl", "tini", "dumb-init"))
 
 
-def k8s_expand(text: str, env: dict[str, str]) -> str:
+class ExpansionTooLong(ValueError):
+    """A `$(VAR)` expansion past its bound (its `limit`, in characters)."""
+
+    def __init__(self, limit: int):
+        super().__init__(limit)
+        self.limit = limit
+
+
+def k8s_expand(text: str, env: dict[str, str], limit: int | None = None) -> str:
     """Kubernetes' expansion of command, args and env values (k8s.io/kubernetes third_party/forked/golang/expansion
     expand.go): `$(NAME)` becomes NAME's value when the container defines it and stays as written otherwise; `$$`
-    is a literal `$`; any other `$` is kept."""
+    is a literal `$`; any other `$` is kept. `limit`: ExpansionTooLong as soon as the result would pass it (env
+    entries that each repeat the one before twice double at every entry)."""
     if "$" not in text:
         return text
     out: list[str] = []
+    size = 0
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -39,7 +49,11 @@ def k8s_expand(text: str, env: dict[str, str]) -> str:
                 i += 2
                 continue
             name = text[i + 2:end]
-            out.append(env[name] if name in env else f"$({name})")
+            value = env[name] if name in env else f"$({name})"
+            size += len(value)
+            if limit is not None and size > limit:
+                raise ExpansionTooLong(limit)
+            out.append(value)
             i = end + 1
         else:
             out.append("$" + nxt)

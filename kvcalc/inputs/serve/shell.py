@@ -38,7 +38,7 @@ class Command:
     env_unknown: dict = field(factory=dict)  # the process's variables whose value cannot be read: name -> why
 
 
-MAX_EXPANDED = 16 << 20  # bytes a script's expansions may produce in all ($V, $(cat FILE)): a bound on the work
+MAX_EXPANDED = 4 << 20  # bytes a script's expansions may produce in all ($V, $(cat FILE)): a bound on the work
 
 
 def run_script(tokens: list, env: dict[str, str], unknown_env: dict[str, str], params: list[str],
