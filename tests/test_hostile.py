@@ -385,3 +385,29 @@ def test_a_flat_megabyte_of_yaml_is_refused_quickly(capsys, tmp_path):
     code, err = _bounded_run(capsys, "plan", "--k8s", str(path), seconds=5.0)
     assert code == 2
     assert "at most 50,000 YAML nodes" in err
+
+
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_the_json_refusal_and_the_bare_help_on_a_stdout_that_fails(redirect):
+    # The exit-2 JSON document and bare `kvcalc`'s help were written outside the output guard: a traceback. The
+    # refusal keeps its exit code (2, as with a closed stderr); the help that cannot be written is a failed write.
+    code, _, err = sh(f"kvcalc plan nonexistent.yaml --format json {redirect}")
+    assert code == 2
+    assert "Traceback" not in err
+    assert "kvcalc: error: cannot write the output" in err
+    code, _, err = sh(f"kvcalc {redirect}")
+    assert code == 74
+    assert "Traceback" not in err
+    assert err.strip().startswith("kvcalc: error: cannot write the output")
+
+
+@pytest.mark.parametrize("args", [["--tp", BIG], ["--gpu", "a" * 5000], ["--" + "a" * 5000],
+                                  ["--compare-versions", "a" * 5000]])
+def test_a_long_value_is_cut_in_the_error_line_with_its_length(capsys, args):
+    # A 5,000-character value came back whole in a 5,000-character error line.
+    code, out, err = run(capsys, "plan", LLAMA, *args)
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert len(line) < 500, len(line)
+    assert "a" * 300 not in line
+    assert "9" * 300 not in line

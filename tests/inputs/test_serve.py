@@ -245,3 +245,22 @@ def test_an_lmcache_variable_before_the_serve_line_sets_its_pool(capsys, tmp_pat
     assert doc["offload"]["lmcache"]["pool_bytes_per_engine"] == 4 * 100 * 2 ** 30
     assert gates["host_memory"]["status"] == "fail"
     assert code == 1
+
+
+@pytest.mark.parametrize("budget, bytes_", [("1.5e10", 15_000_000_000), ("68719476736.9", 68_719_476_736)])
+def test_a_float_cpu_bytes_to_use_is_what_vllms_int_makes_of_it(capsys, tmp_path, budget, bytes_):
+    # Issue 34: a float budget in kv_connector_extra_config was refused as "vLLM calls int() on it and stops"; the
+    # spec's int(cpu_bytes_to_use) (v1/kv_offload/cpu/spec.py:123 @0.33.0) truncates a float and goes on.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(HERE, "fixtures", "models", "llama-3.1-8b.json"), model / "config.json")
+    cfg = '{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":%s}}'
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --kv-transfer-config '{cfg % budget}'",
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["offload"]["cpu_bytes_to_use"] == bytes_
+    text = cfg % '"64G"'
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --kv-transfer-config '{text}'",
+                         "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "int() raises on it" in err

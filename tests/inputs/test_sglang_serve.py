@@ -125,3 +125,15 @@ def test_lmcache_sglang_manifest_is_refused(capsys, hub):
                        "--gpu", "H100")
     assert code == 2
     assert "--enable-lmcache" in err or "Hugging Face cache" in err
+
+
+@pytest.mark.parametrize("flag", ["--enable-hierarchical-cache=false", "--disable-cuda-graph=0"])
+def test_a_switch_given_a_value_is_refused_as_sglangs_parser_does(capsys, tmp_path, flag):
+    # Issue 34: `--enable-hierarchical-cache=false` was read as the switch on (HiCache planned). A bool field is
+    # argparse's store_true (srt/arg_groups/arg_utils.py:393-395 @0.5.23), which stops on an explicit value.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    code, out, err = run(capsys, "plan", "--serve", f"python -m sglang.launch_server --model-path {model} {flag}")
+    assert code == 2
+    assert f"ignored explicit argument '{flag.split('=')[1]}'" in err

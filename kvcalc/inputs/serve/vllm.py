@@ -12,6 +12,7 @@ decimal), `--config FILE` a YAML of serve arguments that the command line overri
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from typing import Any
@@ -314,6 +315,21 @@ def _simple_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
         notes.append("kv_connector_extra_config entries SimpleCPUOffloadConnector does not read: " + ", ".join(others))
 
 
+def _int_budget(budget: Any, notes: list[str]) -> int:
+    """cpu_bytes_to_use as the spec reads it: int(value) (v1/kv_offload/cpu/spec.py:123 @0.33.0, :43 @0.19.1,
+    cpu.py:49 @0.14.0). A float truncates (1.5e10 is 15,000,000,000 B), digits in a string pass; "64G", inf and
+    nan raise there."""
+    if isinstance(budget, float) and math.isfinite(budget) and budget >= 0:
+        notes.append(f"--kv-transfer-config cpu_bytes_to_use {budget!r}: vLLM takes int() of it, {int(budget):,} B")
+        return int(budget)
+    if isinstance(budget, str) and budget.strip().isascii() and budget.strip().isdigit():
+        return int(budget.strip())
+    why = {float: "int() raises on it (OverflowError or ValueError)", bool: "a boolean is no byte count"}.get(
+        type(budget), "int() raises on it (ValueError)")
+    raise StartupRefusal(f"{SOURCE}: --kv-transfer-config cpu_bytes_to_use {budget!r}: {why}, and vLLM stops (give "
+                         "a whole number of bytes, or --kv-offloading-size in GiB)")
+
+
 def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--kv-transfer-config", "a JSON object", cfg)
@@ -327,12 +343,7 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
                              "kv_connector is set' (kv_both for offloading)")
     budget = extra.get("cpu_bytes_to_use")
     if budget is not None and not (isinstance(budget, int) and not isinstance(budget, bool)):
-        # The spec divides it by a chunk's bytes through int() (v1/kv_offload/cpu/spec.py:123 @0.33.0): "64G"
-        # raises there; digits in a string pass int().
-        if not (isinstance(budget, str) and budget.strip().isascii() and budget.strip().isdigit()):
-            raise StartupRefusal(f"{SOURCE}: --kv-transfer-config cpu_bytes_to_use {budget!r}: vLLM calls int() on it "
-                                 "and stops (give a whole number of bytes, or --kv-offloading-size in GiB)")
-        extra = {**extra, "cpu_bytes_to_use": int(budget.strip())}
+        extra = {**extra, "cpu_bytes_to_use": _int_budget(budget, notes)}
     if connector == "LMCacheConnectorV1":
         _lmcache_extra(extra, overrides, notes)
         return
