@@ -174,6 +174,9 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise LayoutError(source, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        # The pure-Python scanner checks every open flow level at each token: `[` x 100,000 took minutes.
+        raise LayoutError(source, "", f"YAML nested at most {MAX_FLOW_DEPTH} brackets deep")
     if len(text) > 1 << 16:
         _few_nodes(text, source)
     # libyaml for any size the nesting bound passes (the pure-Python loader took 12-15 s and 357 MB on a 1 MB flat
@@ -198,6 +201,24 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
     finally:
         loader.dispose()
     return docs
+
+
+MAX_FLOW_DEPTH = 512  # [ and { open at once (counted even inside quotes): far beyond any layout or manifest
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of flow brackets, counted as _shallow counts them (quotes not skipped)."""
+    if "[" not in text and "{" not in text:
+        return 0
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _few_nodes(text: str, source: str) -> None:

@@ -96,6 +96,12 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         on, text = grant.use_simple_kv_offload
         base = {"offload.use_simple_kv_offload": (on, f"VLLM_USE_SIMPLE_KV_OFFLOAD={text} (the manifest's env)"),
                 **base}
+    from .serve.vllm import LONG_VAR, long_allowed
+
+    if LONG_VAR in grant.env:
+        value = grant.env[LONG_VAR]
+        base = {"cache.allow_long_max_model_len": (long_allowed(value), f"{LONG_VAR}={value} (the manifest's env)"),
+                **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources

@@ -322,6 +322,8 @@ KEYS: tuple[Key, ...] = (
        vllm=("--mamba-block-size",), vllm_parse="int"),
     _k("cache.mamba_cache_mode", "choice", "auto | none | align | all (which the release accepts)", default="auto",
        choices=MAMBA_CACHE_MODES, vllm=("--mamba-cache-mode",), vllm_parse="str", vllm_args="plan"),
+    _k("cache.allow_long_max_model_len", "bool", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment: "
+       "max_model_len may pass the model's derived maximum (vLLM warns instead of refusing)", default=False),
     _k("cache.max_num_seqs", "int", "sequences per scheduler step (null: vLLM's default for the GPU class, 1024 or "
        "256); the profile run's sampler rows and the CUDA-graph sizes follow it", minimum=1, cap=1 << 20,
        nullable=True, flag=("--max-num-seqs",), name="max_num_seqs", help="sequences per step (default: vLLM's "

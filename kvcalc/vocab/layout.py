@@ -220,6 +220,7 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -286,6 +287,17 @@ class HostLayout:
 
 
 @record
+class ModelLimits:
+    """What vLLM's config validation checks against the model's config.json (inputs/hf/limits.py)."""
+
+    num_attention_heads: int | None = None  # the text config's: TP must divide them
+    derived_max_model_len: int | float | None = None  # the length key (times a rope factor): --max-model-len's ceiling
+    derived_key: str = ""  # the key it came from (max_position_embeddings, ...)
+    model_max_length: int | None = None  # the config's model_max_length: a longer max_model_len is allowed below it
+    sglang_context_length: int | None = None  # SGLang's derived context length: --context-length's ceiling
+
+
+@record
 class Layout:
     model: ModelLayout
     parallel: ParallelLayout = field(factory=ParallelLayout)
@@ -309,6 +321,7 @@ class Layout:
     # the key paths the user set: the layout file's own keys, the flags', a server line's (a log that says otherwise
     # contradicts them: tools/logcheck.py)
     written: frozenset = frozenset()
+    limits: ModelLimits | None = None  # the config's limits vLLM checks at start-up (None: no config.json read)
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()

@@ -91,7 +91,8 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         return import_module(own, __package__).engine_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
             platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-            provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset())))
+            provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
+            limits=_limits(top)))
     offload = _offload(r, top.get("offload"), model, cache, backend, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
@@ -111,6 +112,7 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
                   sglang=sglang, vllm_version=version, vllm_version_from=version_from,
                   source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
                   provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
+                  limits=_limits(top),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
 
@@ -121,6 +123,16 @@ def _gpu(r: Reader, data: Any) -> GpuLayout:
     from .gpu import gpu_section
 
     return gpu_section(r, g)
+
+
+def _limits(top: dict):
+    """The model config's limits vLLM validates (inputs/hf/limits.py), when a config.json was read."""
+    config = top.get("__config__")
+    if config is None:
+        return None
+    from ..hf.limits import model_limits
+
+    return model_limits(config[1], config[0])
 
 
 def _host(r: Reader, data: Any) -> HostLayout:
@@ -234,7 +246,8 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
                        mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
-                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None)
+                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None,
+                       allow_long_max_model_len=r.key(c, "cache.allow_long_max_model_len"))
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:

@@ -238,6 +238,14 @@ def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: 
                                  "specified in kv_connector_extra_config'")
 
 
+LONG_VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def long_allowed(value: str) -> bool:
+    """envs.py (0.33.0:1115-1118): os.environ.get(..., "0").strip().lower() in ("1", "true")."""
+    return value.strip().lower() in ("1", "true")
+
+
 def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
     """The engine's environment variables kvcalc reads: VLLM_USE_SIMPLE_KV_OFFLOAD (envs.py, 0.19.0:1666:
     bool(int(value)), a ValueError for anything int() does not read); the others are listed in a note."""
@@ -250,6 +258,9 @@ def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: s
             raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
         overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
     read = {ENV_VAR}
+    if LONG_VAR in env:
+        overrides["cache.allow_long_max_model_len"] = (long_allowed(env[LONG_VAR]), f"{LONG_VAR}={env[LONG_VAR]} ({where})")
+        read.add(LONG_VAR)
     if overrides.get("offload.backend", (None,))[0] == "lmcache":
         read |= _lmcache_env(env, overrides, notes, where)
     others = sorted(k for k in env if k not in read)

@@ -1,0 +1,60 @@
+"""Issue 34: vLLM's and SGLang's config validation that the startup gate passed. Each refusal is the engine's own
+message (engines/vllm/rules.py, engines/sglang/plan.py cite the source lines)."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import ROOT_DIR, run
+
+HF = os.path.join(ROOT_DIR, "tests", "fixtures", "hf")
+MODELS = os.path.join(ROOT_DIR, "tests", "fixtures", "models")
+
+
+@pytest.mark.parametrize("version", ["0.14.0", "0.19.1", "0.33.0"])
+def test_tp_that_does_not_divide_the_attention_heads_is_refused(capsys, version):
+    # Qwen2-7B: 28 attention heads, 4 KV heads. TP 8 replicates the KV heads (8 % 4 == 0), but 28 % 8 != 0: vLLM's
+    # verify_with_parallel_config stops (config/model.py 0.33.0:1557-1563). TP 4 divides both.
+    config = os.path.join(HF, "qwen2-7b.json")
+    code, out, err = run(capsys, "plan", config, "--tp", "8", "--vllm-version", version, "--cpu-bytes", "8GiB",
+                         "--check", "--format", "json")
+    assert code == 1
+    startup = {c["name"]: c for c in json.loads(out)["checks"]}["startup"]
+    assert startup["status"] == "fail"
+    assert "Total number of attention heads (28) must be divisible by tensor parallel size (8)." in startup["reason"]
+    code, out, err = run(capsys, "plan", config, "--tp", "4", "--vllm-version", version)
+    assert code == 0, err
+
+
+def test_max_num_seqs_above_max_num_batched_tokens_is_refused(capsys):
+    # config/scheduler.py verify_max_model_len (0.33.0:331-336): both given, 512 sequences in a 256-token step.
+    # With max_num_seqs left to vLLM's default, vLLM lowers it to max_num_batched_tokens (engine/arg_utils.py
+    # 0.33.0:3232-3234): no refusal.
+    config = os.path.join(MODELS, "llama-3.1-8b.json")
+    code, out, err = run(capsys, "plan", config, "--max-num-seqs", "512", "--max-num-batched-tokens", "256",
+                         "--max-model-len", "4096")
+    assert code == 2
+    assert "max_num_batched_tokens (256) must be greater than or equal to max_num_seqs (512)." in err
+    code, out, err = run(capsys, "plan", config, "--max-num-seqs", "256", "--max-num-batched-tokens", "256",
+                         "--max-model-len", "4096")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", config, "--max-num-batched-tokens", "256", "--max-model-len", "4096")
+    assert code == 0, err
+
+
+def test_sglang_context_length_past_the_derived_one_is_refused(capsys, tmp_path):
+    # srt/configs/model_config.py:1290-1314 @0.5.23: Llama-3.1-8B's derived context length is
+    # max_position_embeddings 131,072 (no rope_scaling in the fixture): --context-length 200,000 is a ValueError.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    line = f"python -m sglang.launch_server --model-path {model} --context-length"
+    code, out, err = run(capsys, "plan", "--serve", f"{line} 200000", "--gpu", "H100")
+    assert code == 2
+    assert ("User-specified context_length (200000) is greater than the derived context_length (131072)"
+            in err)
+    assert "vLLM" not in err
+    code, out, err = run(capsys, "plan", "--serve", f"{line} 131072", "--gpu", "H100")
+    assert code == 0, err
