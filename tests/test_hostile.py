@@ -411,3 +411,39 @@ def test_a_long_value_is_cut_in_the_error_line_with_its_length(capsys, args):
     assert len(line) < 500, len(line)
     assert "a" * 300 not in line
     assert "9" * 300 not in line
+
+
+def test_init_writes_layouts_plan_plans(capsys, tmp_path):
+    # init --gpu, and init of an SGLang line, wrote the model's shapes without the config.json the budget prediction
+    # weighs: plan refused the file ("the KV budget prediction weighs the model from its config.json"; SGLang: "needs
+    # the weights on one GPU"). The GPU may still be given at plan time.
+    config = os.path.join(MODELS, "llama-3.1-8b.json")
+    code, out, err = run(capsys, "init", config, "--gpu", "H100")
+    assert code == 0, err
+    assert f'hf_config: "{config}"' in out
+    path = tmp_path / "gpu.yaml"
+    path.write_text(out)
+    code, _, err = run(capsys, "plan", str(path), "--vllm-version", "0.33.0")
+    assert code == 0, err
+    model = tmp_path / "llama"
+    model.mkdir()
+    with open(config) as fh:
+        (model / "config.json").write_text(fh.read())
+    code, out, err = run(capsys, "init", "--serve", f"python -m sglang.launch_server --model-path {model} "
+                                                   "--enable-hierarchical-cache")
+    assert code == 0, err
+    path.write_text(out)
+    code, _, err = run(capsys, "plan", str(path), "--gpu", "H100")
+    assert code == 0, err
+
+
+def test_a_size_no_budget_answers_is_a_refusal(capsys):
+    # LMCache's "no size fits" and SGLang's unreachable --gpu-tokens printed an answer of none and exited 0.
+    code, out, err = run(capsys, "size", os.path.join(EXAMPLES_DIR, "llama-3.1-8b-lmcache-tp8.yaml"), "--resident",
+                         "1MiB")
+    assert code == 2
+    assert "no size fits" in err
+    code, out, err = run(capsys, "size", os.path.join(EXAMPLES_DIR, "sglang", "mixtral-8x7b-tp2-hicache.yaml"),
+                         "--gpu-tokens", "999999999", "--format", "json")
+    assert code == 2
+    assert json.loads(out)["refusal"].startswith("no mem_fraction_static up to 0.999 holds 999,999,999 tokens")

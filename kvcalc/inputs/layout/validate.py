@@ -65,7 +65,8 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     if "model" not in top:
         raise r.fail("model", "a model section (see the README's layout format)")
     model = model or model_section(r, top.get("model"))
-    parallel = _parallel(r, top.get("parallel"), model)
+    # An engine with its own reader checks its own node rules (inputs/layout/<engine>.py); vLLM's are here.
+    parallel = _parallel(r, top.get("parallel"), model, ENGINE_LAYOUTS.get(r.key(top, "engine")) is None)
     mpe = r.key(top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
     vllm = r.section(top.get("vllm"), "vllm")
@@ -158,7 +159,7 @@ def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layou
                                           base.vllm_version))
 
 
-def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
+def _parallel(r: Reader, data: Any, model: ModelLayout, vllm_nodes: bool = True) -> ParallelLayout:
     p = r.section(data, "parallel")
     tp = r.key(p, "parallel.tensor_parallel_size")
     pp = r.key(p, "parallel.pipeline_parallel_size")
@@ -190,7 +191,7 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
         local = r.int_(local, "parallel.data_parallel_size_local",
                        minimum=KEY["parallel.data_parallel_size_local"].minimum, maximum=dp)
     world = dp * pp * tp
-    if nnodes > 1 and world % nnodes:
+    if vllm_nodes and nnodes > 1 and world % nnodes:
         # engine/arg_utils.py (0.14.0:1470, an assert; 0.33.0:2405, a ValueError): the whole DP x PP x TP world over
         # the nodes.
         raise r.fail("parallel.nnodes", f"a divisor of the world size DP x PP x TP = {world} (vLLM stops: "
@@ -198,7 +199,7 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
     par = ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
                          data_parallel_size_local=local)
-    if nnodes > 1 and nnodes % max(dp // par.dp_local, 1):
+    if vllm_nodes and nnodes > 1 and nnodes % max(dp // par.dp_local, 1):
         # config/parallel.py 0.33.0:827-835 (nnodes_within_dp): the nodes must split evenly over the DP node groups.
         raise r.fail("parallel.nnodes", f"a multiple of the DP node groups DP / DP local = {dp // par.dp_local} "
                      "(vLLM stops: 'Invalid data parallel configuration')", nnodes)
