@@ -322,6 +322,11 @@ KEYS: tuple[Key, ...] = (
        vllm=("--mamba-block-size",), vllm_parse="int"),
     _k("cache.mamba_cache_mode", "choice", "auto | none | align | all (which the release accepts)", default="auto",
        choices=MAMBA_CACHE_MODES, vllm=("--mamba-cache-mode",), vllm_parse="str", vllm_args="plan"),
+    _k("cache.enable_chunked_prefill", "bool", "null: vLLM's default (on); off, vLLM refuses max_num_batched_tokens "
+       "below max_model_len", nullable=True,
+       flag=("--enable-chunked-prefill/--no-enable-chunked-prefill",), name="chunked_prefill",
+       label="--enable-chunked-prefill", help="chunked prefill on/off (default: vLLM's)", panel="cache",
+       vllm=("--enable-chunked-prefill",), vllm_parse="switch", vllm_args="changed"),
     _k("cache.allow_long_max_model_len", "bool", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment: "
        "max_model_len may pass the model's derived maximum (vLLM warns instead of refusing)", default=False),
     _k("cache.max_num_seqs", "int", "sequences per scheduler step (null: vLLM's default for the GPU class, 1024 or "

@@ -220,6 +220,7 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    enable_chunked_prefill: bool | None = None  # --[no-]enable-chunked-prefill; None: vLLM's default (on)
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:

@@ -58,3 +58,22 @@ def test_sglang_context_length_past_the_derived_one_is_refused(capsys, tmp_path)
     assert "vLLM" not in err
     code, out, err = run(capsys, "plan", "--serve", f"{line} 131072", "--gpu", "H100")
     assert code == 0, err
+
+
+def test_chunked_prefill_off_with_a_step_shorter_than_the_context_is_refused(capsys, tmp_path):
+    # config/scheduler.py verify_max_model_len (0.33.0:317-329): without chunked prefill a 32,768-token prompt must
+    # fit one 8,192-token step. Read from a serve line's --no-enable-chunked-prefill as from kvcalc's flag.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    line = f"vllm serve {model} --no-enable-chunked-prefill --max-num-batched-tokens 8192 --max-model-len"
+    code, out, err = run(capsys, "plan", "--serve", f"{line} 32768", "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "max_num_batched_tokens (8192) is smaller than max_model_len (32768)." in err
+    code, out, err = run(capsys, "plan", "--serve", f"{line} 8192", "--vllm-version", "0.33.0")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", str(model / "config.json"), "--no-enable-chunked-prefill",
+                         "--max-num-batched-tokens", "8192", "--max-model-len", "32768", "--cpu-bytes", "8GiB",
+                         "--vllm-version", "0.33.0", "--check", "--format", "json")
+    assert code == 1
+    assert {c["name"]: c for c in json.loads(out)["checks"]}["startup"]["status"] == "fail"

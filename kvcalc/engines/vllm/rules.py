@@ -33,6 +33,14 @@ def verify(layout: Layout, version: str) -> None:
             f"({limits.derived_key}={derived} or model_max_length={limits.model_max_length} in model's "
             "config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
             + _LONG_WARNING)
+    if cache.enable_chunked_prefill is False and cache.max_num_batched_tokens_given and \
+            cache.max_num_batched_tokens < cache.max_model_len:
+        # config/scheduler.py verify_max_model_len (0.14.0:249-261, 0.33.0:317-329); a default
+        # max_num_batched_tokens vLLM raises to max_model_len itself (engine/arg_utils.py 0.33.0:3194-3199).
+        raise StartupRefusal(f"{prefix}max_num_batched_tokens ({cache.max_num_batched_tokens}) is smaller than "
+                             f"max_model_len ({cache.max_model_len}). This effectively limits the maximum sequence "
+                             "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+                             "max_num_batched_tokens or decrease max_model_len.")
     if cache.max_num_seqs is not None and cache.max_num_batched_tokens_given and \
             cache.max_num_batched_tokens < cache.max_num_seqs:
         # config/scheduler.py verify_max_model_len (0.14.0:263-268, 0.33.0:331-336); vLLM lowers a default

@@ -248,7 +248,8 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
                        mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
                        max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None,
-                       allow_long_max_model_len=r.key(c, "cache.allow_long_max_model_len"))
+                       allow_long_max_model_len=r.key(c, "cache.allow_long_max_model_len"),
+                       enable_chunked_prefill=r.key(c, "cache.enable_chunked_prefill"))
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:
