@@ -77,3 +77,37 @@ def test_chunked_prefill_off_with_a_step_shorter_than_the_context_is_refused(cap
                          "--vllm-version", "0.33.0", "--check", "--format", "json")
     assert code == 1
     assert {c["name"]: c for c in json.loads(out)["checks"]}["startup"]["status"] == "fail"
+
+
+def test_max_model_len_past_the_derived_maximum_is_refused(capsys, tmp_path):
+    # config/model.py _get_and_verify_max_len (0.33.0:2657-2683): Llama-3.1-8B's max_position_embeddings 131,072
+    # (no rope parameters in the fixture) is the ceiling; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's
+    # environment lets it pass (vLLM warns).
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --max-model-len 131073")
+    assert code == 2
+    assert ("User-specified max_model_len (131073) is greater than the derived max_model_len "
+            "(max_position_embeddings=131072 or model_max_length=None in model's config.json)") in err
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in err
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --max-model-len 131072")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", "--serve",
+                         f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve {model} --max-model-len 200000")
+    assert code == 0, err
+
+
+def test_a_rope_factor_scales_the_derived_maximum(capsys, tmp_path):
+    # A linear rope factor 4 over max_position_embeddings 4,096: vLLM's derived maximum is 4,096 x 4.0 = 16384.0
+    # (config/model.py 0.33.0:2599-2634 multiplies by the float factor).
+    with open(os.path.join(MODELS, "llama-3.1-8b.json")) as fh:
+        config = json.load(fh)
+    config.update(max_position_embeddings=4096, rope_scaling={"rope_type": "linear", "factor": 4.0})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = run(capsys, "plan", str(path), "--max-model-len", "16384")
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", str(path), "--max-model-len", "16385")
+    assert code == 2
+    assert "(max_position_embeddings=16384.0 or model_max_length=None" in err

@@ -149,9 +149,13 @@ def test_a_layout_and_a_serve_line_are_exclusive(capsys):
 @pytest.mark.parametrize("version", ["0.19.1", "0.22.1", "0.33.0"])
 def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
     # What vllm-args prints, fed back as a serve line (MODEL = the config), plans exactly what the config plans.
+    from kvcalc.inputs.hf.limits import model_limits
+
     path = os.path.join(CONFIGS, config)
-    flags = ["--tp", "2", "--cpu-bytes", "64G", "--kv-cache-memory", "40GiB", "--max-model-len", "32K",
-             "--enable-prefix-caching", "--vllm-version", version]
+    with open(path) as fh:
+        derived = model_limits(json.load(fh), path).derived_max_model_len  # vLLM refuses a longer --max-model-len
+    flags = ["--tp", "2", "--cpu-bytes", "64G", "--kv-cache-memory", "40GiB", "--max-model-len",
+             str(int(min(32768, derived or 32768))), "--enable-prefix-caching", "--vllm-version", version]
     code, out, err = run(capsys, "plan", path, *flags, "--format", "json")
     if code != 0:
         pytest.skip(f"{config} on {version} is refused: {err.strip()[:80]}")

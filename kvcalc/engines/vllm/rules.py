@@ -12,7 +12,6 @@ _LONG_WARNING = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme cautio
                  "error.")
 
 
-CHECK_MAX_LEN = False  # see the module's note: the derived maximum is read, not yet enforced
 
 
 def verify(layout: Layout, version: str) -> None:
@@ -25,7 +24,7 @@ def verify(layout: Layout, version: str) -> None:
         raise StartupRefusal(f"{prefix}Total number of attention heads ({limits.num_attention_heads}) must be "
                              f"divisible by tensor parallel size ({tp}).")
     derived = None if limits is None else limits.derived_max_model_len
-    if CHECK_MAX_LEN and derived is not None and cache.max_model_len > derived and not cache.allow_long_max_model_len and (
+    if derived is not None and cache.max_model_len > derived and not cache.allow_long_max_model_len and (
             limits.model_max_length is None or cache.max_model_len > limits.model_max_length):
         # config/model.py _get_and_verify_max_len (0.14.0:1999-2025, 0.19.1:2155-2181, 0.33.0:2657-2683).
         raise StartupRefusal(
