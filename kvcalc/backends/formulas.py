@@ -49,6 +49,7 @@ class OffloadSettings:
     host_page_size: int
     pinned_round_threshold_mb: int | None
     extra_retained_tokens: int  # 0.31+ sliding windows: max(0, num_prefill_lookahead_tokens - 1)
+    prefix_caching: bool = False  # the cache's: a pure-Mamba model's state per block then (not modelled here)
 
 
 @record
@@ -259,9 +260,10 @@ def startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple[
     hb = gpu.hash_block_size
     if not groups:
         return "the model has no KV cache layers: nothing to offload", 1
-    if hb is None or any(g.spec.block_size is None for g in groups):
-        # A pure Mamba model with prefix caching: its groups' block size (vLLM's mamba_block_size for the cache
-        # mode) is not something kvcalc derives; refused rather than computed from nothing.
+    if hb is None or any(g.spec.block_size is None for g in groups) or \
+            s.prefix_caching and all(g.spec.kind == "mamba" for g in groups):
+        # A pure Mamba model with prefix caching: what the connector does with groups that are all recurrent state
+        # is not modelled; refused rather than computed from nothing.
         raise UnsupportedError("a model whose every layer is Mamba, with prefix caching: the block size vLLM gives "
                                "its state (mamba_block_size) is not modelled; plan it without --enable-prefix-caching")
     for g in groups:

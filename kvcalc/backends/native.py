@@ -141,6 +141,7 @@ def settings_for(layout: Layout, budget: int) -> OffloadSettings:
         platform=layout.platform, is_mla_model=model.is_mla, max_model_len=layout.cache.max_model_len,
         attention_backend=layout.backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
+        prefix_caching=bool(layout.cache.enable_prefix_caching),
     )
 
 

@@ -157,7 +157,11 @@ def init(
                           "id")
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
-    validate(top, source=source, overrides=overrides)
+    laid = validate(top, source=source, overrides=overrides)
+    if laid.weights is not None and top.get("__config__"):
+        # The layout weighs the model (a predicted KV budget, SGLang's budget): it keeps the config.json it weighs.
+        top["model"] = {"hf_config": top["__config__"][0], **top["model"]}
+        origin["model.hf_config"] = "the config.json the KV budget prediction weighs"
     what = "config key" if config is not None else f"config key (or {source} flag)"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       f"Each comment names the {what} a value came from.")
@@ -294,7 +298,11 @@ def size_cmd(
     target = SizeTarget(tokens=tokens, units=cpu_blocks, resident=limit)
     answer = size(loaded, target)
     if answer.refusal:
-        raise KvcalcError(f"{loaded.source}: {answer.refusal}")
+        e = KvcalcError(f"{loaded.source}: {answer.refusal}")
+        if fmt == "json":  # the answer's document, with no size in it, then the refusal (exit 2)
+            print_json(answer.document(loaded.source, target))
+            e.document_printed = True
+        raise e
     if fmt == "json":
         print_json(answer.document(loaded.source, target))
         return

@@ -57,6 +57,10 @@ def _labels(text: str, line_no: int) -> dict[str, str]:
         if i >= n:
             raise _Bad(f"line {line_no}: label {name!r}: unterminated value")
         i += 1
+        if name in out:
+            # Prometheus refuses a sample with a label given twice (the text parser's "duplicate label names");
+            # keeping either value would check the scrape against a number it does not say once.
+            raise _Bad(f"line {line_no}: label {name!r} given twice")
         out[name] = "".join(value)
         if len(out) > MAX_LABELS:
             raise _Bad(f"line {line_no}: more than {MAX_LABELS} labels")

@@ -20,7 +20,24 @@ class KvcalcError(Exception):
         """The message on one line, with every character a terminal could act on (escape sequences, other
         control and non-printable characters) written as its escape: input text echoed back cannot drive the
         terminal."""
-        return _printable(" ".join(str(self).split()))
+        return cut_long(_printable(" ".join(str(self).split())))
+
+
+LONG_WORD = 200  # characters: a path, value or flag echoed longer than this is cut, with its length said
+
+
+def cut_long(text: str) -> str:
+    """`text` with every word (a run without blanks) longer than LONG_WORD cut to its first and last characters
+    and its length: a 5,000-character value echoed back is no one-line message."""
+    if len(text) <= LONG_WORD:
+        return text
+    import re
+
+    def cut(m) -> str:
+        w = m.group(0)
+        return f"{w[:80]}...{w[-20:]} ({len(w):,} characters)"
+
+    return re.sub(r"\S{%d,}" % (LONG_WORD + 1), cut, text)
 
 
 def _printable(text: str) -> str:

@@ -264,6 +264,8 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    enable_chunked_prefill: bool | None = None  # --[no-]enable-chunked-prefill; None: vLLM's default (on)
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -329,6 +331,24 @@ class HostLayout:
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
     free_hugepages: int | None = None  # 2 MiB hugepages free on the node (LMCache's MP server checks it at start)
+    cpu_offload_gb: float = 0  # --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host memory
+
+    @property
+    def cpu_offload_bytes(self) -> int:
+        """int(X * 1024**3) bytes (vLLM 0.33.0 model_executor/offloader/base.py:174 cpu_offload_max_bytes; the UVA
+        offloader pins parameters up to it, offloader/uva.py:84-116)."""
+        return int(self.cpu_offload_gb * 1024 ** 3)
+
+
+@record
+class ModelLimits:
+    """What vLLM's config validation checks against the model's config.json (inputs/hf/limits.py)."""
+
+    num_attention_heads: int | None = None  # the text config's: TP must divide them
+    derived_max_model_len: int | float | None = None  # the length key (times a rope factor): --max-model-len's ceiling
+    derived_key: str = ""  # the key it came from (max_position_embeddings, ...)
+    model_max_length: int | None = None  # the config's model_max_length: a longer max_model_len is allowed below it
+    sglang_context_length: int | None = None  # SGLang's derived context length: --context-length's ceiling
 
 
 @record
@@ -352,6 +372,10 @@ class Layout:
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+    # the key paths the user set: the layout file's own keys, the flags', a server line's (a log that says otherwise
+    # contradicts them: tools/logcheck.py)
+    written: frozenset = frozenset()
+    limits: ModelLimits | None = None  # the config's limits vLLM checks at start-up (None: no config.json read)
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()

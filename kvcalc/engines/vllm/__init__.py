@@ -42,6 +42,9 @@ def hma_model_veto(model: ModelLayout) -> str | None:
 def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> GpuStage:
     """Layout -> layers -> groups -> tensors and GPU blocks, the hybrid manager on or off as `hma` says (the
     connector's decision: backends/*.hma)."""
+    from .rules import verify
+
+    verify(layout, behaviour.version)  # vLLM's config validation, before any KV number
     if layout.model.is_dsv4:
         from .dsv4_plan import check_release
 

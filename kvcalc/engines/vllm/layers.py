@@ -372,8 +372,11 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
         block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
         if pad is not None:
             notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
-    elif mode == "align":
-        mamba_block = block_size
+    elif mode in ("align", "all"):
+        # An attention-free model: no page to align with. MambaModelConfig.verify_and_update_config (0.19.1 and
+        # 0.33.0 model_executor/models/config.py:471 / :778): with prefix caching, mamba_block_size defaults to the
+        # block size.
+        mamba_block = cache.mamba_block_size or block_size
     if mode == "none":
         mamba_block = cache.mamba_block_size or cache.max_model_len
     # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one

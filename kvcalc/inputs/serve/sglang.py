@@ -98,6 +98,11 @@ def _tokens(words: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]
         if a.startswith("--") and len(a) > 2:
             name, eq, value = a.partition("=")
             canon = _canonical(name)
+            if eq and canon in SWITCHES and canon not in VALUED:
+                # A bool field is a store_true switch (srt/arg_groups/arg_utils.py:393-395 @0.5.23): argparse
+                # stops on `--switch=VALUE` with "ignored explicit argument 'VALUE'" (it was read as on).
+                raise _fail(f"--{canon}", "no value (a switch; SGLang's parser stops with \"argument "
+                                          f"--{canon}: ignored explicit argument {value!r}\")", value)
             if eq:
                 out.append((canon, value))
             elif canon in VALUED and i + 1 < len(args):
