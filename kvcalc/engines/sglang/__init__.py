@@ -75,8 +75,7 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
     from ..vllm.weights import stage_weights  # the weights figure, shared with vLLM's stage
 
     per = stage_weights(spec, dtype=layout.model.dtype, tp=layout.parallel.tensor_parallel_size, stages=ranges)
-    basis = "estimate" if spec.has_vision or spec.quantization else "exact"
-    return tuple(w.bytes_per_rank for w in per), basis
+    return tuple(w.bytes_per_rank for w in per), spec.basis()
 
 
 def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> tuple[float, Reserve | None]:
