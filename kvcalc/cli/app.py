@@ -215,8 +215,11 @@ def vllm_args(
 
     limits: dict = {}
     loaded = load_any(layout, serve, k8s, container, flags, limits)
+    from ..tools.serve_line import commands
+
     with naming(loaded.source):
         doc = build(*startable_plan(loaded))
+        doc["commands"] = commands(doc, loaded)
     grant = limits.get("grant")
     if grant is not None:
         from ..report.pod_patch import manifest_patch

@@ -123,11 +123,13 @@ def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
     from .serve.servers import line_reader
     from .serve.vllm import split
 
+    from ..vocab.records import replace
+
     argv = split(serve)
     loaded, notes = line_reader(serve, argv).load_line(argv, overrides=overrides, base=base)
     for n in notes:
         say(f"note: {n}")
-    return loaded
+    return replace(loaded, serve_argv=tuple(argv))
 
 
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None,
