@@ -171,6 +171,10 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
 
     width, parts = versions_output(fmt, show_boundaries, plain())
     for part in parts:
+        if isinstance(part, str) and fmt == "table":  # a sentence under the table: wrapped at the console's width
+            from rich.text import Text
+
+            part = Text(part.rstrip("\n"))
         sys.stdout.write(part) if isinstance(part, str) else console(width).print(part)
 
 

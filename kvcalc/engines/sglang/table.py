@@ -8,14 +8,15 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...report.fit import FitTable
 from ...vocab.units import exact_bytes, format_bytes
 
 GIB, MIB = 1 << 30, 1 << 20
 
 
 def _table(style, title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False,
-              show_header=header, title_style="bold")
+    t = FitTable(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False,
+                 show_header=header, title_style="bold")  # a number is never cut (report/fit.py)
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
