@@ -84,7 +84,9 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
+        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else
+                                                   f" (predicted: within ±{r['tolerance']:,})" if r.get("tolerance")
+                                                   else "")
         t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
