@@ -343,6 +343,11 @@ KEYS: tuple[Key, ...] = (
        "up to 0.19.1, 0.92 from 0.20.0)", nullable=True, flag=("--gpu-memory-utilization",),
        name="gpu_memory_utilization", panel="gpu", sweep=8, help="fraction of the device vLLM requests (default: the "
        "release's)", vllm=("--gpu-memory-utilization",), vllm_parse="float", vllm_args="changed"),
+    _k("gpu.used_memory", "size", "device memory other processes hold when vLLM starts (co-located engines, sleep "
+       "mode, other tenants): vLLM refuses to start when total - used < total x utilization", nullable=True,
+       flag=("--gpu-used-memory",), name="gpu_used_memory", panel="gpu",
+       help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: "
+            f"{SIZE_HELP}"),
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
        vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),

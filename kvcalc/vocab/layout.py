@@ -259,6 +259,7 @@ class GpuLayout:
     total_error_gib: str | None = None  # the total is an estimate (vocab/devices.py): its +- GiB
     rocm: bool = False  # an AMD GPU by name: vLLM runs its ROCm platform
     memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
+    used_memory: int | None = None  # bytes other processes hold when vLLM starts (--gpu-used-memory)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
     quantization: str | None = None  # runtime --quantization (fp8): linear weights stored in fp8
 

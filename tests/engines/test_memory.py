@@ -204,3 +204,21 @@ def test_a_safetensors_index_sets_the_total(tmp_path):
     m = _plan(str(model / "config.json")).memory
     assert abs(m.weights_bytes - (total + 131_072 * 128 * 2)) <= 16  # integer division per block
     assert "total_size" in next(t for t in m.terms if t.name == "weights").source
+
+
+def test_memory_other_processes_hold_refuses_as_vllm_does(capsys):
+    # Issue 30: vLLM's request_memory (v1/worker/utils.py, every release): free < ceil(total x utilization) is a
+    # ValueError. H100 (79.19 GiB = 85,029,615,042 B) at 0.9: ceil(x 0.9) = 71.27 GiB requested; 20 GiB used leaves
+    # 59.19 GiB free: refused, in vLLM's words and its round(x, 2) GiB. 5 GiB used leaves 74.19: it starts.
+    from kvcalc.cli import main
+
+    llama = os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json")
+    code = main(["plan", llama, "--gpu", "h100", "--vllm-version", "0.19.0", "--gpu-used-memory", "20GiB"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert ("Free memory on device cuda:0 (59.19/79.19 GiB) on startup is less than desired GPU memory utilization "
+            "(0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.") in err
+    assert main(["plan", llama, "--gpu", "h100", "--vllm-version", "0.19.0", "--gpu-used-memory", "5GiB"]) == 0
+    capsys.readouterr()
+    assert main(["plan", llama, "--gpu", "h100", "--gpu-used-memory", "80GiB"]) == 2
+    assert "gpu.used_memory (from --gpu-used-memory): expected less than the device's total" in capsys.readouterr().err

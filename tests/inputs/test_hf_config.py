@@ -246,7 +246,7 @@ ALL = sorted(os.listdir(MODELS)) + sorted(f for f in os.listdir(HF) if "eagle" n
 def test_init_then_plan_equals_plan_on_config(name, tmp_path, capsys):
     flags = [*FLAGS, "--tp", "2" if "gpt-oss" not in name else "8", "--max-model-len", "32768"]
     if name in ("qwen3-next-80b-a3b.json", "jamba-1.5-mini.json", "nemotron-h-8b.json", "falcon-h1-7b.json",
-                "qwen3.5-397b-a17b.json", "qwen3.6-35b-a3b.json"):
+                "qwen3.5-397b-a17b.json", "qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b-mtp.json"):
         flags.append("--enable-prefix-caching")
     assert main(["init", fixture(name), *flags]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out

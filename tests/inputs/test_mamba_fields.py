@@ -2,6 +2,9 @@
 no state shape are accepted and checked against the ones that do, and the config's SSM state dtype is what vLLM's
 auto takes."""
 
+import json
+import os
+
 import jsonschema
 import pytest
 
@@ -9,6 +12,9 @@ from kvcalc.inputs.layout.schema import layout_schema
 from kvcalc.inputs.layout.read import layout_from_dict
 from kvcalc.pipeline import plan
 from kvcalc.vocab.errors import LayoutError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HF = os.path.join(ROOT, "tests", "fixtures", "hf")
 
 # NemotronH-8B's Mamba-2 mixer (examples/configs/nemotron-h-8b.json): 128 heads x 64 = 8,192 = expand 2 x hidden 4,096.
 MAMBA2 = {"kind": "mamba2", "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128,
@@ -60,3 +66,21 @@ def test_the_config_dtype_is_what_auto_takes_and_an_explicit_value_wins():
 def test_a_bad_config_dtype_is_refused():
     with pytest.raises(LayoutError, match="model.mamba.mamba_ssm_cache_dtype"):
         layout({**MAMBA2, "mamba_ssm_cache_dtype": "fp9"})
+
+
+def test_qwen3_6_text_config_names_its_float32_ssm_state_and_vllm_takes_it(capsys):
+    # Issue 30: Qwen3.5 / 3.6 configs give text_config.mamba_ssm_dtype float32, which vLLM's config hook
+    # (model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig, 0.24.0:613-627) makes the SSM state's
+    # dtype. A real start-up log (noonghunna/club-3090#612, vLLM 0.24.0, RTX 5090) logs 567,978 GPU tokens at 5.98 GiB.
+    # By hand: a GDN layer's state per rank is conv (2 x 16 x 128 + 32 x 128) x 3 rows x 2 B (bf16) = 49,152 B plus
+    # the temporal state 32 x 128 x 128 x 4 B (float32) = 2,097,152 B: 2,146,304 B (at bf16 it would be 1,097,728 B).
+    from kvcalc.cli import main
+
+    cfg = os.path.join(HF, "qwen3.6-35b-a3b-mtp.json")
+    log = os.path.join(ROOT, "tests", "fixtures", "logs", "formats", "qwen3.6-35b-a3b-nvfp4-rtx5090-tp1-v0.24.0.log")
+    assert main(["check", cfg, "--log", log, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["match"] is True  # 567,978 tokens and 4.33x as logged
+    assert main(["plan", cfg, "--vllm-version", "0.24.0", "--kv-cache-memory", "6GiB", "--format", "json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["gpu"]["groups"]
+    assert groups[0]["real_page_size_bytes"] == 2 * 16 * 128 * 3 * 2 + 32 * 128 * 3 * 2 + 32 * 128 * 128 * 4

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ...vocab.errors import UnsupportedError
+from ...vocab.errors import StartupRefusal, UnsupportedError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.vllm import Behaviour
@@ -155,6 +155,20 @@ def _cudagraph(layers: int, graphs: tuple[int, int]) -> int:
     return CG_FIRST_MIB * MIB + (piecewise - 1) * per_piece + max(full - 1, 0) * CG_FULL_MIB * MIB
 
 
+def _gib(b: int) -> str:
+    """vLLM's format_gib (utils/mem_utils.py 0.14.0:21-22, 0.33.0:30-31): f"{round(b / GiB, 2)}" (139.8, not 139.80)."""
+    return f"{round(b / GIB, 2)}"
+
+
+def _refuse_free(total: int, free: int, util: float, requested: int) -> None:
+    """vLLM's start-up check (v1/worker/utils.py request_memory, 0.14.0:253-272 ... 0.33.0:763-771, the same words in
+    every release): free memory on the device at start-up below ceil(total x utilization) is a ValueError."""
+    if free < requested:
+        raise StartupRefusal(f"vLLM refuses to start (rank 0): Free memory on device cuda:0 ({_gib(free)}/{_gib(total)} GiB) on startup is less than "
+                             f"desired GPU memory utilization ({util}, {_gib(requested)} GiB). Decrease GPU memory "
+                             "utilization or reduce GPU memory used by other processes.")
+
+
 def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]]) -> GpuMemory:
     """The predicted budget of every PP stage (the layout's gpu section and weights)."""
     spec = layout.weights
@@ -163,6 +177,8 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
     gpu, cache, par = layout.gpu, layout.cache, layout.parallel
     util = gpu.memory_utilization or behaviour.default_gpu_memory_utilization
     requested = math.ceil(gpu.total_memory * util)  # v1/worker/utils.py request_memory: float product, ceil
+    if gpu.used_memory is not None:
+        _refuse_free(gpu.total_memory, gpu.total_memory - gpu.used_memory, util, requested)
     dtype_bytes = DTYPE_BYTES.get(layout.model.dtype, 2)
     weights = stage_weights(spec, dtype=layout.model.dtype, tp=par.tensor_parallel_size, stages=stages,
                             runtime_quant=gpu.quantization)

@@ -68,8 +68,29 @@ def map_config(data: Any, *, source: str) -> Mapped:
     _name(m, data)
     read_dtype(m, cfg, data)
     READERS[row.reader](m, cfg, row)
+    _config_ssm_dtype(m, cfg, lookup(data))
     _max_len(m, cfg)
     return m
+
+
+def _config_ssm_dtype(m: Mapped, cfg: Cfg, top: Arch | None) -> None:
+    """Qwen3.5's text config names its gated-delta-net state dtype (mamba_ssm_dtype, float32 in Qwen3.5 / 3.6
+    checkpoints), which vLLM's config hook makes cache.mamba_ssm_cache_dtype's auto value for the classes of
+    vocab/releases/archs.CONFIG_SSM_DTYPE (Qwen3.6-35B-A3B on vLLM 0.24.0: 567,978 GPU tokens logged with the float32
+    state, noonghunna/club-3090#612). A class that reads it only from a later release than serves it gets a note."""
+    from ...vocab.releases.archs import CONFIG_SSM_DTYPE, first_release
+
+    hint = cfg.get("mamba_ssm_dtype")
+    since = CONFIG_SSM_DTYPE.get(top.name) if top is not None else None
+    if not isinstance(hint, str) or since is None or not isinstance(m.model.get("mamba"), dict):
+        return
+    if first_release(top.name) in (None, since):
+        m.model["mamba"]["mamba_ssm_cache_dtype"] = hint
+        m.origin["model.mamba.mamba_ssm_cache_dtype"] = (cfg.origin("mamba_ssm_dtype") + f" (vLLM's {top.name} "
+                                                         "config hook makes it the auto SSM state dtype)")
+    else:
+        m.notes.append(f"{cfg.origin('mamba_ssm_dtype')} {hint!r}: vLLM reads it as the SSM state dtype for "
+                       f"{top.name} from {since} on; give --mamba-ssm-cache-dtype {hint} for those releases")
 
 
 # vLLM 0.33.0 transformers_utils/model_arch_config_convertor.py:370-403 (derive_max_model_len_and_key): the smallest

@@ -40,8 +40,18 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
             raise r.fail("gpu.memory_utilization", "a fraction in (0, 1]", util)
         util = float(util)
     return GpuLayout(name=name, total_memory=total, total_source=source, total_error_gib=error, rocm=rocm,
-                     memory_utilization=util,
+                     memory_utilization=util, used_memory=_used(r, g, total),
                      enforce_eager=r.key(g, "gpu.enforce_eager"), quantization=r.key(g, "gpu.quantization"))
+
+
+def _used(r: Reader, g: dict, total: int | None) -> int | None:
+    """gpu.used_memory: bytes other processes hold on the device, less than its total."""
+    if g.get("used_memory") is None:
+        return None
+    used = r.size(g["used_memory"], "gpu.used_memory")
+    if total is not None and used >= total:
+        raise r.fail("gpu.used_memory", f"less than the device's total ({total:,} B)", g["used_memory"])
+    return used
 
 
 def batch_defaults(total: int, name: str | None, version: str) -> tuple[int, int, str]:

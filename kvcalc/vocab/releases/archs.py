@@ -227,3 +227,18 @@ def registry_of(release: tuple[int, int, int]) -> dict[str, str]:
         if letters:
             out[name] = min(letters, key="tmsTp".index)
     return out
+
+
+# The classes whose vLLM config hook sets cache.mamba_ssm_cache_dtype from the HF text config's mamba_ssm_dtype when
+# the user leaves it at auto (model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig.
+# verify_and_update_config: 0.17.0:635-650, 0.24.0:613-627, 0.33.0:963-977), -> the first release that does it
+# (MODELS_CONFIG_MAP: 0.17.0:685-686 the two ConditionalGeneration wrappers, the releases that first serve them;
+# 0.27.0 adds the text-only Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM, 0.33.0:1259-1262).
+CONFIG_SSM_DTYPE = {"Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
+                    "Qwen3_5ForCausalLM": "0.27.0", "Qwen3_5MoeForCausalLM": "0.27.0"}
+
+
+def first_release(name: str) -> str | None:
+    """The first release whose registry lists the architecture, or None when none does."""
+    indices = [i for _, rel in listings().get(name, ()) for i in rel]
+    return RELEASES[min(indices)] if indices else None
