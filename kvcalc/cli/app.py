@@ -12,6 +12,7 @@ from ..vocab.errors import KvcalcError, StartupRefusal
 from ..vocab.units import SIZE_HELP
 from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
                       write_sweep)
+from .drawing import chart_option, check_drawing, draw, plot_option
 from .inputs import LAYOUT_HELP, container_option, k8s_option, load_any, raw_any, serve_option
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of,
                       format_option, gate, given_paths, layout_flags, plan_or_refusal, releases_of, size_flag,
@@ -58,6 +59,8 @@ def plan(
                                           "side for the same host budget", rich_help_panel="offload"),
     compare_engines: bool = typer.Option(False, "--compare-engines", help="vLLM and SGLang side by side on the same "
                                          "model, GPUs and host", rich_help_panel="release"),
+    plot: Optional[str] = plot_option(" (with --compare-versions or --compare-engines)"),
+    chart: bool = chart_option(" (with --compare-versions or --compare-engines)"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
@@ -87,6 +90,7 @@ def plan(
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
+    drawn = check_drawing(plot, chart, fmt, compare_versions is not None or compare_engines)
     limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
     loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
@@ -118,6 +122,10 @@ def plan(
     for line in p.warnings:
         err(f"warning: {line}")
     (print_summary if summary else RENDERERS[fmt])(report)
+    if drawn:
+        from ..report.chart import compare_chart
+
+        draw(compare_chart(report), plot, chart)
     if check:
         report_checks(report.checks)
         if not all(c.passed for c in report.checks):
@@ -312,6 +320,8 @@ def sweep(
     max_points: int = typer.Option(1_000_000, "--max-points", min=1,
                                    help="refuse a grid of more points than this, before planning any",
                                    rich_help_panel="output"),
+    plot: Optional[str] = plot_option(),
+    chart: bool = chart_option(),
     flags: dict = None,
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
@@ -348,14 +358,21 @@ def sweep(
         # The axis is the budget: a serve line's or manifest's own budget gives way, as a layout file's does.
         for path in ("offload.cpu_bytes_to_use", "offload.kv_offloading_size"):
             base.pop(path, None)
+    drawn = check_drawing(plot, chart, fmt)
     points = grid(axes)  # lazy: the first row is out before the cross product is walked
     rows = run(top, source, points, base)
+    if drawn:  # a chart needs every row: held (the grid is bounded by --max-points)
+        rows = list(rows)
     if total > 200 and sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import track
 
         rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
     write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
+    if drawn:
+        from ..report.chart import sweep_chart
+
+        draw(sweep_chart(rows, [c for c in COLUMNS if axes.get(c)], source), plot, chart)
 
 
 @app.command("check")
