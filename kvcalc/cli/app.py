@@ -345,6 +345,11 @@ def sweep(
             if not numbers:
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of numbers, got {text!r}")
             return numbers
+        if FLAGS[name].kind == "human":  # --max-model-len 8K,32K: each read as vLLM's human_readable_int
+            from ..inputs.values import Reader
+
+            for p in parts or [text]:
+                Reader(FLAGS[name].named, {}).human_int(p, "", minimum=1)
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}

@@ -26,8 +26,8 @@ def check_drawing(plot: str | None, chart: bool, fmt: str, comparing: bool = Tru
         return False
     flag = "--plot" if plot is not None else "--chart"
     if not comparing:
-        raise KvcalcError(f"{flag}: expected --compare-versions or --compare-engines (a plan of one release has "
-                          "nothing to draw along an axis; `kvcalc sweep` draws one)")
+        raise KvcalcError(f"{flag}: expected --compare-versions or --compare-engines beside it (a plan of one "
+                          "release has nothing to draw along an axis; `kvcalc sweep` draws one), got neither")
     if chart and fmt != "table":
         raise KvcalcError(f"--chart: expected --format table (the bars are for people), got --format {fmt}")
     if plot is not None:
