@@ -106,3 +106,25 @@ def test_the_engines_table_keeps_its_numbers_whole_at_any_width():
         found = set(NUMBER.findall(buf.getvalue()))
         assert {"10,737,418,240", "1,525,872,000"} <= found, (width, buf.getvalue())
         assert found - {"10,737,418,240", "1,525,872,000", "10", "0.33.0", "0.5.23"} == set(), (width, found)
+
+
+def test_a_word_wider_than_a_block_keeps_every_line():
+    # A value with one word wider than the console (a long path, a long hub id) sent FitTable's per-row block into
+    # another vertical layout that printed blank lines: the value is now under its label, folded only inside that
+    # word, and nothing is lost.
+    import io
+
+    from rich.console import Console
+
+    from kvcalc.report.engines import EngineEntry
+    from kvcalc.report.table import Style
+    from kvcalc.report.table_engines import engines_table
+
+    word = "x" * 70
+    entry = EngineEntry(engine="sglang", version="0.5.23", gpu_tokens=None, host_tokens=None,
+                        host_bytes_per_node=None, shm_bytes_per_node=None, refusal=f"give ({word})")
+    buf = io.StringIO()
+    Console(file=buf, width=60, color_system=None, highlight=False).print(engines_table([entry], Style(plain=True)))
+    text = buf.getvalue()
+    assert "".join(text.split()).count(word) == 1
+    assert not any(line.strip() == "" for line in text.splitlines())
