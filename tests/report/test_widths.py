@@ -110,7 +110,7 @@ def test_the_engines_table_keeps_its_numbers_whole_at_any_width():
 
 def test_a_word_wider_than_a_block_keeps_every_line():
     # A value with one word wider than the console (a long path, a long hub id) sent FitTable's per-row block into
-    # another vertical layout that printed blank lines: the value is now under its label, folded only inside that
+    # another vertical layout that printed blank lines: it is now one wrapped "label: value" line, folded only inside that
     # word, and nothing is lost.
     import io
 
