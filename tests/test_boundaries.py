@@ -608,15 +608,16 @@ def _(old, new):
 def _(old, new):
     # --kv-offloading-backend lmcache --kv-offloading-size 64 on a dense TP 8 engine. 0.22.1: LMCacheConnectorV1 with
     # lmcache.max_local_cpu_size 64 / (8 x 1) = 8.0 GiB per rank: int(8.0 x 1024^3) = 8,589,934,592 B on each of the
-    # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is not modelled (a warning says the size is
-    # ignored).
+    # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is the LMCache server's (backends/lmcache_mp.py;
+    # a note says the size selects the connector and sizes nothing, a warning that the server's line is needed).
     layout = dict(DENSE, parallel={"tensor_parallel_size": 8})
     a = lmcache_plan(layout, old, offload={"kv_offloading_size": 64}).pool.lmcache
     assert (a.connector, a.max_local_cpu_size, a.pool_bytes_per_storing_rank, a.storing_ranks) == \
         ("LMCacheConnectorV1", 8.0, 8 * GIB, 8)
     p = lmcache_plan(layout, new, offload={"kv_offloading_size": 64})
-    assert (p.pool.lmcache.connector, p.pool.lmcache.modelled) == ("LMCacheMPConnector", False)
-    assert any("has no effect" in w for w in p.warnings)
+    assert (p.pool.backend, p.pool.mp.connector, p.pool.mp.pool) == ("lmcache_mp", "LMCacheMPConnector", None)
+    assert any("sizes nothing" in n for n in p.notes)
+    assert any("--lmcache-server" in w for w in p.warnings)
 
 
 # ----------------------------------------------------------------------------------------------- the KV budget

@@ -30,6 +30,8 @@ EXTRA = [
     ["sweep", "examples/sglang/mixtral-8x7b-tp2-hicache.yaml", "--tp", "2,4", "--format", "jsonl"],
     ["vllm-args", "examples/simple/qwen3-32b-eagle3-pp2-tp2.yaml", "--format", "json"],
     ["vllm-args", "examples/llama-3.1-8b-lmcache-tp8.yaml", "--format", "json"],
+    ["vllm-args", "examples/lmcache_mp/llama-3.1-70b-tp4-dp2.yaml", "--format", "json"],
+    ["size", "examples/lmcache_mp/llama-3.1-70b-tp4-dp2.yaml", "--cpu-tokens", "2M", "--format", "json"],
     ["vllm-args", "--k8s", "tests/fixtures/k8s/real/27-llmd-bench-baseline-args-before-command.yaml",
      "--vllm-version", "0.33.0", "--cpu-bytes", "64G", "--format", "json"],
     ["vllm-args", "examples/kimi-k2.5-eagle3-tp4.yaml", "--vllm-version", "0.19.1", "--format", "json"],

@@ -21,12 +21,12 @@ from ..engines.vllm.specs import (
     UniformTypeKVCacheSpecs,
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
-from ..vocab.errors import UnsupportedError
+from ..vocab.errors import UnsupportedError, known
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
 from ..vocab.units import cdiv, round_up
-from .base import Allocation, Capacity, HostMemory, node_peak
+from .base import Allocation, Capacity, HostMemory, OutOfBounds, node_peak
 
 
 @record
@@ -75,6 +75,12 @@ class StageOffload:
     out_of_bounds: bool
     bad_ids: tuple[int, int] | None  # first and last CPU block id the scheduler may use but the worker lacks
     wasted_bytes_per_worker: int  # rows the worker pinned that the scheduler never uses
+
+    @property
+    def ids(self) -> OutOfBounds | None:
+        """The ids out of bounds on this stage, or None."""
+        return None if self.bad_ids is None else OutOfBounds(pp_rank=self.pp_rank, first=self.bad_ids[0],
+                                                             last=self.bad_ids[1])
 
 
 @record
@@ -216,7 +222,7 @@ def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: Wor
         return 0
     # sum(sizes) // N (0.20+), size[0] // N for packed tensors (0.24+) or the one backing allocation (0.29+):
     # all equal the worker's bytes per block for the classic shapes kvcalc models.
-    return worker.total_bytes // worker.num_blocks
+    return known(worker.total_bytes, "a worker's bytes with its block count") // worker.num_blocks
 
 
 def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
@@ -292,7 +298,7 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init.
     `behaviour`: the release whose rules the family follows; `checked`: the connector's start-up check, when a
     family with the same chunk rule already ran it."""
-    rule = FAMILIES[family_id].rule
+    rule = FAMILIES[family_id].formula_rule
     error, factor = checked or startup_check(rule, gpu, s)
     if error:
         return error
@@ -431,7 +437,7 @@ def _tensor_pages(worker: WorkerConfig) -> list[tuple[int, bool]]:
     groups = worker.groups
     if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
         return [(r.spec.page_size_bytes, isinstance(r.spec, AttentionSpec)) for r in groups[0].runs
-                for _ in range(r.count)]
+                for _ in r.indices]
     if not groups:
         return []
     page = groups[0].spec.page_size_bytes

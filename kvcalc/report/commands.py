@@ -84,9 +84,9 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else
-                                                   f" (predicted: within ±{r['tolerance']:,})" if r.get("tolerance")
-                                                   else "")
+        match = (("yes" if r["match"] else "NO")
+                 + (" (taken from the scrape: not a check)" if r.get("from_scrape") else
+                    f" (predicted: within ±{r['tolerance']:,})" if r.get("tolerance") else ""))
         t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
@@ -121,6 +121,8 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
         mark = command_marks(entry)
         if mark:
             out.append(mark + "\n")
+    if doc.get("server_command"):
+        out.append("# the LMCache server (one per node, started before vLLM):\n" + doc["server_command"] + "\n")
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
         out.append("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")
@@ -155,7 +157,7 @@ def command_marks(entry: dict) -> str | None:
 
 def boundaries() -> list[dict]:
     """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
-    rows = []
+    rows: list[dict] = []
     for fam in FAMILIES.values():
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
@@ -203,7 +205,8 @@ def gpu_size_text(doc: dict) -> str:
              f"({doc['kv_cache_size_tokens']:,} tokens, {doc['max_concurrency']:.2f}x)",
              f"--kv-cache-memory-bytes {doc['kv_cache_memory_bytes']} (per GPU)"]
     if doc["gpu_memory_utilization"] is not None:
-        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU ({doc['utilization_note']})")
+        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU "
+                     f"({doc['utilization_note']})")
     elif doc["utilization_note"]:
         lines.append(f"no utilization reaches it on this GPU: {doc['utilization_note']}")
     par = doc["smallest_parallel"]

@@ -55,10 +55,12 @@ def loading_advice(layout: Layout, refusal: StartupRefusal) -> str | None:
     what = ""
     if refusal.requested_bytes:
         what = (f"the weights take {refusal.weights_bytes / GIB:.2f} GiB a GPU at TP {par.tensor_parallel_size} × PP "
-                f"{par.pipeline_parallel_size}, of the {refusal.requested_bytes / GIB:.2f} GiB {refusal.requested_what}; ")
+                f"{par.pipeline_parallel_size}, of the {refusal.requested_bytes / GIB:.2f} GiB "
+                f"{refusal.requested_what}; ")
     found = smallest_loading(layout)
     if found is None:
-        return (f"kvcalc: {what}no TP × PP up to {TP_CHOICES[-1]} × {PP_CHOICES[-1]} starts it on this GPU with these settings")
+        return (f"kvcalc: {what}no TP × PP up to {TP_CHOICES[-1]} × {PP_CHOICES[-1]} starts it on this GPU with these "
+                "settings")
     tp, pp, p = found
     tokens = p.gpu_tokens
     return (f"kvcalc: {what}the smallest TP × PP that starts it on this GPU with these settings is TP {tp} × PP {pp} "

@@ -38,6 +38,7 @@ def error_document() -> dict:
 def size_documents(defs: dict) -> list[dict]:
     """`kvcalc size --format json`: the host side by backend, and the GPU side by engine."""
     from ..backends.lmcache import LMCacheSizeRow
+    from ..backends.lmcache_mp_sizing import MPSize
     from ..backends.native_sizing import SizeRow
     from ..backends.simple_sizing import SimpleSize
     from ..backends.base import SizeTarget
@@ -50,6 +51,8 @@ def size_documents(defs: dict) -> list[dict]:
                                              "families": arr(row)})
     lmcache = obj("size (LMCache)", {**target, "backend": {"const": "lmcache"}, "target_chunks": opt(INT),
                                      "lmcache": _record(LMCacheSizeRow, defs)})
+    lmcache_mp = obj("size (the LMCache MP server)", {**target, "backend": {"const": "lmcache_mp"},
+                                                      "target_chunks": opt(INT), "lmcache_mp": _record(MPSize, defs)})
     simple = obj("size (SimpleCPUOffloadConnector)", {**target, "backend": {"const": "simple"},
                                                       "target_blocks": opt(INT), "simple": _record(SimpleSize, defs)})
     hicache = obj("size (SGLang HiCache)", {"source": STR, "engine": {"const": "sglang"},
@@ -66,7 +69,7 @@ def size_documents(defs: dict) -> list[dict]:
         "engine": {"const": "sglang"}, "sglang_version": STR, "target_tokens": INT, "context_length": INT,
         "mem_fraction_static": opt(NUM), "max_total_num_tokens": opt(INT), "refusal": opt(STR),
         "smallest_parallel": opt(obj(None, {**parallel, "max_total_num_tokens": INT}))})
-    return [native, lmcache, simple, hicache, gpu, sglang_gpu]
+    return [native, lmcache, lmcache_mp, simple, hicache, gpu, sglang_gpu]
 
 
 def sweep_row() -> dict:
@@ -104,7 +107,7 @@ def vllm_args_document() -> dict:
         "args_kv_transfer_config": opt(arr(STR)), "commands": arr(command), "lmcache_yaml": opt(STR),
         "lmcache_env": opt(arr(STR)), "notes": arr(STR), "starts": BOOL, "pod": opt(pod), "out_of_bounds": BOOL},
         {"env_kv_offloading_size": opt({"type": "object", "additionalProperties": STR}),
-         "manifest_patch": opt(patch)})
+         "server_command": opt(STR), "manifest_patch": opt(patch)})
 
 
 def listing_documents() -> list[dict]:

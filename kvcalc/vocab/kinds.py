@@ -137,7 +137,8 @@ def _mamba2(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
     # extra_groups_for_head_shards: groups that do not shard evenly are replicated up to TP (1 group, TP 4 -> 4).
     groups = groups if groups % tp == 0 else tp
     conv_dim = inter + 2 * groups * d_state
-    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
+    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")),
+            (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
 
 
 def _gated_delta_net(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
@@ -171,7 +172,7 @@ class MambaKind:
     refuses_float32: bool  # vLLM refuses a float32 state for it
     # Other Hugging Face configs' names for the same fields (state-spaces MambaConfig, Mamba2Config, FalconH1Config),
     # accepted in a layout and read as the field they name; giving both spellings with two values is refused.
-    aliases: dict = None  # type: ignore[assignment]
+    aliases: dict[str, str]  # (the builder below gives {} when there are none)
     # Config-file fields that determine no state shape but must agree with those that do (Mamba2Config /
     # NemotronHConfig: intermediate = expand x hidden_size = mamba_num_heads x mamba_head_dim): accepted, checked.
     checked: tuple[str, ...] = ()

@@ -1,5 +1,5 @@
-"""vLLM as the serving engine. Layout -> the GPU stage: per-rank layer specs -> KV cache groups -> tensors and GPU blocks, everything a plan
-computes before a connector's host pool enters (a sweep over budgets reuses it)."""
+"""vLLM as the serving engine. Layout -> the GPU stage: per-rank layer specs -> KV cache groups -> tensors and GPU
+blocks, everything a plan computes before a connector's host pool enters (a sweep over budgets reuses it)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,6 @@ from ..base import OPERATIONS, Engine  # noqa: E402 - the engine door, after the
 ENGINE = Engine(name="vllm", title="vLLM", operations=frozenset(OPERATIONS), release_key="vllm.version",
                 release_flag="--vllm-version", releases=_releases,
                 budget_refusal="--check gates a CPU budget: give --cpu-bytes or --kv-offloading-size (or "
-                               "offload.cpu_bytes_to_use)",
-                init_hint=("offload", "# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without "
-                                      "it `kvcalc plan` shows the GPU side only)\n"))
+                               "offload.cpu_bytes_to_use; for LMCache's MP server its command line, --lmcache-server)",
+                init_hint=("offload", "# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine "
+                                      "(without it `kvcalc plan` shows the GPU side only)\n"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import lcm
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import InternalError, LayoutError, UnsupportedError
 from ...vocab.kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
                     KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank)
 from ...vocab.layout import Layout, base_block_size
@@ -125,7 +125,8 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
     row = KV_DTYPES.get(name)
     if row is None:
         raise UnsupportedError(
-            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
+            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; "
+            f"kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
     if row.since > behaviour.release:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
@@ -149,7 +150,7 @@ def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
     conv = layout.model.dtype if conv == "auto" else MODEL_DTYPES[conv]
     ssm = layout.cache.mamba_ssm_cache_dtype
     ssm = conv if ssm == "auto" else MODEL_DTYPES[ssm]
-    row = layout.model.mamba.row
+    row = layout.model.mamba_section.row
     if row.refuses_float32 and conv == "float32":
         raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for "
                                f"{row.name.replace('_', ' ')}")
@@ -169,7 +170,7 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
         prefix = False  # vLLM: off by default for hybrid (Mamba) models
     modes = behaviour.mamba_modes
     mode, notes = "none", []
-    row = model.mamba.row
+    row = model.mamba_section.row
     if cache.mamba_cache_mode != "auto":
         mode = cache.mamba_cache_mode
         if mode not in modes:
@@ -224,10 +225,16 @@ class _Builder:
         self.tp = layout.parallel.tensor_parallel_size
         self.block_size = block_size
         self.kv, self.kv_auto = kv, kv_auto
-        self.mamba = mamba
+        self.mamba = mamba  # with Mamba layers: their spec
         skip = layout.cache.kv_cache_dtype_skip_layers
         self.skip = frozenset(i for i in skip if isinstance(i, int)) if skip else frozenset()
         self.skip_sliding = bool(skip) and "sliding_window" in skip
+
+    @property
+    def mamba_spec(self) -> MambaSpec:
+        if self.mamba is None:
+            raise InternalError(f"{self.layout.source}: Mamba layers without their spec")
+        return self.mamba
 
     def heads(self, total: int, key: str) -> int:
         try:
@@ -249,13 +256,13 @@ class _Builder:
                         dtype=kv.storage, kv_quant=kv.quant)
 
     def mla(self) -> MLAAttentionSpec:
-        d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv
+        d, bs, kv = self.model.mla_head_size, self.block_size, self.kv
         return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage,
                         cache_dtype_str=kv.mla_str)
 
-    def indexer(self) -> MLAAttentionSpec:
+    def indexer(self, dim: int) -> MLAAttentionSpec:
         # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
-        d, bs = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4, self.block_size
+        d, bs = dim + (dim // 128) * 4, self.block_size
         return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8",
                         cache_dtype_str=None)
 
@@ -280,21 +287,22 @@ class _Builder:
             out = []
             if self.model.index_head_dim:
                 # Registered before the MLA wrapper in every read release (spec section 3.1).
-                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, self.indexer()))
+                indexer = self.indexer(self.model.index_head_dim)
+                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, indexer))
             out.append(Run(prefix + "self_attn.attn" if prefix else "self_attn.attn", 1, indices, self.mla()))
             return out
         if kind is LayerKind.MAMBA:
-            module = self.model.mamba.row.module
-            return [Run(prefix + module if prefix else module, 0, indices, self.mamba)]
+            module = self.model.mamba_section.row.module
+            return [Run(prefix + module if prefix else module, 0, indices, self.mamba_spec)]
         out = self.attention_runs(LayerKind.FULL if kind is LayerKind.FULL_MAMBA else kind, h, d, dv, indices,
                                   f"{prefix}self_attn.attn", 0, "model.num_kv_heads")
         if kind is LayerKind.FULL_MAMBA:
             # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
-            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba))
+            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba_spec))
         return out
 
     def draft_runs(self) -> list[Run]:
-        d = self.model.draft
+        d = self.model.draft_section
         base = self.model.num_layers
         indices = range(base, base + d.num_layers)
         if d.method == "mtp":
@@ -303,8 +311,9 @@ class _Builder:
             main = next(i for i, t in enumerate(m.layer_types) if t in (LayerKind.MLA, LayerKind.FULL))
             return self.decoder_runs(m.layer_types[main], m.num_kv_heads[main], m.head_size[main],
                                      m.head_size_v[main], indices, "mtp_block.")
-        return self.attention_runs(LayerKind.FULL, d.num_kv_heads, d.head_size, d.head_size_v or d.head_size,
-                                   indices, "self_attn.attn", 0, "model.draft.num_kv_heads")
+        heads, head_size, head_size_v = d.shape
+        return self.attention_runs(LayerKind.FULL, heads, head_size, head_size_v, indices, "self_attn.attn", 0,
+                                   "model.draft.num_kv_heads")
 
 
 def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
@@ -318,7 +327,7 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
     kind, h, d, dv = first[0]
     kv = b.kv
     if kind is LayerKind.MLA:
-        d = layout.model.kv_lora_rank + layout.model.qk_rope_head_dim
+        d = layout.model.mla_head_size
         return interned(MLAAttentionSpec, block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
                         cache_dtype_str=kv.mla_str).page_size_bytes
     heads = b.heads(h, "model.num_kv_heads")
@@ -378,7 +387,8 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     if not layout.model.has_mamba:
         return block_size, None, None, False
     model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
-    row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
+    mamba = model.mamba_section
+    row, ns = mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
     def exact(a: int, b: int, what: str) -> int:
         if a % b:
@@ -386,7 +396,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
                               a)
         return a // b
 
-    shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
+    shapes = tuple(row.shapes(mamba.values, tp, ns, exact))
     dtypes = _mamba_dtypes(layout, len(shapes))
     mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
     a1 = _attention_token_page(_Builder(layout, behaviour, block_size, kv, kv_auto, None), layout)
@@ -394,7 +404,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     raised = False
     if a1 is not None and mp > 0:
         kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
-        chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
+        chunk = cache.mamba_block_size or (mamba.get("chunk_size") if mamba.has("chunk_size")
                                            else DEFAULT_MAMBA_CHUNK)
         # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
         multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1

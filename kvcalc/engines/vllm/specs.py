@@ -8,7 +8,7 @@ one spec travel as runs (runs.py).
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar, cast
 
 from ...vocab.errors import StartupRefusal
 from ...vocab.kinds import KVQuant
@@ -159,8 +159,9 @@ class FullAttentionSpec(AttentionSpec):
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         if not all(type(s) is FullAttentionSpec for s in specs):
             raise NotMergeable
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        full = cast("list[FullAttentionSpec]", specs)
+        windows = {s.sliding_window for s in full if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in full if s.attention_chunk_size is not None}
         if len(windows) > 1 or len(chunks) > 1:
             # vLLM raises a ValueError here, not an assertion: a hard startup error (trap 7).
             raise StartupRefusal(
@@ -168,8 +169,8 @@ class FullAttentionSpec(AttentionSpec):
                 f"(windows {sorted(windows)}, chunks {sorted(chunks)}); with the hybrid KV cache manager off "
                 "vLLM cannot start"
             )
-        first = specs[0]
-        for s in specs[1:]:
+        first = full[0]
+        for s in full[1:]:
             for name in _ATTENTION_FIELDS:
                 if getattr(s, name) != getattr(first, name):
                     raise NotMergeable
@@ -189,8 +190,10 @@ class MLAAttentionSpec(FullAttentionSpec):
     # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
     cache_dtype_str: str | None = None
 
+    # The kind depends on the cache dtype: a property where the others have a ClassVar. Only instances read it (a
+    # str either way), so the override is sound, but mypy cannot tell a ClassVar read on instances only.
     @property
-    def kind(self) -> str:
+    def kind(self) -> str:  # type: ignore[override]
         return "mla_indexer" if self.cache_dtype_str is None else "mla"
 
     @cached
@@ -209,7 +212,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         if not all(type(s) is MLAAttentionSpec for s in specs):
             raise NotMergeable
-        if len({s.cache_dtype_str for s in specs}) != 1:
+        if len({s.cache_dtype_str for s in cast("list[MLAAttentionSpec]", specs)}) != 1:
             raise NotMergeable
         # vLLM compares only the cache-dtype string and keeps the first layer's fields.
         return specs[0]
@@ -353,20 +356,21 @@ def is_uniform(specs: list[KVCacheSpec]) -> bool:
     return True
 
 
-def _same_window(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_window(first: SlidingWindowSpec, s: SlidingWindowSpec) -> bool:
     return s.sliding_window == first.sliding_window
 
 
-def _same_chunk(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_chunk(first: ChunkedLocalAttentionSpec, s: ChunkedLocalAttentionSpec) -> bool:
     return s.attention_chunk_size == first.attention_chunk_size
 
 
-def _same_speculation(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_speculation(first: MambaSpec, s: MambaSpec) -> bool:
     return s.num_speculative_blocks == first.num_speculative_blocks
 
 
-# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test).
-_UNIFORM_TYPE_RULES = (
+# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test on two
+# specs of that class).
+_UNIFORM_TYPE_RULES: tuple[tuple[type[KVCacheSpec], Callable[[Any, Any], bool] | None], ...] = (
     (FullAttentionSpec, None),  # includes MLA (vLLM's isinstance)
     (CrossAttentionSpec, None),
     (SlidingWindowSpec, _same_window),

@@ -54,11 +54,11 @@ def _legacy(fn: Callable[[Mapped, Cfg], None]) -> Callable[[Mapped, Cfg, Arch], 
 
 
 def _attention(m: Mapped, cfg: Cfg, row: Arch) -> None:
-    attention(m, cfg, row.rule)
+    attention(m, cfg, row.attention_rule)
 
 
 def _qwen2(m: Mapped, cfg: Cfg, row: Arch) -> None:
-    attention(m, cfg, row.rule)
+    attention(m, cfg, row.attention_rule)
     kinds = m.model.get("layer_types")
     n = m.model["num_layers"]
     if kinds and len(set(kinds)) > 1 and cfg.get("max_window_layers") != n:
@@ -70,15 +70,15 @@ def _qwen2(m: Mapped, cfg: Cfg, row: Arch) -> None:
 
 def _gpt_oss(m: Mapped, cfg: Cfg, row: Arch) -> None:
     n = layer_count(m, cfg)
-    put_heads(m, cfg, row.rule)
+    put_heads(m, cfg, row.attention_rule)
     # gpt_oss.py:175: the window for layer_idx % 2 == 0, whatever layer_types says.
     kinds = pattern_kinds(n, lambda i: i % 2 == 1)
-    sliding_layers(m, cfg, row.rule, n, kinds, "gpt_oss.py:175: even layers slide, odd layers are full")
+    sliding_layers(m, cfg, row.attention_rule, n, kinds, "gpt_oss.py:175: even layers slide, odd layers are full")
 
 
 def _chatglm(m: Mapped, cfg: Cfg, row: Arch) -> None:
     n = layer_count(m, cfg, "num_layers")  # ChatGLMConfig (transformers_utils/configs/chatglm.py): num_layers
-    attention(m, cfg, row.rule, n=n)
+    attention(m, cfg, row.attention_rule, n=n)
 
 
 def _mla(m: Mapped, cfg: Cfg, row: Arch) -> None:
@@ -90,10 +90,10 @@ def _exaone_moe(m: Mapped, cfg: Cfg, row: Arch) -> None:
     list, else sliding_window (the generic rule)."""
     windows = cfg.get("sliding_windows")
     if windows is None:
-        attention(m, cfg, row.rule)
+        attention(m, cfg, row.attention_rule)
         return
     n = layer_count(m, cfg)
-    put_heads(m, cfg, row.rule)
+    put_heads(m, cfg, row.attention_rule)
     kinds, _ = config_layer_types(m, cfg, n)
     if not isinstance(windows, list) or len(windows) < n or kinds is None:
         raise LayoutError(cfg.source, f"{cfg.prefix}sliding_windows", f"a list of {n} windows beside layer_types",
@@ -105,13 +105,13 @@ def _exaone_moe(m: Mapped, cfg: Cfg, row: Arch) -> None:
 READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "attention": _attention, "qwen2": _qwen2, "gpt_oss": _gpt_oss, "chatglm": _chatglm,
     "mla": _mla, "mla_indexer": _mla, "exaone_moe": _exaone_moe,
-    "window_list": lambda m, cfg, row: window_list(m, cfg, row.rule, "interleaved_sliding_window"),
+    "window_list": lambda m, cfg, row: window_list(m, cfg, row.attention_rule, "interleaved_sliding_window"),
     "mamba1": lambda m, cfg, row: hf_hybrid.mamba1(m, cfg, row.rule),
-    "granite_hybrid": lambda m, cfg, row: hf_hybrid.granite_hybrid(m, cfg, row.rule),
-    "lfm2": lambda m, cfg, row: hf_hybrid.lfm2(m, cfg, row.rule),
-    "gdn_hybrid": lambda m, cfg, row: hf_hybrid.gdn_hybrid(m, cfg, row.rule),
-    "gemma3n": lambda m, cfg, row: hf_special.gemma3n(m, cfg, row.rule),
-    "gemma4": lambda m, cfg, row: hf_special.gemma4(m, cfg, row.rule),
+    "granite_hybrid": lambda m, cfg, row: hf_hybrid.granite_hybrid(m, cfg, row.attention_rule),
+    "lfm2": lambda m, cfg, row: hf_hybrid.lfm2(m, cfg, row.attention_rule),
+    "gdn_hybrid": lambda m, cfg, row: hf_hybrid.gdn_hybrid(m, cfg, row.attention_rule),
+    "gemma3n": lambda m, cfg, row: hf_special.gemma3n(m, cfg, row.attention_rule),
+    "gemma4": lambda m, cfg, row: hf_special.gemma4(m, cfg, row.attention_rule),
     "llama4_text": _legacy(legacy.llama4), "deci": _legacy(legacy.deci), "jamba": _legacy(legacy.jamba),
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),

@@ -8,6 +8,7 @@ come from, read in the model file cited), or why it is not mapped. Built only wh
 
 from __future__ import annotations
 
+from ...vocab.errors import InternalError
 from ...vocab.records import record
 from ..hf.attention import Rule
 
@@ -28,6 +29,13 @@ class Arch:
     @property
     def mapped(self) -> bool:
         return bool(self.reader)
+
+    @property
+    def attention_rule(self) -> Rule:
+        """`rule`, for a reader that reads the attention (every row _a builds has one)."""
+        if self.rule is None:
+            raise InternalError(f"{self.name}: reader {self.reader} needs an attention rule")
+        return self.rule
 
 
 R = Rule

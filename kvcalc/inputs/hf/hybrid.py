@@ -19,7 +19,7 @@ def kinds_of(m: Mapped, cfg: Cfg, n: int, table: dict[str, str], what: str) -> N
     m.put("layer_types", [table[k] for k in kinds], origin)
 
 
-def mamba1(m: Mapped, cfg: Cfg, rule: Rule) -> None:
+def mamba1(m: Mapped, cfg: Cfg, rule: Rule | None) -> None:  # (no attention: no rule)
     """MambaForCausalLM / FalconMambaForCausalLM (mamba.py:63-79,234-246): every layer Mamba-1 with
     intermediate_size, state_size, conv_kernel."""
     n = layer_count(m, cfg)

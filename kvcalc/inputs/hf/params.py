@@ -7,7 +7,7 @@ config's sizes (labelled so). Parameters, not bytes: the dtype and any quantizat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ...vocab.errors import LayoutError
 from .config import map_config, resolve
@@ -40,7 +40,7 @@ def parameter_breakdown(data: Any, *, source: str = "config.json") -> dict:
     n = model["num_layers"]
     kinds = model.get("layer_types") or ["mla" if model.get("kv_lora_rank") else "full_attention"] * n
     hidden = cfg.int_("hidden_size", minimum=1) if cfg.get("hidden_size") is not None else cfg.int_("d_model")
-    out = dict.fromkeys(PARTS, 0)
+    out: dict[str, Any] = dict.fromkeys(PARTS, 0)
     # qwen3_next.py:280-330 (Qwen3-Next, Qwen3.5): q_proj also projects a gate per head, attn_output_gate default on.
     gate = row is not None and row.reader in ("qwen3_next", "gdn_hybrid") and cfg.get("attn_output_gate", True)
     vocab = cfg.int_("padded_vocab_size", minimum=1) if cfg.get("vocab_size") is None and \
@@ -211,6 +211,8 @@ def _vision(data: dict) -> int | None:
     layers = vision.get("num_hidden_layers") or vision.get("depth")
     inter = vision.get("intermediate_size") or (4 * h if isinstance(h, int) else None)
     patch, channels = vision.get("patch_size") or 14, vision.get("num_channels") or vision.get("in_channels") or 3
-    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (h, layers, inter, patch, channels)):
+    dims = (h, layers, inter, patch, channels)
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in dims):
         return None
+    h, layers, inter, patch, channels = cast("tuple[int, int, int, int, int]", dims)  # positive ints, checked
     return layers * (4 * h * h + 2 * h * inter + 4 * h) + channels * patch * patch * h

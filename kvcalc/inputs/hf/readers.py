@@ -78,7 +78,7 @@ class Mapped:
 
 
 # transformers' configuration defaults for the keys kvcalc reads, per model_type.
-DEFAULTS = {
+DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"max_position_embeddings": 2048},
     "mistral": {"num_key_value_heads": 8, "sliding_window": 4096, "max_position_embeddings": 131072},
     "qwen2": {"num_key_value_heads": 32, "max_position_embeddings": 32768, "use_sliding_window": False,
@@ -228,7 +228,7 @@ def llama4(m: Mapped, cfg: Cfg) -> None:
 
 def mamba_fields(m: Mapped, cfg: Cfg, kind: str, pairs: list[tuple[str, str]]) -> None:
     """pairs: (layout field under model.mamba, config key)."""
-    section = {"kind": kind}
+    section: dict[str, Any] = {"kind": kind}
     m.origin["model.mamba.kind"] = f"model_type {m.model_type}"
     for field_name, key in pairs:
         section[field_name] = cfg.int_(key, minimum=1)
