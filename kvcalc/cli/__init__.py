@@ -112,8 +112,10 @@ def _run(args: list[str]) -> int:
             # document on stdout, its `error` the stderr line's text.
             import json
 
-            # The refusal's exit code stands when its document cannot be written (as when stderr is closed).
-            _write(json.dumps({"schema_version": 1, "error": e.one_line(), "exit_code": e.exit_code}, indent=2) + "\n")
+            # The refusal's exit code stands when its document cannot be written (as when stderr is closed); one
+            # line under --format jsonl: a JSON-lines reader reads it as one document.
+            _write(json.dumps({"schema_version": 1, "error": e.one_line(), "exit_code": e.exit_code},
+                              indent=None if "jsonl" in " ".join(args) else 2) + "\n")
         return e.exit_code
     except click.ClickException as e:  # usage errors: bad flag values, missing arguments
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked

@@ -3,7 +3,6 @@ that command."""
 
 from __future__ import annotations
 
-import sys
 
 from ..vocab.errors import KvcalcError
 from .console import naming, print_json
@@ -29,4 +28,10 @@ def size_gpu_command(loaded, gpu_tokens: str | None, concurrency: float | None, 
     if fmt == "json":
         print_json(doc)
         return
-    sys.stdout.write(hook(loaded.engine, "table").gpu_size_text(doc))
+    from rich.text import Text
+
+    from .console import console
+
+    # Words wrap at the console's width (issue 35: no line longer than the width, no number cut).
+    for line in hook(loaded.engine, "table").gpu_size_text(doc).splitlines():
+        console(100).print(Text(line))

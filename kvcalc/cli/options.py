@@ -221,6 +221,11 @@ def plan_or_refusal(loaded, check: bool, fmt: str):
     try:
         return make_plan(loaded)
     except StartupRefusal as e:
+        from ..tools.loading import loading_advice
+
+        advice = loading_advice(loaded, e)  # a model that does not load: the TP x PP that does (issue 35)
+        if advice:
+            e.args = (f"{e.one_line()} {advice}",)
         if not check:
             name_source(e, loaded.source)
             raise

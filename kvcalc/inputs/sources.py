@@ -160,6 +160,7 @@ def _release_of_image(grant, overrides: dict, base: dict, say: Say) -> None:
 
 def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
     """A server line -> its validated Layout, read with its own server's flags (serve/servers.line_reader)."""
+    from ..vocab.records import replace
     from .serve.line import as_line
     from .serve.servers import line_reader
     from .serve.vllm import split
@@ -169,7 +170,7 @@ def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
     loaded, notes = line_reader(serve, argv).load_line(argv, overrides=overrides, base=base)
     for n in notes:
         say(f"note: {n}")
-    return loaded
+    return replace(loaded, serve_argv=tuple(argv))
 
 
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None,

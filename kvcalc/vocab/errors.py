@@ -71,6 +71,13 @@ class UnsupportedError(KvcalcError):
 class StartupRefusal(KvcalcError):
     """vLLM itself would refuse this configuration at startup (the message says which rule)."""
 
+    # The engine's memory refusal (no KV budget left, or one max_model_len request does not fit): more GPUs may
+    # start it, where another refusal (a layout rule) stays whatever the parallelism (tools/loading.py).
+    memory_short = False
+    weights_bytes: int | None = None  # the weights a GPU holds, where the refusal came from a predicted budget
+    requested_bytes: int | None = None  # what the engine has for everything on a GPU (vLLM: total x utilization)
+    requested_what = "the engine may use"  # how a sentence names requested_bytes
+
 
 class InternalError(Exception):
     """A kvcalc bug, not a refusal: a stage was handed what its caller never gives it (an engine's or a backend's own

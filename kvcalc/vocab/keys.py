@@ -314,7 +314,7 @@ KEYS: tuple[Key, ...] = (
        vllm_parse="int", vllm_args="changed"),
     _k("cache.max_model_len", "human", "the longest request, tokens (128K = 131072, 128k = 128000)", minimum=1,
        flag=("--max-model-len",), name="max_model_len", help="tokens; 128K = 131072, 128k = 128000", panel="cache",
-       vllm=("--max-model-len",), vllm_parse="human", vllm_args="always"),
+       vllm=("--max-model-len",), vllm_parse="human", vllm_args="always", sweep=10),
     _k("cache.max_num_batched_tokens", "human", "tokens per scheduler step", default=8192, minimum=1,
        flag=("--max-num-batched-tokens",), name="max_num_batched_tokens", help="tokens per scheduler step",
        panel="cache", vllm=("--max-num-batched-tokens",), vllm_parse="human", vllm_args="always"),

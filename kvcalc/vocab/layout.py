@@ -381,6 +381,9 @@ class Layout:
     unmodelled: tuple[tuple[str, Any], ...] = ()
     engine: str = "vllm"  # vllm | sglang: which engine's rules plan it (ENGINES)
     sglang: SglangLayout | None = None  # engine sglang: SGLang's release and flags (vocab/releases/sglang.py)
+    # a server line's words as given (a --serve line, `-- vllm serve ...`, a manifest's container command): what
+    # vllm-args keeps of the line where it changes nothing (tools/serve_line.py); None for a layout file or config
+    serve_argv: tuple[str, ...] | None = None
 
     @property
     def backend(self) -> str:

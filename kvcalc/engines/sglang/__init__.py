@@ -75,8 +75,7 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
     from ..vllm.weights import stage_weights  # the weights figure, shared with vLLM's stage
 
     per = stage_weights(spec, dtype=layout.model.dtype, tp=layout.parallel.tensor_parallel_size, stages=ranges)
-    basis = "estimate" if spec.has_vision or spec.quantization else "exact"
-    return tuple(w.bytes_per_rank for w in per), basis
+    return tuple(w.bytes_per_rank for w in per), spec.basis()
 
 
 def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> tuple[float, Reserve | None]:
@@ -150,8 +149,10 @@ def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, budg
         full = sg.max_total_tokens // page * page  # kv_cache_configurator.py:3100-3108, then re-aligned
         swa = min(int(full * ratio) // page * page, swa) if model.kind == "hybrid_swa" else 0
     if full <= 0:
-        raise StartupRefusal(f"Not enough memory. Please try to increase "
-                             f"--mem-fraction-static. Current value: mem_fraction_static={gpu.mem_fraction_static}")
+        e = StartupRefusal(f"Not enough memory. Please try to increase "
+                           f"--mem-fraction-static. Current value: mem_fraction_static={gpu.mem_fraction_static}")
+        e.memory_short = True
+        raise e
     hybrid = model.kind == "hybrid_swa"
     cells = tuple(CellSize(pp_rank=s.pp_rank, full=s.full_bytes, swa=s.swa_bytes,
                            total=s.full_bytes + ratio * s.swa_bytes if hybrid else s.full_bytes)

@@ -149,10 +149,13 @@ def budget(pre: int, available: int, mfs: float) -> tuple[int, float]:
     minimum = 1 - avail_gib / pre_gib
     if rest <= 0:
         suggested = math.ceil(minimum * 1000) / 1000
-        raise StartupRefusal(
+        e = StartupRefusal(
             f"Loaded weights leave no GPU memory for the KV cache under "
             f"--mem-fraction-static={mfs}. Raise --mem-fraction-static above {suggested:.3f} (minimum viable = 1 - "
             f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")
+        e.memory_short, e.weights_bytes, e.requested_bytes = True, pre - available, pre
+        e.requested_what = "free before the weights load"
+        raise e
     return int(rest * GIB), minimum
 
 

@@ -83,8 +83,11 @@ def plan(layout: Layout, stage: object = None, *, selected_only: bool = False) -
     try:
         built = build_stage(layout, behaviour)
         pool = hicache_pool(layout, built)
-    except StartupRefusal as e:  # SGLang's own message, named as vLLM's are
-        raise StartupRefusal(f"SGLang {behaviour.version} refuses to start: {e.one_line()}") from None
+    except StartupRefusal as e:  # SGLang's own message, named as vLLM's are (what it says of memory kept)
+        named = StartupRefusal(f"SGLang {behaviour.version} refuses to start: {e.one_line()}")
+        for name in ("memory_short", "weights_bytes", "requested_bytes", "requested_what"):
+            setattr(named, name, getattr(e, name))
+        raise named from None
     warnings: tuple[str, ...] = ()
     if sg.version_from == "default":
         warnings = (f"no SGLang release named (no --sglang-version, sglang.version or image tag): planned as "

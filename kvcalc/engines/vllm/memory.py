@@ -230,7 +230,7 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                    source=gpu.total_source),
         MemoryTerm(name="requested", bytes=requested, basis="exact",
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),
-        MemoryTerm(name="weights", bytes=bind.weights_bytes, basis="estimate" if spec.has_vision or quant else "exact",
+        MemoryTerm(name="weights", bytes=bind.weights_bytes, basis=spec.basis(gpu.quantization),
                    source=f"{spec.source}; TP {par.tensor_parallel_size}, PP stage {bind.pp_rank}, vocabulary padded "
                           f"to 64" + (f", {quant} weights" if quant else "")),
         MemoryTerm(name="activation_peak", bytes=bind.activation_peak_bytes, basis="estimate",

@@ -147,6 +147,34 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
     return top, overrides, notes
 
 
+def option_value(release: str, tokens: list[str]) -> Any:
+    """What the release's parser makes of one option's tokens (serve/vllm_args.spans), for telling a change of value
+    from a change of spelling (`--max-model-len 128K` is 131,072): a switch's state, the key's parsed value, the
+    JSON, else the text; None when the parser refuses the tokens."""
+    from ...vocab.errors import KvcalcError
+    from .vllm_args import read
+    from ..values import Reader
+
+    try:
+        _, opts = read(release, list(tokens))
+    except KvcalcError:
+        return None
+    if len(opts) != 1:
+        return None
+    opt = next(iter(opts.values()))
+    if opt.value is None:
+        return ("switch", opt.name, not opt.negated)
+    key = KEY_OF.get(opt.name) or next((KEY_OF[a] for a in _aliases(release, opt.name) if a in KEY_OF), None)
+    try:
+        if opt.name in JSON_FLAGS:
+            return _json(opt.name, opt.value)
+        if key is not None and key.vllm_parse != "switch":
+            return _value(Reader(SOURCE, {}), opt.spelling, opt.value, key, [])
+    except KvcalcError:
+        pass
+    return opt.value
+
+
 def _aliases(release: str, name: str) -> tuple[str, ...]:
     from ...vocab.releases.vllm_flags import flags_of
 

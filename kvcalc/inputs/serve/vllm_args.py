@@ -165,3 +165,38 @@ def _take(release: str, m, args: list[str], i: int, opts: dict[str, Option]) -> 
         value = (prev if isinstance(prev, list) else [prev]) + (value if isinstance(value, list) else [value])
     opts[info.name] = Option(name=info.name, spelling=m.spelling, value=value)  # argparse: the last one wins
     return i
+
+
+def spans(release: str, args: list[str]) -> list[tuple[str | None, list[str]]]:
+    """A serve line's arguments (after `vllm serve`), as given, cut into (the option's name in the release's parser,
+    its tokens): `-tp 4` and `--tensor-parallel-size=4` are both ("--tensor-parallel-size", tokens as written); a
+    positional word is ("", [word]); a token the parser does not resolve alone (`--config`'s file, a dotted JSON
+    option) is (None, [token]), kept whole. vllm-args replaces the spans it spells and keeps the others."""
+    from ...vocab.releases import vllm_flags as vf
+
+    out: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-" or _negative_number(a):
+            out.append(("" if a != "--" else None, [a]))
+            i += 1
+            continue
+        try:
+            rewritten = vf.rewrite(release, [a])
+            m = vf.resolve(release, rewritten[0]) if len(rewritten) == 1 and "." not in rewritten[0] else None
+        except ValueError:
+            m = None
+        if m is None:
+            out.append((None, [a]))
+            i += 1
+            continue
+        j = i + 1
+        if m.info.takes_value and m.value is None:
+            while j < len(args) and (not args[j].startswith("-") or _negative_number(args[j]) or args[j] == "-"):
+                j += 1
+                if m.info.nargs is None or m.info.nargs == "?":
+                    break
+        out.append((m.info.name, args[i:j]))
+        i = j
+    return out
