@@ -22,7 +22,7 @@ from ..engines.vllm.specs import (
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
 from ..vocab.errors import UnsupportedError
-from ..vocab.kinds import ATTENTION_BACKENDS
+from ..vocab.releases.attn_backends import backend_row
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
 from ..vocab.units import cdiv, round_up
@@ -403,9 +403,9 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
     per KV cache tensor."""
     s, b = r.settings, r.behaviour
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
-    backend = ATTENTION_BACKENDS[s.attention_backend]
+    backend = backend_row(s.attention_backend, b.release)
     groups = worker.groups
-    if (b.cross_layer_blocks and (b.mla_cross_layer or not backend.mla) and len(groups) == 1
+    if (b.cross_layer_blocks and (b.mla_cross_layer or backend is None or not backend.mla) and len(groups) == 1
             and isinstance(groups[0].spec, AttentionSpec) and worker.num_tensors):
         # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes
         # (offloading/worker.py register_cross_layers_kv_cache; 0.14.0 cpu_gpu.py "cross-layers tensor").
@@ -414,7 +414,7 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
         # v1/worker/kv_connector_model_runner_mixin.py:158), not the identity order of 0.18-0.23.
         size = rows * worker.bytes_per_block
         return (Allocation(count=1, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb)),)
-    split = b.pinned_layout == "per_tensor_split_kv" and backend.kv_first
+    split = b.pinned_layout == "per_tensor_split_kv" and backend is not None and backend.kv_first
     sizes: dict[int, int] = {}
     for t in _tensor_pages(worker):
         page, attention = t

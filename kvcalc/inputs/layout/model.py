@@ -57,7 +57,10 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
     replication = r.key(m, "model.kv_head_replication")
-    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
+    return ModelLayout(kv_head_replication=replication, num_attention_heads=r.key(m, "model.num_attention_heads"),
+                       qk_nope_head_dim=r.key(m, "model.qk_nope_head_dim"),
+                       attention_sinks=r.key(m, "model.attention_sinks"), name=name, num_layers=n, dtype=dtype,
+                       layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)

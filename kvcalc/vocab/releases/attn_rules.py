@@ -241,7 +241,3 @@ FORCED_MLA_BLOCKS: dict[str, tuple[str, int, str]] = {
     "FLASHMLA_SPARSE": ("64", 64, "FlashMLASparse"),
     "FLASHINFER_MLA_SPARSE": ("32|64", 64, "FlashInferMLASparse"),
 }
-
-# The GPU class kvcalc assumes without --gpu, per platform: (capability, the device it stands for).
-DEFAULT_GPU_CLASS = {"cuda": ("9.0", "an H100-class GPU (compute capability 9.0)"),
-                     "rocm": ("gfx942", "an MI300X-class GPU (gfx942)")}
