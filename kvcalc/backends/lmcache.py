@@ -8,10 +8,11 @@ import json
 from typing import Callable
 
 from ..engines.vllm import GpuStage
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import InternalError, KvcalcError, known
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, OffloadLayout
-from ..vocab.releases.lmcache import LMCacheLayout
+from ..vocab.releases.lmcache import LMCacheLayout, lmcache_of
+from ..vocab.releases.lmcache_mp import mp_of
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import cdiv, exact_bytes, format_bytes, smallest_gib
@@ -43,6 +44,13 @@ class LMCachePool(Pool):
     @property
     def connector(self) -> str:
         return f"{self.lmcache.connector} (LMCache {self.lmcache.version})"
+
+    @staticmethod
+    def of(pool: Pool) -> LMCachePlan:
+        """LMCache's own plan of a pool, for LMCache's report slice: an LMCache layout's pool is an LMCachePool."""
+        if not isinstance(pool, LMCachePool):
+            raise InternalError(f"LMCache's report was given the pool of backend {pool.backend}")
+        return pool.lmcache
 
     @property
     def budget_bytes(self) -> int:
@@ -140,7 +148,7 @@ class LMCachePool(Pool):
         if lc.degraded:
             raise KvcalcError(f"{layout.source}: LMCache {lc.version} fails to start with this config and stores "
                               f"nothing ({lc.degraded}): no flags to paste")
-        cfg = config_of(layout.offload.lmcache, lc)
+        cfg = config_of(lmcache_of(layout), lc)
         transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both"}
         with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
         with_flag = None
@@ -157,7 +165,7 @@ class LMCachePool(Pool):
                              "still come from LMCACHE_CONFIG_FILE / LMCACHE_*)")
         notes.append(f"LMCache pins {lc.max_local_cpu_size:g} GiB on each of {lc.storing_ranks} rank(s): "
                      f"{format_bytes(lc.pool_bytes_per_engine)} per engine")
-        pod = pod_resources(self)
+        pod = known(pod_resources(self), "a modelled pool's pod resources")
         notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']} (LMCache's "
                      "pinned pool; no /dev/shm region); add the process's own memory (typically a few GiB)")
         return {"vllm_version": b.version, "backend": "lmcache", "args_kv_offloading_size": with_flag,
@@ -232,7 +240,11 @@ class LMCacheSizeRow:
     note: str | None = field("why there is no answer, or null")
 
     backend = "lmcache"
-    refusal = None
+
+    @property
+    def refusal(self) -> str | None:
+        """No size answers the target (the size command's exit 2): the note says why."""
+        return self.note if self.gib is None else None
 
     def document(self, source: str, target: SizeTarget) -> dict:
         return {"schema_version": 1, "source": source, "backend": "lmcache", "target_tokens": target.tokens,
@@ -241,7 +253,7 @@ class LMCacheSizeRow:
 
 def _at(layout: Layout, behaviour: Behaviour, gib: float, first_rank: bool) -> LMCachePlan:
     """LMCache's pool with max_local_cpu_size (or rank 0's first_rank_max_local_cpu_size) set to `gib`."""
-    lm = layout.offload.lmcache
+    lm = lmcache_of(layout)
     if lm.via_vllm_flag:
         # vLLM's flag would override max_local_cpu_size (and local_cpu) with its own per-rank share: size the
         # LMCache key itself; the answer names the flag's spelling (x TP x PP) next to it.
@@ -275,7 +287,7 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
                                   note=f"no size fits: the smallest pool (0.001 GiB) already keeps {least:,} B "
                                        f"resident on one node, over the {limit:,} B limit")
     else:
-        need = target.units if target.units is not None else cdiv(target.tokens, lc.chunk_size)
+        need = target.units if target.units is not None else cdiv(known(target.tokens, "a size target"), lc.chunk_size)
         gib = max(smallest_gib(need * worst), 0.001)  # LMCache fails to start with 0 (lmcache_plan.py)
     at = _at(layout, behaviour, gib, first)
     per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank
@@ -293,7 +305,7 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
 def handed_over(layout: Layout, behaviour: Behaviour) -> bool:
     """vLLM's --kv-offloading-backend lmcache on a release that names LMCacheMPConnector for it (0.23.0+,
     config/vllm.py 0.23.0:793-799): the pool is the LMCache server's (backends/lmcache_mp.py)."""
-    return layout.offload.lmcache.via_vllm_flag and behaviour.lmcache_offloading_flag == "mp"
+    return lmcache_of(layout).via_vllm_flag and behaviour.lmcache_offloading_flag == "mp"
 
 
 class LMCacheBackend:
@@ -315,8 +327,8 @@ class LMCacheBackend:
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> Pool:
         if handed_over(layout, stage.behaviour):
-            given = [k for k, _ in layout.offload.lmcache.provenance]
-            mpl = layout.offload.lmcache_mp
+            given = [k for k, _ in lmcache_of(layout).provenance]
+            mpl = mp_of(layout)  # (validation sets it beside the flag's LMCache section)
             if given:
                 mpl = replace(mpl, notes=mpl.notes + (
                     f"LMCache config keys for the in-process connector ({', '.join(given)}): LMCacheMPConnector does "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..engines.vllm import GpuStage
+from ..vocab.errors import InternalError, known
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.records import record, replace
 from ..vocab.releases import lmcache_mp as mp
@@ -33,6 +34,13 @@ class LMCacheMPPool(Pool):
 
     backend = "lmcache_mp"
     connector = "LMCacheMPConnector (LMCache's multi-process server)"
+
+    @staticmethod
+    def of(pool: Pool) -> MPPlan:
+        """The server's own plan of a pool, for its report slice: an LMCache MP layout's pool is an LMCacheMPPool."""
+        if not isinstance(pool, LMCacheMPPool):
+            raise InternalError(f"the LMCache MP server's report was given the pool of backend {pool.backend}")
+        return pool.mp
     family = "lmcache_mp"
     unit = "lmcache chunks"
     tokens_holder = "this engine's share of the LMCache server's L1 holds"
@@ -113,7 +121,7 @@ class LMCacheMPPool(Pool):
 
     @property
     def kept(self) -> str:
-        p = self.mp.pool
+        p = known(self.mp.pool, "the L1")  # read by the host_memory gate, of a pool that has its figures
         how = {"lazy": f"lazily: {p.resident_bytes_initial:,} B at start, the rest pinned in the background",
                "eager": "eagerly, one cudaHostAlloc", "hugepages": f"on {p.hugepages:,} 2 MiB hugepages",
                "shm": "in a /dev/shm segment"}[p.mode]
@@ -158,7 +166,7 @@ class LMCacheMPBackend:
         return supports_hma(layout, behaviour, "LMCache's LMCacheMPConnector")
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> LMCacheMPPool:
-        return LMCacheMPPool(mp=plan_mp(layout, stage, layout.offload.lmcache_mp), behaviour=stage.behaviour)
+        return LMCacheMPPool(mp=plan_mp(layout, stage, mp.mp_of(layout)), behaviour=stage.behaviour)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
         """A server whose L1 gives every engine of the node `budget_bytes` (--l1-size-gb = the node's total in GiB,

@@ -24,7 +24,7 @@ import math
 
 from ..engines.vllm import GpuStage
 from ..engines.vllm.specs import ChunkedLocalAttentionSpec, FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec
-from ..vocab.errors import StartupRefusal, UnsupportedError
+from ..vocab.errors import StartupRefusal, UnsupportedError, known
 from ..vocab.kinds import KVQuant
 from ..vocab.layout import Layout
 from ..vocab.records import field, record
@@ -104,7 +104,7 @@ class MPPlan:
 
 def l1_pool(s: mp.MPServer) -> L1Pool:
     """The L1 the server builds (l1_memory_manager.py:44-90) from settings the config accepted."""
-    size, align = int(s.l1_size_gb * mp.GIB), s.l1_align_bytes  # distributed/config.py:1095
+    size, align = int(known(s.l1_size_gb) * mp.GIB), s.l1_align_bytes  # distributed/config.py:1095 (a started server's)
     if s.use_lazy:
         # lazy_memory_allocator.py: init and final rounded up to 64 MiB (:99-101); final + align - 1 reserved with
         # torch.empty, not pinned (:121-132); the first `init` bytes pinned by one cudaHostRegister (:145) and the
@@ -217,7 +217,7 @@ def server_startup(layout: Layout, s: mp.MPServer) -> str | None:
     why = mp.allocator_refusal(s)
     if why is not None:
         return why
-    if int(s.l1_size_gb * mp.GIB) < 0 or (s.use_lazy and s.l1_init_size_gb < 0):
+    if int(known(s.l1_size_gb) * mp.GIB) < 0 or (s.use_lazy and s.l1_init_size_gb < 0):  # (the config has one)
         # eager: cudaHostAlloc of a negative size; lazy: cudaHostRegister of a negative one (native calls whose error
         # cannot be run on a CPU box: vectors.json marks it undetermined).
         raise _refuse(layout, "a negative --l1-size-gb / --l1-init-size-gb reaches the native pinning call, whose "
@@ -258,7 +258,7 @@ def plan_mp(layout: Layout, stage: GpuStage, mpl: mp.MPLayout) -> MPPlan:
         tokens_held=None if held is None else held * chunk,
         tokens_held_at_start=None if pool is None else pool.heap_bytes_initial // per_chunk * chunk,
         tokens_before_eviction=None if pool is None else
-        below_watermark(held, per_chunk, pool.heap_bytes, s.eviction_trigger_watermark) * chunk,
+        below_watermark(known(held), per_chunk, pool.heap_bytes, known(s).eviction_trigger_watermark) * chunk,
         tokens_per_engine=None if held is None else held // engines * chunk,
         staging_bytes_per_gpu=max(st.staging_bytes_per_gpu for st in stages), gpu_room_bytes=room,
         kv_offloading_size=mpl.kv_offloading_size,

@@ -8,7 +8,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Callable
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases import lmcache_mp as mp
@@ -81,6 +81,7 @@ def size_mp(layout: Layout, target: SizeTarget, plan: Callable) -> MPSize:
     per, chunk, engines = m.bytes_per_chunk, m.chunk_size, m.engines_per_node
     base = dict(lmcache_version=m.lmcache_version, mode=l1_pool(replace(s, l1_size_gb=1.0)).mode, chunk_size=chunk,
                 bytes_per_chunk=per, engines_per_node=engines)
+    n: int | None
     if target.resident is not None:
         limit = target.resident
         n = largest(min(MAX_GIB_THOUSANDTHS, (limit // mp.GIB + 1) * 1000), lambda k: _at(s, k).resident_bytes <= limit)
@@ -90,7 +91,8 @@ def size_mp(layout: Layout, target: SizeTarget, plan: Callable) -> MPSize:
                           note=f"no size fits: 0.001 GiB already pins {_at(s, 1).resident_bytes:,} B, over {limit:,} B")
         below = None
     else:
-        need = engines * (target.units if target.units is not None else cdiv(target.tokens, chunk))
+        units = target.units if target.units is not None else cdiv(known(target.tokens, "a size target"), chunk)
+        need = engines * units
         n = _smallest(lambda k: _at(s, k).heap_bytes // per >= need)
         wm = s.eviction_trigger_watermark
 
@@ -135,8 +137,8 @@ def server_command(s: mp.MPServer) -> str:
 def mp_args(pool: LMCacheMPPool, layout: Layout, common: list[str], notes: list[str]) -> dict:
     """vLLM flags for LMCacheMPConnector (--kv-transfer-config; from 0.23.0 also --kv-offloading-backend lmcache,
     whose size vLLM ignores: config/vllm.py 0.23.0:793-799) and the server's command line."""
-    m, b = pool.mp, pool.behaviour
-    s = layout.offload.lmcache_mp.server
+    m, b, mpl = pool.mp, pool.behaviour, mp.mp_of(layout)
+    s = mpl.server
     if s is None:
         raise KvcalcError(f"{layout.source}: LMCacheMPConnector's pool is the LMCache server's: give its command line "
                           "(--lmcache-server 'lmcache server --l1-size-gb N --eviction-policy LRU') to spell it")
@@ -144,7 +146,7 @@ def mp_args(pool: LMCacheMPPool, layout: Layout, common: list[str], notes: list[
     with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
     with_flag = None
     if b.lmcache_offloading_flag == "mp":
-        size = layout.offload.lmcache_mp.kv_offloading_size or s.l1_size_gb
+        size = known(mpl.kv_offloading_size or s.l1_size_gb, "the size to spell")  # (none: a crash, as before)
         with_flag = common + ["--kv-offloading-backend", "lmcache", "--kv-offloading-size", mp.number(size)]
         notes.append(f"vLLM {b.version} ignores --kv-offloading-size's value for lmcache (it only switches the "
                      "connector on): the server's --l1-size-gb sizes the pool")

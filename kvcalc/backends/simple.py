@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from ..engines.vllm import GpuStage
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.records import record, replace
-from ..vocab.releases.simple import SimpleLayout
+from ..vocab.releases.simple import SimpleLayout, simple_budget
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import exact_bytes
 from .base import HostMemory, OutOfBounds, Pool, SizeTarget, node_peak
@@ -47,7 +47,7 @@ class SimplePool(Pool):
 
     @property
     def budget_bytes(self) -> int:
-        return self.layout.offload.cpu_bytes_to_use
+        return simple_budget(self.layout)
 
     @property
     def units_scheduler(self) -> int:
@@ -117,7 +117,8 @@ class SimplePool(Pool):
         return HostMemory(
             requested_bytes_per_engine=self.budget_bytes,
             resident_bytes_per_worker=tuple(st.resident_bytes_per_worker for st in sp.stages),
-            resident_bytes_per_engine=sp.resident_bytes_per_engine, resident_bytes_per_node=self.resident_bytes_per_node,
+            resident_bytes_per_engine=sp.resident_bytes_per_engine,
+            resident_bytes_per_node=self.resident_bytes_per_node,
             shm_bytes_per_engine=0, shm_bytes_per_node=0, host_page_size=self.layout.host.page_size,
             pinned_rounding="none", allocations_per_worker=sp.allocations, shared_region=False)
 

@@ -19,6 +19,13 @@ def size_gpu_command(loaded, gpu_tokens: str | None, concurrency: float | None, 
         raise KvcalcError(f"--concurrency: expected a positive number of requests, got {concurrency}")
     with naming(loaded.source):
         doc = hook(loaded.engine, "tools").size_gpu(loaded, tokens, concurrency)
+    if doc.get("refusal"):
+        # No size answers the target: a refusal (exit 2), its document still written with --format json.
+        e = KvcalcError(f"{loaded.source}: {doc['refusal']}")
+        if fmt == "json":
+            print_json(doc)
+            e.document_printed = True
+        raise e
     if fmt == "json":
         print_json(doc)
         return

@@ -85,7 +85,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
+        match = (("yes" if r["match"] else "NO")
+                 + (" (taken from the scrape: not a check)" if r.get("from_scrape") else ""))
         t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
@@ -142,7 +143,7 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
 
 def boundaries() -> list[dict]:
     """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
-    rows = []
+    rows: list[dict] = []
     for fam in FAMILIES.values():
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
@@ -190,7 +191,8 @@ def gpu_size_text(doc: dict) -> str:
              f"({doc['kv_cache_size_tokens']:,} tokens, {doc['max_concurrency']:.2f}x)",
              f"--kv-cache-memory-bytes {doc['kv_cache_memory_bytes']} (per GPU)"]
     if doc["gpu_memory_utilization"] is not None:
-        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU ({doc['utilization_note']})")
+        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU "
+                     f"({doc['utilization_note']})")
     elif doc["utilization_note"]:
         lines.append(f"no utilization reaches it on this GPU: {doc['utilization_note']}")
     par = doc["smallest_parallel"]

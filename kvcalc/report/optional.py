@@ -105,6 +105,7 @@ class RefusedRelease:
     startup_error: str = field("the refusal")
     offload: None = field("null")
     simple = None  # (no SimpleCPUOffloadConnector section: refused)
+    warning = None  # (no note on how it was modelled: it was not)
 
 
 @record

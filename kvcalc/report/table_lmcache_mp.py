@@ -6,9 +6,13 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from typing import TYPE_CHECKING
+
 from ..vocab.releases.lmcache_mp import number
 from ..vocab.units import exact_bytes
-from .sections import Report
+
+if TYPE_CHECKING:
+    from ..backends.lmcache_mp_plan import MPPlan
 
 
 def _n(n: int | None) -> str:
@@ -21,10 +25,9 @@ def _per_token(bytes_per_chunk: int, chunk: int) -> str:
     return f"{whole:,}" if not rest else f"{bytes_per_chunk / chunk:,.2f}"
 
 
-def lmcache_mp_table(report: Report, style, table) -> RenderableType:
-    """The server's pool: per PP stage what one rank registers and stores, then the node's L1; `table`: table.py's
-    table maker."""
-    m = report.offload.lmcache_mp
+def lmcache_mp_table(m: MPPlan, style, table) -> RenderableType:
+    """The server's pool (`m`: the offload section's `lmcache_mp`): per PP stage what one rank registers and stores,
+    then the node's L1; `table`: table.py's table maker."""
     head = (f"CPU offload through the LMCache {m.lmcache_version} MP server ({m.connector}, selected by "
             f"{m.selected_by}): chunk {m.chunk_size} tokens")
     t = table(style, head, "", *(f"stage {st.pp_rank}" for st in m.stages))
@@ -41,7 +44,7 @@ def lmcache_mp_table(report: Report, style, table) -> RenderableType:
     e.add_row("one chunk of this engine", f"{m.objects_per_chunk} object(s), {m.bytes_per_chunk:,} B "
                                           f"({_per_token(m.bytes_per_chunk, m.chunk_size)} B per token)")
     if m.startup_error:
-        e.add_row("starts", Text(f"no: {m.startup_error}", style=None if style.plain else "bold red"))
+        e.add_row("starts", Text(f"no: {m.startup_error}", style="" if style.plain else "bold red"))
         return Group(t, e)
     p = m.pool
     if p is None:

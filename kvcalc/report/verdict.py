@@ -25,9 +25,9 @@ def gib(n: int) -> str:
 def other_release(plan: Plan, off: OffloadSection | None) -> str:
     """The verdict's word on the other formula's column, read from the same entries the Summary shows: how to get
     out of bounds on an old release, or that the old formula's release would go out of bounds on this layout."""
-    sel = None if off is None else off.selected
-    if sel is None:
+    if off is None or off.selected is None:
         return ""
+    sel = off.selected
     if plan.selected == "old":
         fixed = off.fixed
         if not sel.out_of_bounds:

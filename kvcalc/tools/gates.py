@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..backends.base import OVERHEAD_BASIS, OVERHEAD_PER_WORKER, Pool, shm_refusal, workers_on_node  # noqa: F401
 from ..report.optional import Check
 from ..vocab.limits import Limit  # noqa: F401 - the gates' limits, named here too
+from ..vocab.errors import known
 from ..vocab.records import record, replace
 from ..vocab.units import format_bytes
 
@@ -23,11 +24,13 @@ class Gates:
     """What the gates compare against. A limit of None: not asked for."""
 
     host_memory: Limit | None = None
-    server_memory: Limit | None = None  # the LMCache MP server's container (or host): --server-memory, a sidecar's limit
+    # the LMCache MP server's container (or host): --server-memory, a sidecar's limit
+    server_memory: Limit | None = None
     shm: Limit | None = None
     min_cpu_tokens: int | None = None
     overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
     unreadable: tuple = ()  # inputs the pool depends on that could not be read (an envFrom elsewhere in the cluster)
+    weights_per_worker: int = 0  # --cpu-offload-gb: the weights each GPU worker pins in host memory, bytes
 
 
 def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
@@ -62,8 +65,8 @@ def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, 
     if pool.not_modelled is not None:
         # The pool lives outside the engine and its settings were not given: nothing can pass, nothing failed.
         nm = pool.not_modelled
-        why = f"not evaluated: vLLM hands offloading to {nm.connector}, whose pool lives in {nm.home}"
-        return [_check(name, "unknown", why) for name in GATES]
+        unknown = f"not evaluated: vLLM hands offloading to {nm.connector}, whose pool lives in {nm.home}"
+        return [_check(name, "unknown", unknown) for name in GATES]
     if pool.startup_error:
         return refused(version, pool.startup_error)
     shm = gates.shm
@@ -92,13 +95,14 @@ def _check(name: str, status: str, reason: str, **numbers) -> Check:
 
 
 def _measured(name: str, need: int, limit: Limit, what: str) -> Check:
-    margin = limit.value - need
+    value = known(limit.value, "a gate's limit")  # its caller turned an unknown limit into an unknown status
+    margin = value - need
     ok = margin >= 0
     return _check(name, "pass" if ok else "fail",
-                  f"{what}; {limit.source}: {limit.value:,} B ({format_bytes(limit.value)}); "
+                  f"{what}; {limit.source}: {value:,} B ({format_bytes(value)}); "
                   + (f"margin {margin:,} B ({format_bytes(margin)})" if ok else
                      f"short by {-margin:,} B ({format_bytes(-margin)})"),
-                  limit=limit.value, limit_from=limit.source, need=need, margin=margin)
+                  limit=value, limit_from=limit.source, need=need, margin=margin)
 
 
 def _out_of_bounds(pool: Pool) -> Check:
@@ -138,20 +142,32 @@ def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_no
                                                           "a memory limit")
     if limit.value is None:
         return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
-    if pool.resident_bytes_per_node is None:
+    weights = gates.weights_per_worker * workers_per_node
+    if pool.resident_bytes_per_node is None and not weights:
         return _check("host_memory", "skipped", "no CPU pool: nothing resident to gate")
     if gates.overhead is None:
         overhead, basis = OVERHEAD_PER_WORKER * workers_per_node, f"{workers_per_node} worker(s), {OVERHEAD_BASIS}"
     else:
         overhead, basis = gates.overhead, "--host-overhead"
+    resident = pool.resident_bytes_per_node or 0
     elsewhere = limit.pod and pool.server_resident_bytes is not None  # a vLLM pod's limit: the server pins apart
-    pooled = 0 if elsewhere else pool.resident_bytes_per_node
+    pooled = 0 if elsewhere else resident
     where = "the pod" if limit.pod else "the node"
-    what = (f"{engines_per_node} engine(s) in {where} keep {pooled:,} B ({format_bytes(pooled)}) "
-            + (f"(the LMCache server's L1 is its own container's{'' if server else ': not gated (--server-memory)'})"
-               if elsewhere else pool.kept)
-            + f", plus {overhead:,} B ({format_bytes(overhead)}) of process memory ({basis})")
-    node = _measured("host_memory", pooled + overhead, limit, what)
+    if pool.resident_bytes_per_node is None:
+        kept = "keep no CPU KV pool"
+    elif elsewhere:
+        kept = (f"keep {pooled:,} B ({format_bytes(pooled)}) (the LMCache server's L1 is its own container's"
+                f"{'' if server else ': not gated (--server-memory)'})")
+    else:
+        kept = f"keep {pooled:,} B ({format_bytes(pooled)}) {pool.kept}"
+    what = (f"{engines_per_node} engine(s) in {where} {kept}, plus {overhead:,} B "
+            f"({format_bytes(overhead)}) of process memory ({basis})")
+    if weights:
+        # vLLM's UVA offloader pins up to --cpu-offload-gb of each rank's parameters in host memory (0.33.0
+        # model_executor/offloader/uva.py:84-116, cpu_offload_max_bytes = int(X * 1024**3), offloader/base.py:174).
+        what += (f", plus {weights:,} B ({format_bytes(weights)}) of weights --cpu-offload-gb pins "
+                 f"({workers_per_node} worker(s) x {format_bytes(gates.weights_per_worker)})")
+    node = _measured("host_memory", pooled + overhead + weights, limit, what)
     if server is None or node.status == "fail":
         return node
     return server if server.status != "pass" else replace(node, reason=f"{node.reason}; {server.reason}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
-from .layout import DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES, PLATFORMS
+from .keys_lmcache_mp import LMCACHE_MP_ROWS
+from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
+                     PLATFORMS)
 from .records import MISSING, fields, record
 from .releases import DEFAULT_LMCACHE_VERSION, DEFAULT_SGLANG_VERSION, LMCACHE_RELEASES, SGLANG_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
@@ -21,10 +23,10 @@ from .units import MODEL_DTYPES, SIZE_HELP
 # Help groups, in the order `--help` shows them.
 GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
-# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are read by
-# their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human (vLLM's
-# human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows), const,
-# path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
+# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are
+# read by their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human
+# (vLLM's human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows),
+# const, path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
 # (an integer, or one per layer), kinds (layer kinds; minimum: the fewest items), ints (a list of integers),
 # indices (layer indices or one of choices), choice_or_bool (YAML 1.1 reads on/off as booleans), version (a vLLM
 # release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), config (a connector's own
@@ -127,13 +129,6 @@ def _k(path: str, kind: str, doc: str, **kw) -> Key:
 _MAMBA_DTYPES = ("auto", *MODEL_DTYPES)
 
 
-def _mp(flag: str, doc: str, own: str = "") -> dict:
-    """An LMCache MP server option's row: its doc and kvcalc flag (the server's own spelling, or `own`)."""
-    spelled = own or flag
-    first = spelled.split("/")[0]
-    return {"doc": f"{doc}: the server's {flag.split('/')[0]}", "flag": (spelled,), "panel": "offload", "label": first,
-            "name": first[2:].replace("-", "_"), "help": f"LMCache MP server: {doc} (its {flag})"}
-
 # In this order: a section's keys in `kvcalc init`'s YAML, in its unknown-key message and (by help group) in --help;
 # the keys vllm-args spells, in its output. The sweep's columns follow `sweep`, not this order.
 KEYS: tuple[Key, ...] = (
@@ -169,9 +164,13 @@ KEYS: tuple[Key, ...] = (
        "rank)", minimum=1, nullable=True),
     _k("model.attention_sinks", "bool", "the attention layers have sinks (gpt-oss): backends without sinks refuse "
        "them", default=False),
+    _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
+       "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
        nullable=True),
     _k("model.max_position_embeddings", "int", "default for cache.max_model_len", minimum=1, nullable=True),
+    _k("model.kv_cache_dtype_auto", "bool", "true when the model's attention is built without vLLM's cache config "
+       "(Falcon): its KV cache keeps the model dtype whatever cache.kv_cache_dtype says", default=False),
     _k("model.kv_head_replication", "bool", "false when the model's attention divides KV heads by TP without "
        "replicating (gpt-oss)", default=True),
     _k("model.mamba", "mamba", "the Mamba layers' state: kind and that kind's Hugging Face fields"),
@@ -210,8 +209,8 @@ KEYS: tuple[Key, ...] = (
        cap=65536, flag=("--nnodes",), name="nnodes",
        help="the nodes of the whole deployment (DP x PP x TP ranks over them), as vLLM's --nnodes",
        panel="parallelism", vllm=("--nnodes",), vllm_parse="int"),
-    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM infers "
-       "from --nnodes)", minimum=1,
+    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM "
+       "infers from --nnodes)", minimum=1,
        nullable=True, flag=("--data-parallel-size-local",), name="dp_local",
        help="DP replicas (engines) on one node: the node pays their host memory (default: every replica)",
        panel="parallelism", vllm=("--data-parallel-size-local", "-dpl"), vllm_parse="int"),
@@ -254,7 +253,8 @@ KEYS: tuple[Key, ...] = (
        nullable=True, flag=("--chunked-prefill-size",), name="chunked_prefill_size", panel="gpu",
        help="SGLang: tokens per prefill chunk (default: the GPU tier's)"),
     _k("sglang.cuda_graph_max_bs", "int", "--cuda-graph-max-bs (null: the GPU tier's)", minimum=1, nullable=True,
-       flag=("--cuda-graph-max-bs",), name="cuda_graph_max_bs", panel="gpu", help="SGLang: the decode graphs' max batch"),
+       flag=("--cuda-graph-max-bs",), name="cuda_graph_max_bs", panel="gpu",
+       help="SGLang: the decode graphs' max batch"),
     _k("sglang.disable_cuda_graph", "bool", "--disable-cuda-graph: no graph reserve", default=False,
        flag=("--disable-cuda-graph",), name="disable_cuda_graph", panel="gpu", help="SGLang: no CUDA graphs"),
     _k("sglang.max_running_requests", "int", "--max-running-requests", minimum=1, nullable=True,
@@ -340,6 +340,13 @@ KEYS: tuple[Key, ...] = (
        vllm=("--mamba-block-size",), vllm_parse="int"),
     _k("cache.mamba_cache_mode", "choice", "auto | none | align | all (which the release accepts)", default="auto",
        choices=MAMBA_CACHE_MODES, vllm=("--mamba-cache-mode",), vllm_parse="str", vllm_args="plan"),
+    _k("cache.enable_chunked_prefill", "bool", "null: vLLM's default (on); off, vLLM refuses max_num_batched_tokens "
+       "below max_model_len", nullable=True,
+       flag=("--enable-chunked-prefill/--no-enable-chunked-prefill",), name="chunked_prefill",
+       label="--enable-chunked-prefill", help="chunked prefill on/off (default: vLLM's)", panel="cache",
+       vllm=("--enable-chunked-prefill",), vllm_parse="switch", vllm_args="changed"),
+    _k("cache.allow_long_max_model_len", "bool", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment: "
+       "max_model_len may pass the model's derived maximum (vLLM warns instead of refusing)", default=False),
     _k("cache.max_num_seqs", "int", "sequences per scheduler step (null: vLLM's default for the GPU class, 1024 or "
        "256); the profile run's sampler rows and the CUDA-graph sizes follow it", minimum=1, cap=1 << 20,
        nullable=True, flag=("--max-num-seqs",), name="max_num_seqs", help="sequences per step (default: vLLM's "
@@ -425,24 +432,7 @@ KEYS: tuple[Key, ...] = (
        choices=LMCACHE_RELEASES, flag=("--lmcache-version",), name="lmcache_version", panel="offload",
        help=f"LMCache release whose rules apply, {LMCACHE_RELEASES[0]} - {LMCACHE_RELEASES[-1]} (default "
             f"{DEFAULT_LMCACHE_VERSION})"),
-    # backend lmcache_mp: the LMCache MP server's options under their argparse names (any option of its parser:
-    # vocab/releases/lmcache_mp_flags.py); these have kvcalc flags, the server's own spellings.
-    _k("offload.lmcache_mp", "server", "the LMCache MP server behind LMCacheMPConnector (offload.backend lmcache_mp, or "
-       "lmcache through vLLM 0.23+'s flag): its options under their argparse names (l1_size_gb, ...)"),
-    _k("offload.lmcache_mp.l1_size_gb", "number", **_mp("--l1-size-gb", "the node server's L1, GiB (required)")),
-    _k("offload.lmcache_mp.l1_init_size_gb", "int", **_mp("--l1-init-size-gb", "lazy: GiB pinned at start (an int)"),
-       default=20),
-    _k("offload.lmcache_mp.l1_use_lazy", "bool", **_mp("--l1-use-lazy/--no-l1-use-lazy", "pin the L1 lazily (the "
-       "rest in the background)"), default=True),
-    _k("offload.lmcache_mp.l1_align_bytes", "int", **_mp("--l1-align-bytes", "each object's alignment"), default=4096),
-    _k("offload.lmcache_mp.l1_use_hugepages", "bool", **_mp("--l1-use-hugepages/--no-l1-use-hugepages", "the L1 on "
-       "2 MiB hugepages (eager)"), default=False),
-    _k("offload.lmcache_mp.eviction_policy", "choice", **_mp("--eviction-policy", "LRU | ARC | IsolatedLRU | noop "
-       "(required)"), choices=("LRU", "ARC", "IsolatedLRU", "noop")),
-    _k("offload.lmcache_mp.eviction_trigger_watermark", "number", **_mp("--eviction-trigger-watermark", "usage that "
-       "starts eviction"), default=0.8),
-    _k("offload.lmcache_mp.chunk_size", "int", **_mp("--chunk-size", "tokens per chunk", "--lmcache-chunk-size"),
-       default=256),
+    *(_k(path, kind, **kw) for path, kind, kw in LMCACHE_MP_ROWS),
 
     _k("host", "section", "the host the CPU tier lives on"),
     _k("host.page_size", "int", "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)", default=4096,
@@ -453,6 +443,11 @@ KEYS: tuple[Key, ...] = (
        "available): SGLang's HiCache guard and auto-size", nullable=True, flag=("--host-available",),
        name="host_available", panel="offload",
        help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
+    _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
+       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
+       help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
+       vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),
     _k("host.pinned_round_threshold_mb", "int", "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb (torch 2.13+, "
        "vLLM 0.27+)", minimum=0, cap=1 << 40, nullable=True, flag=("--pinned-round-threshold-mb",),
        name="pinned_round_threshold_mb", panel="offload",

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import InternalError
 from .kinds import GPU_ARCH_CAPABILITY, LayerKind, MAMBA_KINDS, MambaKind
 from .records import cached, field, record
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .releases.lmcache import LMCacheLayout
     from .releases.lmcache_mp import MPLayout
     from .releases.sglang import SglangLayout
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
+
+    _Sig = TypeVar("_Sig")
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
 # Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
@@ -28,7 +33,8 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache", "lmcache_mp", "simple")  # the connectors (--compare-backends puts them side by side)
+# the connectors (--compare-backends puts them side by side)
+OFFLOAD_BACKENDS = ("native", "lmcache", "lmcache_mp", "simple")
 # offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
 OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
@@ -69,8 +75,15 @@ class DraftLayout:
     head_size_v: int | None = None
     num_speculative_tokens: int = 1
 
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(KV heads, head size, value head size) of an eagle drafter's own attention (validation requires them)."""
+        if self.num_kv_heads is None or self.head_size is None:
+            raise InternalError(f"a {self.method} drafter has no attention shape of its own")
+        return self.num_kv_heads, self.head_size, self.head_size_v or self.head_size
 
-def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
+
+def _runs(sig: tuple[_Sig, ...]) -> tuple[tuple[_Sig, range], ...]:
     """Per-layer signatures -> the fewest (signature, range) runs that cover them in order: contiguous runs, or
     one strided run per offset of the sequence's period when that is fewer (Gemma-3's 5 sliding + 1 full
     repeated over 62 layers: 6 strided runs instead of 21 contiguous ones)."""
@@ -79,7 +92,7 @@ def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
         return ()
     if len(set(sig)) == 1:
         return ((sig[0], range(0, n)),)
-    contiguous = []
+    contiguous: list[tuple[_Sig, range]] = []
     start = 0
     for i in range(1, n + 1):
         if i == n or sig[i] != sig[start]:
@@ -121,6 +134,9 @@ class ModelLayout:
     num_attention_heads: int | None = None  # query heads before TP (MLA backends' priorities read them a rank)
     qk_nope_head_dim: int | None = None  # MLA: the FlashInfer MLA kernels' check
     attention_sinks: bool = False  # the attention layers pass sinks (gpt-oss)
+    # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
+    kv_cache_dtype_auto: bool = False
+    mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:
@@ -129,7 +145,13 @@ class ModelLayout:
 
     @cached
     def is_mla(self) -> bool:
-        return LayerKind.MLA in self.kinds
+        """vLLM's use_mla: MLA layers, or DeepSeek-V4's (transformers_utils/model_arch_config_convertor.py:302
+        @0.33.0)."""
+        return LayerKind.MLA in self.kinds or self.is_dsv4
+
+    @cached
+    def is_dsv4(self) -> bool:
+        return any(k.dsv4 for k in self.kinds)
 
     @cached
     def has_mamba(self) -> bool:
@@ -141,10 +163,31 @@ class ModelLayout:
         return next((i for i, t in enumerate(self.layer_types) if t.attention), None)
 
     @cached
+    def mla_head_size(self) -> int:
+        """One MLA latent "head": kv_lora_rank + qk_rope_head_dim (validation requires both with MLA layers)."""
+        if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+            raise InternalError(f"{self.name}: an MLA spec was asked of a model without MLA layers")
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def mamba_section(self) -> MambaLayout:
+        """`mamba`, where the model has Mamba layers (validation sets it with them)."""
+        if self.mamba is None:
+            raise InternalError(f"{self.name}: a Mamba spec was asked of a model without Mamba layers")
+        return self.mamba
+
+    @property
+    def draft_section(self) -> DraftLayout:
+        """`draft`, where the model has a drafter."""
+        if self.draft is None:
+            raise InternalError(f"{self.name}: a drafter's layers were asked of a model without one")
+        return self.draft
+
+    @cached
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
         """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
         layers without standard attention are ignored (0)."""
-        sig = tuple((k, h, d, dv) if k.attention else (k, 0, 0, 0)
+        sig = tuple((k, h, d, dv) if k.attention else (k, 0, d, 0) if k.dsv4 else (k, 0, 0, 0)
                     for k, h, d, dv in zip(self.layer_types, self.num_kv_heads, self.head_size, self.head_size_v))
         return _runs(sig)
 
@@ -200,7 +243,7 @@ class ParallelLayout:
 
 @record
 class CacheLayout:
-    block_size: int | None = None  # None: vLLM's backend default (16; 64 for MLA)
+    block_size: int | None = None  # None: the selected backend's (engines/vllm/attention_block.py)
     kv_cache_dtype: str = "auto"
     kv_cache_dtype_skip_layers: tuple[int | str, ...] = ()
     kv_cache_memory: tuple[int, ...] | None = None  # one value for all workers, or one per worker
@@ -215,6 +258,8 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    enable_chunked_prefill: bool | None = None  # --[no-]enable-chunked-prefill; None: vLLM's default (on)
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -232,7 +277,8 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    backend: str = "native"
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
     simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
     # backend lmcache_mp (or lmcache through vLLM's flag on 0.23+): the LMCache MP server the connector attaches to
@@ -280,6 +326,24 @@ class HostLayout:
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
     free_hugepages: int | None = None  # 2 MiB hugepages free on the node (LMCache's MP server checks it at start)
+    cpu_offload_gb: float = 0  # --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host memory
+
+    @property
+    def cpu_offload_bytes(self) -> int:
+        """int(X * 1024**3) bytes (vLLM 0.33.0 model_executor/offloader/base.py:174 cpu_offload_max_bytes; the UVA
+        offloader pins parameters up to it, offloader/uva.py:84-116)."""
+        return int(self.cpu_offload_gb * 1024 ** 3)
+
+
+@record
+class ModelLimits:
+    """What vLLM's config validation checks against the model's config.json (inputs/hf/limits.py)."""
+
+    num_attention_heads: int | None = None  # the text config's: TP must divide them
+    derived_max_model_len: int | float | None = None  # the length key (times a rope factor): --max-model-len's ceiling
+    derived_key: str = ""  # the key it came from (max_position_embeddings, ...)
+    model_max_length: int | None = None  # the config's model_max_length: a longer max_model_len is allowed below it
+    sglang_context_length: int | None = None  # SGLang's derived context length: --context-length's ceiling
 
 
 @record
@@ -304,6 +368,10 @@ class Layout:
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+    # the key paths the user set: the layout file's own keys, the flags', a server line's (a log that says otherwise
+    # contradicts them: tools/logcheck.py)
+    written: frozenset = frozenset()
+    limits: ModelLimits | None = None  # the config's limits vLLM checks at start-up (None: no config.json read)
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()

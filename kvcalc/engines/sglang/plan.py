@@ -8,7 +8,7 @@ from ...backends.hicache import HiCachePool, hicache_pool
 from ...vocab.errors import StartupRefusal
 from ...vocab.layout import Layout
 from ...vocab.records import record
-from ...vocab.releases.sglang import SglangBehaviour, behaviour_for
+from ...vocab.releases.sglang import SglangBehaviour, behaviour_for, sglang_of
 from . import SglangStage, build_stage
 
 
@@ -59,18 +59,35 @@ def shared_stage(layout: Layout) -> None:
     return None
 
 
+def _verify_context_length(layout: Layout, version: str) -> None:
+    """SGLang's ModelConfig._derive_context_length (srt/configs/model_config.py:1290-1314 @0.5.23, :670-690
+    @0.5.14): a --context-length past the derived one is a ValueError unless
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set."""
+    derived = None if layout.limits is None else layout.limits.sglang_context_length
+    given = layout.cache.max_model_len
+    if derived is None or not sglang_of(layout).context_length_given or given <= derived:
+        return
+    raise StartupRefusal(
+        f"SGLang {version} refuses to start: Warning: User-specified context_length ({given}) is greater than the "
+        f"derived context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the "
+        "derived context_length may differ from max_position_embeddings in the model's config. To allow overriding "
+        "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+
+
 def plan(layout: Layout, stage: object = None, *, selected_only: bool = False) -> SglangPlan:
     """An SGLang layout: its pools, budget and tokens, then its HiCache host pool (`stage`, `selected_only`: the
     pipeline's arguments, which SGLang's plan does not use: it has no stage shared between budgets)."""
-    behaviour = behaviour_for(layout.sglang.version)
+    sg = sglang_of(layout)
+    behaviour = behaviour_for(sg.version)
+    _verify_context_length(layout, behaviour.version)
     try:
         built = build_stage(layout, behaviour)
         pool = hicache_pool(layout, built)
     except StartupRefusal as e:  # SGLang's own message, named as vLLM's are
         raise StartupRefusal(f"SGLang {behaviour.version} refuses to start: {e.one_line()}") from None
     warnings: tuple[str, ...] = ()
-    if layout.sglang.version_from == "default":
+    if sg.version_from == "default":
         warnings = (f"no SGLang release named (no --sglang-version, sglang.version or image tag): planned as "
-                    f"{layout.sglang.version}, the newest kvcalc models; name the release you run",)
+                    f"{sg.version}, the newest kvcalc models; name the release you run",)
     return SglangPlan(layout=layout, behaviour=behaviour, stage=built, pool=pool,
                       notes=tuple(built.notes) + tuple(pool.notes), base_warnings=warnings)

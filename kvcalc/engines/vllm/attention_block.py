@@ -29,6 +29,7 @@ from .attention import (NAME_OF, Choice, Context, Device, Model, Query, block_su
 DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 FA4_HD256_PAGE = 128  # v1/attention/backends/fa_utils.py FA4_HD256_PAGE_SIZE (0.29+)
 INDEXER = "DEEPSEEK_V32_INDEXER"
+DSV4_BACKEND = "DEEPSEEK_SPARSE_SWA"  # DeepSeek-V4's own attention (engines/vllm/dsv4.py), not selected
 ASSUMED_QK_NOPE = 128  # DeepSeek-V2 / V3 / V3.2, Kimi-K2: the FlashInfer MLA kernels' check reads it
 
 
@@ -53,6 +54,16 @@ class AttentionPlan:
     def backend(self) -> str:
         """The backend of the main attention layers (the first choice)."""
         return self.choices[0].backend if self.choices else "none"
+
+    @property
+    def block_note(self) -> str:
+        """The "block size not set" note: the size and the backend it came from."""
+        if self.backend == DSV4_BACKEND:
+            return (f"block size not set: using {self.block_size}, DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's "
+                    "preferred block (the sliding caches keep 64 tokens, the compressor states 4 and 8)")
+        if not self.choices:
+            return f"block size not set: using {self.block_size}, vLLM's default (no attention layers)"
+        return f"block size not set: using {self.block_size}, the {self.deciding} backend's default"
 
     @property
     def deciding(self) -> str:
@@ -200,6 +211,8 @@ def plan_attention(layout: Layout, behaviour: Behaviour) -> AttentionPlan:
     rules, version = attention_rules(behaviour.release), behaviour.version
     device = device_of(layout)
     m = layout.model
+    if m.is_dsv4:
+        return _dsv4_plan(layout, device, rules)
     # A layout that states no qk_nope_head_dim (a hand-written one) is taken as DeepSeek's 128.
     nope = m.qk_nope_head_dim if m.qk_nope_head_dim is not None or not m.is_mla else ASSUMED_QK_NOPE
     ctx = Context(rules=rules, device=device, aiter=layout.rocm_use_aiter,
@@ -297,3 +310,20 @@ def _log_lines(ctx: Context, choices: list[Choice]) -> list[str]:
         if line not in out:
             out.append(line)
     return out
+
+
+def _dsv4_plan(layout: Layout, device: Device, rules: AttentionRules) -> AttentionPlan:
+    """DeepSeek-V4 builds its own attention (DEEPSEEK_SPARSE_SWA, not chosen from the priority lists): its preferred
+    256-token block (engines/vllm/dsv4.py)."""
+    from . import dsv4
+
+    q = Query(head_size=0, dtype=layout.model.dtype, kv=layout.cache.kv_cache_dtype,
+              block_size=layout.cache.block_size, mla=True, sparse=True, what="DeepSeek-V4's layers")
+    choice = Choice(query=q, backend=DSV4_BACKEND, how="model", candidates=(DSV4_BACKEND,), rejected=(),
+                    tried=(DSV4_BACKEND,))
+    block = layout.cache.block_size or dsv4.BLOCK_SIZE
+    return AttentionPlan(device=device, choices=(choice,), backends=(DSV4_BACKEND,), block_size=block,
+                         block_basis="DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's preferred block" if
+                         layout.cache.block_size is None else "the user's --block-size",
+                         kv_cache_dtype=layout.cache.kv_cache_dtype, kv_basis=None, log_lines=(),
+                         kernel_block=block, kernel_lcm=block, config_backend=None, rules=rules)

@@ -10,10 +10,10 @@ the transformers configuration classes' own.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
+from ...vocab.errors import LayoutError
 from ...vocab.weights import ParamBlock, WeightsSpec
 
 # transformers' defaults for tie_word_embeddings (LlamaConfig & co. False; GemmaConfig / Gemma2Config / Gemma3TextConfig
@@ -180,8 +180,9 @@ def _quantization(data: dict) -> tuple[str | None, tuple[int, int] | None, tuple
     if method == "mxfp4":
         return method, None, (17, 32)  # 4-bit values + one E8M0 scale per 32: 0.5 + 1/32 B
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        g = q.get("group_size", 128) if isinstance(q.get("group_size"), int) and q.get("group_size") > 0 else 128
-        bits = q.get("bits", q.get("w_bit", 4)) if isinstance(q.get("bits", q.get("w_bit", 4)), int) else 4
+        size, width = q.get("group_size"), q.get("bits", q.get("w_bit", 4))
+        g = size if isinstance(size, int) and size > 0 else 128
+        bits = width if isinstance(width, int) else 4
         return method, (bits * g + 20, 8 * g), None  # packed weights + fp16 scale + packed zero per group
     if method in ("fp8", "fbgemm_fp8"):
         return method, (1, 1), None
@@ -201,6 +202,12 @@ def _quantization(data: dict) -> tuple[str | None, tuple[int, int] | None, tuple
     return method, None, None
 
 
+def _params(blocks: list, num_layers: int) -> int:
+    """The parameters the blocks count (a layer block once per decoder layer that has it)."""
+    return sum(b.params * (b.kv_heads or 1) * ((num_layers if b.layers is None else len(b.layers))
+                                                if b.placement == "layers" else 1) for b in blocks)
+
+
 def _text_config(data: dict) -> dict:
     inner = data.get("text_config")
     if isinstance(inner, dict):
@@ -208,17 +215,34 @@ def _text_config(data: dict) -> dict:
     return data
 
 
-def checkpoint_bytes(directory: str | None) -> int | None:
-    """model.safetensors.index.json's metadata.total_size, when the model directory has it."""
+# model.safetensors.index.json lists every tensor: DeepSeek-V3's (91,000 tensors) is 8.9 MB.
+MAX_INDEX_BYTES = 64 << 20
+# The checkpoint's bytes per parameter: 4-bit weights with group scales hold more than 0.25 B, fp32 less than 8 B
+# (vision towers and MTP layers the breakdown does not count stay inside the bound).
+INDEX_BYTES_PER_PARAM = (1, 4), (8, 1)
+
+
+def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
+    """model.safetensors.index.json's metadata.total_size, when the model directory has it (read through the
+    guarded reader: a FIFO or a device there is refused, not waited on). `params`: the parameters the config's
+    shapes give; a total_size outside 0.25..8 bytes per parameter contradicts them and is refused."""
     if not directory:
         return None
     path = os.path.join(directory, "model.safetensors.index.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            total = json.load(fh).get("metadata", {}).get("total_size")
-    except (OSError, ValueError, AttributeError):
+    if not os.path.lexists(path):
         return None
-    return total if isinstance(total, int) and total > 0 else None
+    from ..files import read_json
+
+    data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        return None
+    (lo_n, lo_d), (hi_n, hi_d) = INDEX_BYTES_PER_PARAM
+    if params and not params * lo_n // lo_d <= total <= params * hi_n // hi_d:
+        raise LayoutError(path, "metadata.total_size", f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
+                                                       f"{params:,} parameters config.json's shapes give", total)
+    return total
 
 
 def weights_spec(data: Any, *, source: str, directory: str | None = None) -> WeightsSpec | str:
@@ -231,7 +255,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     if mt == "gemma3":
         cfg = {**cfg, "model_type": "gemma3_text"}
         mt = "gemma3_text"
-    rule = RULES.get(mt)
+    rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
     if rule is None:
         return f"{source}: no parameter rule for model_type {mt!r} (rules: {', '.join(sorted(RULES))})"
     needed = ["hidden_size", "vocab_size", "num_hidden_layers",
@@ -245,7 +269,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     method, linear, expert = _quantization(data)
     arch = data.get("architectures")
     experts = _int(cfg, "num_local_experts") or _int(cfg, "num_experts") or _int(cfg, "n_routed_experts")
-    index = checkpoint_bytes(directory)
+    index = checkpoint_bytes(directory, _params(blocks + vision, _int(cfg, "num_hidden_layers", 1)))
     stored = {"float32": 4, "bfloat16": 2, "float16": 2}.get(str(cfg.get("torch_dtype") or data.get("torch_dtype")
                                                                  or cfg.get("dtype") or data.get("dtype")), 2)
     return WeightsSpec(

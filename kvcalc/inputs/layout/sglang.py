@@ -79,7 +79,8 @@ def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
 
 
 def _device(r: Reader, top: dict, s: dict, strict: bool):
-    g = top.get("gpu") if isinstance(top.get("gpu"), dict) else {}
+    g = top.get("gpu")
+    g = g if isinstance(g, dict) else {}
     name, cap = g.get("name"), r.key(s, "sglang.gpu_capacity_mib")
     device = None
     if name is not None:
@@ -117,7 +118,8 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         mem_fraction_static=_number(r, s, "sglang.mem_fraction_static", upper=1.0),
         max_total_tokens=r.key(s, "sglang.max_total_tokens"), page_size=r.key(s, "sglang.page_size"),
         chunked_prefill_size=r.key(s, "sglang.chunked_prefill_size"),
-        cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"), disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
+        cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"),
+        disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
         max_running_requests=r.key(s, "sglang.max_running_requests"),
         swa_full_tokens_ratio=_number(r, s, "sglang.swa_full_tokens_ratio", upper=None) or 0.8,
         device=device, capacity_mib=cap, capacity_source=cap_source,
@@ -127,9 +129,21 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         host_available=_size(r, h, "host.available_memory"))
 
 
+def _nodes(r: Reader, par: ParallelLayout) -> None:
+    """SGLang's own node rules (srt/arg_groups/validation_hook.py:179-181 and :199-202 @0.5.23), in its words."""
+    tp, pp, nnodes = par.tensor_parallel_size, par.pipeline_parallel_size, par.nnodes
+    if nnodes > 1 and (tp * pp) % nnodes:
+        raise r.fail("parallel.nnodes", f"a divisor of TP x PP = {tp * pp} (SGLang stops: 'tp_size must be divisible "
+                                        "by number of nodes')", nnodes)
+    if par.data_parallel_size > 1 and nnodes != 1:
+        raise r.fail("parallel.nnodes", "1 with DP replicas (SGLang stops: 'multi-node data-parallel replicas are "
+                                        "not supported; use attention DP (--attn-dp-size) across nodes')", nnodes)
+
+
 def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: ParallelLayout, cache: CacheLayout,
                   common: dict) -> Layout:
     """The Layout of an SGLang deployment (`common`: the Layout fields read as for vLLM)."""
+    _nodes(r, parallel)
     for path, instead in VLLM_ONLY.items():
         if _given(top, path):
             raise r.fail(path, f"no such setting with engine sglang: {instead}", "given")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import LayoutError, UnsupportedError, known
 from ...vocab.releases.sglang_flags import SWITCHES, VALUED
 from .vllm import assignments, resolve_model
 
@@ -25,13 +25,15 @@ VALUES: dict[str, tuple[str, Any]] = {
     "kv-cache-dtype": ("cache.kv_cache_dtype", STR), "dtype": ("model.dtype", STR),
     "mem-fraction-static": ("sglang.mem_fraction_static", FLOAT), "max-total-tokens": ("sglang.max_total_tokens", INT),
     "page-size": ("sglang.page_size", INT), "chunked-prefill-size": ("sglang.chunked_prefill_size", INT),
-    "cuda-graph-max-bs": ("sglang.cuda_graph_max_bs", INT), "cuda-graph-max-bs-decode": ("sglang.cuda_graph_max_bs", INT),
+    "cuda-graph-max-bs": ("sglang.cuda_graph_max_bs", INT),
+    "cuda-graph-max-bs-decode": ("sglang.cuda_graph_max_bs", INT),
     "max-running-requests": ("sglang.max_running_requests", INT),
     "swa-full-tokens-ratio": ("sglang.swa_full_tokens_ratio", FLOAT),
     "hicache-ratio": ("sglang.hicache.ratio", FLOAT), "hicache-size": ("sglang.hicache.size", INT),
     "hicache-mem-layout": ("sglang.hicache.mem_layout", STR),
     "hicache-host-memory-mode": ("sglang.hicache.host_memory_mode", STR),
-    "hicache-io-backend": ("sglang.hicache.io_backend", STR), "hicache-write-policy": ("sglang.hicache.write_policy", STR),
+    "hicache-io-backend": ("sglang.hicache.io_backend", STR),
+    "hicache-write-policy": ("sglang.hicache.write_policy", STR),
     "hicache-storage-backend": ("sglang.hicache.storage_backend", STR),
     "hicache-host-memory-fraction": ("sglang.hicache.host_memory_fraction", FLOAT),
 }
@@ -89,12 +91,18 @@ def _canonical(name: str) -> str:
 
 def _tokens(words: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
     args = words[2:] if words[:2] == ["sglang", "serve"] else words[3:]
-    model, out, i = None, [], 0
+    model, i = None, 0
+    out: list[tuple[str, str | None]] = []
     while i < len(args):
         a = args[i]
         if a.startswith("--") and len(a) > 2:
             name, eq, value = a.partition("=")
             canon = _canonical(name)
+            if eq and canon in SWITCHES and canon not in VALUED:
+                # A bool field is a store_true switch (srt/arg_groups/arg_utils.py:393-395 @0.5.23): argparse
+                # stops on `--switch=VALUE` with "ignored explicit argument 'VALUE'" (it was read as on).
+                raise _fail(f"--{canon}", "no value (a switch; SGLang's parser stops with \"argument "
+                                          f"--{canon}: ignored explicit argument {value!r}\")", value)
             if eq:
                 out.append((canon, value))
             elif canon in VALUED and i + 1 < len(args):
@@ -138,7 +146,7 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
                                    "to plan without it")
         if name in VALUES:
             key, how = VALUES[name]
-            got = _read(name, value, how)
+            got = _read(name, known(value, "a valued flag's value"), how)  # a canonical name in VALUED: one
             if name == "dtype":
                 if got == "auto":
                     continue

@@ -7,6 +7,8 @@ words (exit 2); an option kvcalc has no rule for is accepted only when it cannot
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import os
 from typing import Any
 
@@ -44,6 +46,11 @@ def serve_words(words: list[str]) -> list[str]:
     return list(words)
 
 
+# The files a manifest's container mounts (path -> text) while its serve line is read (inputs/sources.py): what
+# --config reads there. None: a serve line of this machine, whose --config is a file here.
+CONTAINER_FILES: ContextVar = ContextVar("container_files", default=None)
+
+
 def config_tokens(release: str, args: list[str]) -> list[str] | None:
     """The tokens of the `--config FILE` YAML (only the exact token `--config` is expanded, as
     utils/argparse_utils.py does: `--config=FILE` is an option the serve parser then refuses or ignores); None
@@ -61,7 +68,18 @@ def config_tokens(release: str, args: list[str]) -> list[str] | None:
     from ...vocab.releases.vllm_flags import config_tokens as tokens_of
     from ..files import decode, parse_yaml, read_bytes
 
-    data = parse_yaml(decode(read_bytes(path, "a readable vLLM --config YAML"), path), source=path)
+    mounted = CONTAINER_FILES.get()
+    if mounted is not None:
+        # A manifest's container: --config names a path in the container, a file the manifest mounts (a ConfigMap
+        # or Secret it holds), never a file of the same name on this machine.
+        text = mounted.get(os.path.normpath(path)) if path.startswith("/") else None
+        if text is None:
+            raise fail("--config", "a file the manifest mounts in the container (a ConfigMap or Secret it holds, "
+                                   "at an absolute path)", path,
+                       detail="kvcalc does not read the container's files from this machine")
+        data = parse_yaml(text, source=f"{path} (mounted in the container)")
+    else:
+        data = parse_yaml(decode(read_bytes(path, "a readable vLLM --config YAML"), path), source=path)
     if data is None:
         return []
     if not isinstance(data, dict):

@@ -14,10 +14,14 @@ builtin copy, which kvcalc does not model.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import InternalError, known
 from ..layout import ModelLayout
 from ..records import record
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 from .vllm import Release
 
 MP_VERSION = "0.5.6"  # the LMCache release whose server kvcalc read (and ran: tests/fixtures/lmcache_mp)
@@ -89,6 +93,14 @@ class MPLayout:
     notes: tuple[str, ...] = ()
 
 
+def mp_of(layout: Layout) -> MPLayout:
+    """The layout's offload.lmcache_mp section, for the MP server's own modules: a layout of that pool has one."""
+    mpl = layout.offload.lmcache_mp
+    if mpl is None:
+        raise InternalError(f"{layout.source}: an LMCache MP stage was given offload.backend {layout.offload.backend}")
+    return mpl
+
+
 def mp_refusal(s: MPServer) -> str | None:
     """The MP server config's own refusal (parse_args_to_mp_server_config -> MPServerConfig.__post_init__,
     v1/multiprocess/config.py:154-178; the runtime plugin config's JSON at :596-599), which `lmcache server`
@@ -155,7 +167,7 @@ def allocator_refusal(s: MPServer) -> str | None:
         # lazy_memory_allocator.py:93-94; mixed_memory_allocator.py:46-47 (the same words)
         return ("ValueError: align_bytes must be a positive power of two (v1/memory_allocators/"
                 "lazy_memory_allocator.py:93-94, mixed_memory_allocator.py:46-47)")
-    size = int(s.l1_size_gb * GIB)
+    size = int(known(s.l1_size_gb, "--l1-size-gb") * GIB)  # (mp_refusal refused a server without one)
     if size < 0 and s.use_lazy:
         # lazy_memory_allocator.py:101 final = align_to(size, 64 MiB); :124-129 torch.empty(final + align - 1).
         n = align_up(size, PIN_CHUNK_BYTES) + align - 1
