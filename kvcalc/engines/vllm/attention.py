@@ -12,7 +12,7 @@ backend found" (CUDA and ROCm 0.18+). ROCm 0.14-0.17 chooses by an if-chain with
 
 from __future__ import annotations
 
-from ...vocab.errors import StartupRefusal
+from ...vocab.errors import StartupRefusal, known
 from ...vocab.records import record
 from ...vocab.releases.attn_backends import BackendRow, backend_row
 from ...vocab.releases.attn_priorities import CUDA_LISTS, ROCM_LISTS, SPARSE_TAILS, TAIL_OF
@@ -241,7 +241,7 @@ def priorities(ctx: Context, q: Query) -> tuple[str, ...]:
     """The release's priority list for the query (platforms/cuda.py, platforms/rocm.py _get_backend_priorities)."""
     dev, rules = ctx.device, ctx.rules
     if dev.platform == "rocm":
-        lists = ROCM_LISTS[rules.rocm_priorities]
+        lists = ROCM_LISTS[known(rules.rocm_priorities, "a ROCm priority family (0.18+)")]
         slot = "sparse" if q.sparse else "mla" if q.mla else "mha"
         return tuple(e.partition("?")[0] for e in lists[slot] if "?" not in e or _rocm_cond(e.partition("?")[2],
                                                                                            ctx, q))

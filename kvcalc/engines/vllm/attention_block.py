@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from math import lcm
 
+from ...vocab.errors import known
 from ...vocab.kinds import LayerKind
 from ...vocab.layout import Layout
 from ...vocab.records import record
@@ -94,7 +95,7 @@ def _queries(layout: Layout, kv: str, dtype: str, connector: bool) -> tuple[Quer
             continue
         if kind is LayerKind.MLA:
             heads = (model.num_attention_heads // tp) if model.num_attention_heads else None
-            q = Query(head_size=model.kv_lora_rank + model.qk_rope_head_dim, dtype=dtype, kv=kv, block_size=block,
+            q = Query(head_size=model.mla_head_size, dtype=dtype, kv=kv, block_size=block,
                       mla=True, sparse=model.index_head_dim is not None, heads=heads, connector=connector,
                       what="MLA layers")
         else:
@@ -104,8 +105,8 @@ def _queries(layout: Layout, kv: str, dtype: str, connector: bool) -> tuple[Quer
         out.append((r.start, q))
     draft = model.draft
     if draft is not None and draft.num_layers and draft.method != "mtp":
-        out.append((model.num_layers, Query(head_size=draft.head_size, head_size_v=draft.head_size_v, dtype=dtype,
-                                            kv=kv, block_size=block, connector=connector,
+        out.append((model.num_layers, Query(head_size=known(draft.head_size), head_size_v=draft.head_size_v,
+                                            dtype=dtype, kv=kv, block_size=block, connector=connector,
                                             what=f"the {draft.method} drafter's layers")))
     seen: list[Query] = []
     for _, q in sorted(out, key=lambda t: t[0]):

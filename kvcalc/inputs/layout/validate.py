@@ -109,8 +109,10 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
 
-def _vllm_section(r: Reader, vllm: dict, model: ModelLayout, source: str) -> tuple[str, str, str, str | None, str]:
-    """(the release, where it came from, the platform, the attention backend, the GPU arch) of the vllm section."""
+def _vllm_section(r: Reader, vllm: dict, model: ModelLayout,
+                  source: str) -> tuple[str, str, str, str | None, str | None, bool]:
+    """(the release, where it came from, the platform, the attention backend, the GPU arch, VLLM_ROCM_USE_AITER) of
+    the vllm section."""
     version = written(vllm, "vllm.version")
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)

@@ -157,7 +157,8 @@ ROWS: tuple[BackendRow, ...] = (
          "major 9 or 10 (:68-70); FlashMLA dense on SM9x / sparse on SM9x-10x (:72-91, v1/attention/ops/flashmla.py:"
          "51-78); kernel [64] (:52-54)", mla=True, kv=("auto", "fp8", "fp8_e4m3"), heads=MLA_HEADS_14, cap="9.x|10.x",
          combo=("flashmla",), kernel=(64,)),
-    _row("FLASHMLA", "0.15.0", f"0.15.0 {_MLA}flashmla.py:49-54 + bfloat16", kv=("auto", "bfloat16", "fp8", "fp8_e4m3")),
+    _row("FLASHMLA", "0.15.0", f"0.15.0 {_MLA}flashmla.py:49-54 + bfloat16",
+         kv=("auto", "bfloat16", "fp8", "fp8_e4m3")),
     _row("FLASHMLA", "0.18.0", f"0.18.0 {_MLA}flashmla.py:50-56 + float16; MLA head sizes 320, 576",
          kv=KV_18 + ("fp8", "fp8_e4m3"), heads=MLA_HEADS_18),
     _row("FLASHMLA", "0.30.0", "0.30.0 MLA head sizes 320, 512, 576", heads=MLA_HEADS_30),
@@ -296,7 +297,7 @@ ROWS: tuple[BackendRow, ...] = (
 BACKEND_ROWS: dict[str, tuple[BackendRow, ...]] = {}
 for _r in ROWS:
     BACKEND_ROWS[_r.name] = BACKEND_ROWS.get(_r.name, ()) + (_r,)
-del _r, _LAST
+_LAST.clear()  # (only the table's construction reads it)
 
 
 def backend_row(name: str, release: Release) -> BackendRow | None:

@@ -11,6 +11,7 @@ ROCm the gfx target: "gfx9" (on_gfx9), "mi3xx" (gfx942 / gfx950: on_mi3xx), "cdn
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .steps import Step
 
@@ -155,7 +156,8 @@ ATTENTION_STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 23, 0), ("use_per_head_quant_scales", "attn_type", "use_non_causal", "use_batch_invariant",
                           "use_kv_connector"), "0.23.0 v1/attention/selector.py:36-51"),
         Step((0, 26, 0), ("use_per_head_quant_scales", "attn_type", "has_sliding_window", "use_non_causal",
-                          "use_batch_invariant", "use_kv_connector", "use_pcp"), "0.26.0 v1/attention/selector.py:41-58"),
+                          "use_batch_invariant", "use_kv_connector", "use_pcp"),
+             "0.26.0 v1/attention/selector.py:41-58"),
         Step((0, 28, 0), ("use_per_head_quant_scales", "attn_type", "has_sliding_window", "use_non_causal",
                           "use_batch_invariant", "use_kv_connector", "use_adaptive_verification", "use_pcp"),
              "0.28.0 v1/attention/selector.py:42-60"),
@@ -172,6 +174,25 @@ class AttentionRules:
     """What one release does in backend selection (fields: ATTENTION_STEPS)."""
 
     __slots__ = tuple(ATTENTION_STEPS) + ("release",)
+    if TYPE_CHECKING:  # one attribute per ATTENTION_STEPS row, set by __init__
+        cuda_priorities: str
+        rocm_priorities: str | None
+        block_rule: str
+        mla_forcing: str | None
+        rocm_block: str
+        fa_sink_caps: str
+        fa4_caps: str
+        fa4_head192_v128: bool
+        fi_sink_caps: str
+        aiter_arches: str
+        sparse_kv_format: str
+        hybrid_fi_hd256: bool
+        asks_sliding: bool
+        asks_connector: bool
+        sink_reason: str
+        candidates_log: str
+        block_log: str | None
+        selector_repr: tuple[str, ...]
 
     def __init__(self, release: Release):
         self.release = release
