@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
+from .kinds import GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
 from .keys_lmcache_mp import LMCACHE_MP_ROWS
 from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
                      PLATFORMS)
@@ -158,6 +158,12 @@ KEYS: tuple[Key, ...] = (
     _k("model.kv_lora_rank", "int", "MLA: latent size (one unsharded head of kv_lora_rank + qk_rope_head_dim)",
        minimum=1, nullable=True),
     _k("model.qk_rope_head_dim", "int", "MLA: rope part of the head", minimum=0, nullable=True),
+    _k("model.qk_nope_head_dim", "int", "MLA: the non-rope part of a query head (the FlashInfer MLA kernels' check)",
+       minimum=0, nullable=True),
+    _k("model.num_attention_heads", "int", "query heads before TP (an MLA model's backend priorities read them a "
+       "rank)", minimum=1, nullable=True),
+    _k("model.attention_sinks", "bool", "the attention layers have sinks (gpt-oss): backends without sinks refuse "
+       "them", default=False),
     _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
        "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
@@ -216,13 +222,17 @@ KEYS: tuple[Key, ...] = (
        help=f"vLLM release, {supported_range()} (default {DEFAULT_VERSION}); `kvcalc versions` lists the families"),
     _k("vllm.platform", "choice", " | ".join(PLATFORMS), default="cuda", choices=PLATFORMS, flag=("--platform",),
        name="platform", help=" | ".join(PLATFORMS), panel="release"),
-    _k("vllm.attention_backend", "choice", "null: vLLM's pick on CUDA (FLASH_ATTN; FLASHMLA for MLA)",
-       choices=ATTENTION_BACKEND_NAMES, nullable=True, flag=("--attention-backend",), name="attention_backend",
-       help=f"{' | '.join(ATTENTION_BACKEND_NAMES)} (default FLASH_ATTN; FLASHMLA for MLA models, as vLLM picks on "
-            "an H100)", panel="release", vllm=("--attention-backend",), vllm_parse="str", vllm_args="changed"),
-    _k("vllm.gpu_arch", "choice", "sm90 (H100) | sm100 (B200): the hybrid block's kernel alignment", default="sm90",
-       choices=GPU_ARCHS, flag=("--gpu-arch",), name="gpu_arch", help="sm90 (H100, default) | sm100 (B200)",
-       panel="release"),
+    _k("vllm.attention_backend", "str", "vLLM's --attention-backend, an AttentionBackendEnum name of the release "
+       "(null: the backend the release selects for the GPU)", nullable=True, flag=("--attention-backend",),
+       name="attention_backend", help="force vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, "
+       "FLASH_ATTN_MLA, FLASHINFER_MLA, ...; default: the release's own pick for the GPU)", panel="release",
+       vllm=("--attention-backend",), vllm_parse="str", vllm_args="changed"),
+    _k("vllm.gpu_arch", "choice", "sm90 (H100) | sm100 (B200): the GPU class without gpu.name (null: the named GPU's, "
+       "else sm90)", nullable=True, choices=GPU_ARCHS, flag=("--gpu-arch",), name="gpu_arch", panel="release",
+       help="sm90 (H100) | sm100 (B200): the GPU class without --gpu"),
+    _k("vllm.rocm_use_aiter", "bool", "VLLM_ROCM_USE_AITER=1 in the engine's environment (ROCm's AITER backends; a "
+       "serve line's or manifest's variable sets it)", default=False, flag=("--rocm-use-aiter",),
+       name="rocm_use_aiter", panel="release", help="ROCm: VLLM_ROCM_USE_AITER=1 (AITER attention backends)"),
 
     # engine sglang: SGLang's own flags (its spellings on a serve line: inputs/serve/sglang.py). cache.max_model_len is
     # --context-length, cache.kv_cache_dtype --kv-cache-dtype, parallel.* --tp-size / --pp-size / --dp-size.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import InternalError
-from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
+from .kinds import GPU_ARCH_CAPABILITY, LayerKind, MAMBA_KINDS, MambaKind
 from .records import cached, field, record
 
 if TYPE_CHECKING:
@@ -40,17 +40,8 @@ OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
 
 DEFAULT_BLOCK_SIZE = 16
-DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
-
-
-def base_block_size(block_size: int | None, is_mla: bool, backend: str | None = None) -> int:
-    """The GPU block size before any hybrid bump: the user's, else the attention backend's preferred size (spec 3.9:
-    16 when the backend supports it, else its smallest kernel block: FLASH_ATTN 16, FLASHMLA 64, CUTLASS_MLA 128)."""
-    if block_size is not None:
-        return block_size
-    if backend is not None:
-        return max(DEFAULT_BLOCK_SIZE, ATTENTION_BACKENDS[backend].kernel_block)
-    return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
+# The GPU class kvcalc assumes without --gpu or --gpu-arch (vLLM's backend and block size follow from it).
+DEFAULT_GPU_CLASS = {"cuda": ("9.0", "an H100-class GPU"), "rocm": ("gfx942", "an MI300X-class GPU")}
 
 
 @record
@@ -140,6 +131,9 @@ class ModelLayout:
     draft: DraftLayout | None = None
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
+    num_attention_heads: int | None = None  # query heads before TP (MLA backends' priorities read them a rank)
+    qk_nope_head_dim: int | None = None  # MLA: the FlashInfer MLA kernels' check
+    attention_sinks: bool = False  # the attention layers pass sinks (gpt-oss)
     # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
     kv_cache_dtype_auto: bool = False
     mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
@@ -249,7 +243,7 @@ class ParallelLayout:
 
 @record
 class CacheLayout:
-    block_size: int | None = None  # None: vLLM's backend default (16; 64 for MLA)
+    block_size: int | None = None  # None: the selected backend's (engines/vllm/attention_block.py)
     kv_cache_dtype: str = "auto"
     kv_cache_dtype_skip_layers: tuple[int | str, ...] = ()
     kv_cache_memory: tuple[int, ...] | None = None  # one value for all workers, or one per worker
@@ -309,6 +303,7 @@ class GpuLayout:
     total_source: str = ""  # where total_memory came from
     total_error_gib: str | None = None  # the total is an estimate (vocab/devices.py): its +- GiB
     rocm: bool = False  # an AMD GPU by name: vLLM runs its ROCm platform
+    capability: str | None = None  # the named GPU's compute capability or gfx target (vocab/devices.py)
     memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
     used_memory: int | None = None  # bytes other processes hold when vLLM starts (--gpu-used-memory)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
@@ -367,8 +362,9 @@ class Layout:
     # named one (kvcalc's newest: a warning, and --check refuses to gate on it)
     vllm_version_from: str = "default"
     platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
-    attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
-    gpu_arch: str = "sm90"
+    attention_backend: str | None = None  # --attention-backend; None: the release's own selection
+    gpu_arch: str | None = None  # --gpu-arch (sm90 | sm100): the GPU class without a named GPU
+    rocm_use_aiter: bool = False  # VLLM_ROCM_USE_AITER (ROCm's backend choice reads it)
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
@@ -386,6 +382,18 @@ class Layout:
     serve_argv: tuple[str, ...] | None = None
 
     @property
-    def backend(self) -> str:
-        """The attention backend: the layout's, else kvcalc's default for the model (FLASH_ATTN; FLASHMLA)."""
-        return self.attention_backend or DEFAULT_BACKEND[self.model.is_mla]
+    def gpu_class(self) -> tuple[str, str]:
+        """(the compute capability or gfx target vLLM's selection sees, where it came from): the named GPU's row,
+        else --gpu-arch, else kvcalc's default class for the platform."""
+        if self.gpu.capability is not None:
+            return self.gpu.capability, f"{self.gpu.name} (the GPU row: compute capability {self.gpu.capability})"
+        if self.gpu_arch is not None:
+            cap = GPU_ARCH_CAPABILITY[self.gpu_arch]
+            return cap, f"vllm.gpu_arch {self.gpu_arch} (compute capability {cap})"
+        cap, what = DEFAULT_GPU_CLASS.get(self.platform, DEFAULT_GPU_CLASS["cuda"])
+        return cap, f"kvcalc's default: {what} ({cap}), no --gpu named"
+
+    @property
+    def capability(self) -> str:
+        """The compute capability (or gfx target) of the GPU class the plan assumes."""
+        return self.gpu_class[0]

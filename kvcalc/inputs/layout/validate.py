@@ -14,7 +14,7 @@ from typing import Any
 
 from ...vocab.errors import UnsupportedError, known
 from ...vocab.keys import KEY, UNMODELLED
-from ...vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
+from ...vocab.kinds import GPU_ARCH_CAPABILITY, HeadRuleError, heads_per_rank
 from ...vocab.layout import (
     NO_CONNECTOR,
     CacheLayout,
@@ -24,7 +24,6 @@ from ...vocab.layout import (
     ModelLayout,
     OffloadLayout,
     ParallelLayout,
-    base_block_size,
 )
 from ...vocab.records import replace
 from ...vocab.units import gib_float_to_bytes
@@ -71,22 +70,25 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     mpe = r.key(top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
     vllm = r.section(top.get("vllm"), "vllm")
-    version, version_from, platform, backend, gpu_arch = _vllm_section(r, vllm, model, source)
+    version, version_from, platform, backend, gpu_arch, aiter = _vllm_section(r, vllm, model, source)
     own = ENGINE_LAYOUTS.get(r.key(top, "engine"))
     if own is not None:  # another engine's own keys (inputs/layout/<engine>.py, loaded only for it)
         return import_module(own, __package__).engine_layout(
             r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
-            platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+            platform=platform, attention_backend=backend, gpu_arch=gpu_arch, rocm_use_aiter=aiter,
             provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
             limits=_limits(top)))
-    offload = _offload(r, top.get("offload"), model, cache, backend, version)
+    offload = _offload(r, top.get("offload"), model, cache, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
     if gpu.rocm:  # an AMD GPU by name runs vLLM's ROCm platform (platforms/__init__.py resolve_current_platform)
         if "platform" in vllm and platform != "rocm":
             raise r.fail("vllm.platform", f"rocm with {gpu.name} (an AMD GPU)", platform)
         platform = "rocm"
+    if gpu.capability is not None and gpu_arch is not None and GPU_ARCH_CAPABILITY[gpu_arch] != gpu.capability:
+        raise r.fail("vllm.gpu_arch", f"no value, or the arch of {gpu.name} (compute capability {gpu.capability})",
+                     gpu_arch)
     weights = None
     if gpu.predicts:
         from .gpu import class_defaults, read_weights  # only a predicted budget needs them
@@ -101,14 +103,16 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         sglang = sglang_settings(r, top)
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
                   sglang=sglang, engine=r.key(top, "engine"), vllm_version=version, vllm_version_from=version_from,
-                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
+                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch, rocm_use_aiter=aiter,
                   provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
                   limits=_limits(top),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
 
 
-def _vllm_section(r: Reader, vllm: dict, model: ModelLayout, source: str) -> tuple[str, str, str, str | None, str]:
-    """(the release, where it came from, the platform, the attention backend, the GPU arch) of the vllm section."""
+def _vllm_section(r: Reader, vllm: dict, model: ModelLayout,
+                  source: str) -> tuple[str, str, str, str | None, str | None, bool]:
+    """(the release, where it came from, the platform, the attention backend, the GPU arch, VLLM_ROCM_USE_AITER) of
+    the vllm section."""
     version = written(vllm, "vllm.version")
     if isinstance(version, float):
         raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
@@ -118,13 +122,25 @@ def _vllm_section(r: Reader, vllm: dict, model: ModelLayout, source: str) -> tup
         behaviour_for(version)
     except UnsupportedError as e:
         raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
-    backend = r.key(vllm, "vllm.attention_backend")
-    if backend is not None and ATTENTION_BACKENDS[backend].mla != model.is_mla:
-        kind = "an MLA" if model.is_mla else "a non-MLA"
-        names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
-        raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
-                     f"{', '.join(names)})", backend)
-    return version, version_from, r.key(vllm, "vllm.platform"), backend, r.key(vllm, "vllm.gpu_arch")
+    backend = _attention_backend(r, vllm, version)
+    return (version, version_from, r.key(vllm, "vllm.platform"), backend, r.key(vllm, "vllm.gpu_arch"),
+            r.key(vllm, "vllm.rocm_use_aiter"))
+
+
+def _attention_backend(r: Reader, vllm: dict, version: str) -> str | None:
+    """--attention-backend: a member of the release's AttentionBackendEnum (config/attention.py
+    validate_backend_before: AttentionBackendEnum[value.upper()], vLLM's ValueError for another name)."""
+    from ...vocab.releases.attn_priorities import enum_members
+    from ...vocab.releases.vllm import parse_release
+
+    name = r.key(vllm, "vllm.attention_backend")
+    if name is None:
+        return None
+    members = enum_members(parse_release(version)[0])
+    if name.upper() not in members:
+        raise r.fail("vllm.attention_backend", f"an attention backend of vLLM {version} (vLLM: \"Unknown attention "
+                     f"backend: '{name.upper()}'. Valid options are: {', '.join(members)}\")", name)
+    return name.upper()
 
 
 def _gpu(r: Reader, data: Any) -> GpuLayout:
@@ -165,7 +181,7 @@ def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layou
     """`base` with the offload section of `top` (a layout dict that differs from base's only there); `flags`: key
     path -> the flag that set it (named in error messages and in the budget's source)."""
     r = Reader(base.source, flags)
-    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend,
+    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache,
                                           base.vllm_version))
 
 
@@ -316,7 +332,7 @@ def _section_that_counts(r: Reader, o: dict, which: str) -> tuple[str, Any]:
     return which, section
 
 
-def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None,
+def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout,
              version: str) -> OffloadLayout:
     o = r.section(data, "offload")
     which, notes, how = _connector(r, o, version)
@@ -369,9 +385,10 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
     block = r.key(o, "offload.block_size")
     bpc = r.key(o, "offload.blocks_per_chunk")
-    gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
-    if block is not None and block % gpu_block:
-        raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
+    # Without --block-size the GPU block size is the selected backend's: the connector's own check (backends/
+    # formulas.py) compares with it once the plan knows it.
+    if block is not None and cache.block_size is not None and block % cache.block_size:
+        raise r.fail("offload.block_size", f"a multiple of the GPU block size {cache.block_size}", block)
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
                          block_size=block, blocks_per_chunk=bpc, notes=notes)
