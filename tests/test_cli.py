@@ -91,7 +91,9 @@ def test_issue_command_kimi_eagle3_is_vector_b2(capsys):
     assert doc['gpu']['kv_cache_size_tokens'] == 602368
     assert doc["gpu"]["groups"][0]["layers"][-1] == "model.layers.61.self_attn.attn"
     assert 'out-of-bounds' in err
-    assert err.count('\n') == 1
+    # and the GPU class the backend was selected for (no --gpu: kvcalc's default, said with its basis)
+    assert "H100-class GPU (9.0), no --gpu named" in err
+    assert err.count('\n') == 2
 
 
 def test_issue_command_llama_tp2_is_vector_a2(capsys):

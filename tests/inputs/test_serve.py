@@ -166,8 +166,13 @@ def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
     code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", version, "--format", "json")
     assert code == 0, err
     back = json.loads(out)
-    for key in ("gpu", "cache", "parallel"):
+    for key in ("cache", "parallel"):
         assert back[key] == direct[key], key
+    # The line names the block size vllm-args settled (--block-size): only the attention section's reasons differ.
+    assert {k: v for k, v in back["gpu"].items() if k != "attention"} == \
+        {k: v for k, v in direct["gpu"].items() if k != "attention"}
+    assert [c["backend"] for c in back["gpu"]["attention"]["choices"]] == \
+        [c["backend"] for c in direct["gpu"]["attention"]["choices"]]
     for key in ("selected", "old", "fixed", "host", "startup_error"):
         assert back["offload"][key] == direct["offload"][key], key
 
