@@ -184,7 +184,7 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
         _refuse_free(total, total - gpu.used_memory, util, requested)
     dtype_bytes = DTYPE_BYTES.get(layout.model.dtype, 2)
     weights = stage_weights(spec, dtype=layout.model.dtype, tp=par.tensor_parallel_size, stages=stages,
-                            runtime_quant=gpu.quantization)
+                            runtime_quant=gpu.quantization, capability=layout.capability, version=behaviour.version)
     runner = model_runner(behaviour, spec, layout.model.has_mamba)
     seqs, mnbt = cache.max_num_seqs or 1024, cache.max_num_batched_tokens
     draft = layout.model.draft

@@ -1,0 +1,150 @@
+"""Weights of quantized checkpoints and every mapped architecture (issue 30): bytes derived by hand from the
+shapes vLLM's create_weights allocates (engines/vllm/mxfp4.py, inputs/hf/quant.py cite the lines), checked against
+real "Model loading took" lines (tests/fixtures/weights/SOURCES.md names each source)."""
+
+import json
+import os
+
+import pytest
+
+from conftest import run
+from kvcalc.engines.vllm.weights import stage_weights
+from kvcalc.inputs.hf.quant import read_quantization
+from kvcalc.inputs.hf.weights import weights_spec
+from kvcalc.inputs.layout.read import layout_from_dict
+from kvcalc.vocab.errors import UnsupportedError
+from kvcalc.vocab.weights import WeightsSpec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+GPT_OSS = os.path.join(FIX, "weights", "gpt-oss-120b.json")
+LLAMA = os.path.join(FIX, "models", "llama-3.1-8b.json")
+GIB = 1 << 30
+
+
+def _weights(config, version, gpu, tp=1, quant=None):
+    g = {"name": gpu, "memory_utilization": 0.9, **({"quantization": quant} if quant else {})}
+    lay = layout_from_dict({"model": {"hf_config": config}, "vllm": {"version": version},
+                            "cache": {"max_model_len": 4096}, "gpu": g,
+                            "parallel": {"tensor_parallel_size": tp}}, source="t.yaml")
+    spec = lay.weights
+    assert isinstance(spec, WeightsSpec), spec
+    return stage_weights(spec, dtype=lay.model.dtype, tp=tp, stages=[(0, spec.num_layers)], runtime_quant=quant,
+                         capability=lay.capability, version=version)[0].bytes_per_rank
+
+
+def _gpt_oss_rest():
+    """gpt-oss-120b outside the experts, bf16: per layer q/k/v/o with biases 2,880 x (4,096 + 1,024) + 5,120 +
+    4,096 x 2,880 + 2,880 = 26,550,080, router 128 x 2,881 = 368,768, norms 5,760, sinks 64 = 26,924,672 x 36;
+    embedding and LM head 201,088 (a multiple of 64) x 2,880 each, the final norm 2,880; all x 2 B; the YaRN
+    cos/sin cache 131,072 x 64 in fp32 (gpt_oss.py:68-71 dtype=torch.float32)."""
+    return (26_924_672 * 36 + 2 * 201_088 * 2880 + 2880) * 2 + 131_072 * 64 * 4
+
+
+def test_gpt_oss_120b_h100_triton_is_its_real_load():
+    # H100 (9.0) on 0.14.1: TRITON (mxfp4.py:147-166), I 2,880 stays (a multiple of 64), H 2,880. Per layer, 128
+    # experts: values 128 x (5,760 x 1,440 + 2,880 x 1,440) = 1,592,524,800; scales 128 x (5,760 x 90 + 2,880 x 90)
+    # = 99,532,800, held twice (loaded and swizzled); biases 128 x (5,760 + 2,880) x 4 B (fp32 after loading).
+    experts = 1_592_524_800 + 2 * 99_532_800 + 128 * 8640 * 4
+    want = experts * 36 + _gpt_oss_rest()
+    got = _weights(GPT_OSS, "0.14.1", "H100")
+    assert got == want
+    logged = 6438 * GIB // 100  # vllm#33155: "Model loading took 64.38 GiB" (0.14.1, one H100, Triton MXFP4)
+    assert abs(got - logged) / logged < 0.005
+
+
+def test_gpt_oss_120b_marlin_pads_to_its_tiles():
+    # An A100 (8.0): MARLIN (no triton_kernels below 9.0): H 2,880 -> 3,072 (256), I 2,880 -> 2,944 (128). Per
+    # layer: values 128 x (5,888 x 1,536 + 3,072 x 1,472) = 1,736,441,856, scales 128 x (5,888 x 96 + 3,072 x 92) =
+    # 108,527,616, bf16 biases 128 x (5,888 + 3,072) x 2 = 2,293,760.
+    want = (1_736_441_856 + 108_527_616 + 2_293_760) * 36 + _gpt_oss_rest()
+    got = _weights(GPT_OSS, "0.19.0", "a100-80gb")
+    assert got == want
+    logged = 6597 * GIB // 100  # vllm#23278: Marlin MXFP4 on an H100 (0.10.1), "Model loading took 65.97 GiB"
+    assert abs(got - logged) / logged < 0.005
+
+
+@pytest.mark.parametrize("version,inter", [("0.26.0", 3072), ("0.27.0", 2944)])
+def test_gpt_oss_b200_trtllm_padding_per_release(version, inter):
+    # B200 (10.0): FlashInfer TRT-LLM: H to 256 (3,072); I to 256 through 0.26 (3,072), to 128 from 0.27.0 (2,944;
+    # oracle/mxfp4.py:656 @0.26.0, :657 @0.27.0). fp32 biases.
+    per = 128 * (2 * inter * 3072 // 2 + 3072 * inter // 2 + 2 * inter * 3072 // 32 + 3072 * inter // 32
+                 + (2 * inter + 3072) * 4)
+    assert _weights(GPT_OSS, version, "B200") == per * 36 + _gpt_oss_rest()
+
+
+def test_mxfp4_leaves_attention_and_router_in_bf16():
+    # The checkpoint's modules_to_not_convert: self_attn, router, embed_tokens, lm_head.
+    method, linear, expert, skip = read_quantization(json.load(open(GPT_OSS)))
+    assert (method, linear) == ("mxfp4", None)
+    assert "model.layers.*.self_attn" in skip
+
+
+def test_modelopt_nvfp4_from_hf_quant_config():
+    # nvidia/Qwen3-32B-NVFP4: no quantization_config in config.json, hf_quant_config.json beside it: NVFP4, group
+    # 16: uint8 [out, in/2] + fp8 scale [out, in/16] = 0.5 + 1/16 = 9/16 B per element (modelopt.py:1079-1144).
+    method, linear, _, skip = read_quantization({}, os.path.join(FIX, "weights", "qwen3-32b-nvfp4"))
+    assert (method, linear) == ("modelopt", (9, 16))
+    assert skip == ["lm_head"]
+
+
+def test_fp8_block_scales_and_awq_groups():
+    # fp8 weight_block_size [128, 128]: 1 B + one fp32 scale_inv per 16,384 values (fp8.py:369-379).
+    assert read_quantization({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})[1] \
+        == (16_384 + 4, 16_384)
+    # AWQ 4-bit g128: 0.5 B + an fp16 scale and a 4-bit zero per 128 (awq.py:175-245): (512 + 16 + 4) / 1,024.
+    assert read_quantization({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}})[1] \
+        == (532, 1024)
+
+
+def test_runtime_quantization_per_release(capsys):
+    # fp8_per_block joins QuantizationMethods in 0.20.0 (quantization/__init__.py); 0.19.0 refuses it by name.
+    with pytest.raises(UnsupportedError, match="Unknown quantization method: fp8_per_block"):
+        _weights(LLAMA, "0.19.0", "H100", quant="fp8_per_block")
+    # Llama-3.1-8B's linears (6,979,321,856 elements: 32 x 218,103,808) at 1 + 4/16,384 B, the rest bf16.
+    linears = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    rest = (8_030_261_248 - linears) * 2 + 131_072 * 128 * 2
+    assert _weights(LLAMA, "0.22.0", "H100", quant="fp8_per_block") == linears * 16_388 // 16_384 + rest
+    code, _, err = run(capsys, "plan", GPT_OSS, "--gpu", "H100", "--vllm-version", "0.22.0",
+                       "--quantization", "fp8", "--max-model-len", "4096")
+    assert code == 2
+    assert "does not match the quantization method" in err
+
+
+@pytest.mark.parametrize("name", ["qwen3.6-35b-a3b.json", "minimax-m2.json", "gemma-4-e2b.json",
+                                  "qwen3.5-397b-a17b.json", "glm-4.7.json", "llama-4-scout.json"])
+def test_the_known_missing_architectures_are_weighed(name):
+    path = os.path.join(FIX, "hf", name)
+    spec = weights_spec(json.load(open(path)), source=path)
+    assert isinstance(spec, WeightsSpec), spec
+    from kvcalc.inputs.hf.params import parameter_breakdown
+
+    parts = parameter_breakdown(json.load(open(path)))
+    counted = sum(b.params * ((spec.num_layers if b.layers is None else len(b.layers)) if b.placement == "layers"
+                              else 1) for b in spec.blocks if b.name != "rotary cos/sin cache")
+    assert counted == parts["total"] + (parts["vision_estimate"] or 0)  # every parameter, once
+
+
+CONFIGS = sorted(os.path.join(d, f) for d in (os.path.join(FIX, "hf"), os.path.join(FIX, "models"))
+                 for f in os.listdir(d) if f.endswith(".json"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
+def test_every_mapped_architecture_has_a_parameter_breakdown(path):
+    # Every config kvcalc maps is weighed: a RULE for its model_type, else params.py's count by part
+    # (weights_generic.py). The only answers without a breakdown: a trimmed config (no sizes), a drafter, and the
+    # two architectures params.py refuses by name (LongCat-Flash, DeepSeek-V4).
+    from kvcalc.inputs.hf.config import map_config
+    from kvcalc.vocab.errors import KvcalcError
+
+    data = json.load(open(path))
+    try:
+        map_config(data, source=path)
+    except KvcalcError:
+        return  # not mapped (kvcalc models says why): no weights asked
+    spec = weights_spec(data, source=path)
+    if isinstance(spec, str):
+        assert any(w in spec for w in ("vocab_size", "intermediate_size", "states no", "drafter", "LongCat",
+                                       "DeepSeek-V4", "expected an integer")), spec
+    else:
+        assert sum(b.params for b in spec.blocks) > 0
