@@ -148,3 +148,52 @@ def test_every_mapped_architecture_has_a_parameter_breakdown(path):
                                        "DeepSeek-V4", "expected an integer")), spec
     else:
         assert sum(b.params for b in spec.blocks) > 0
+
+
+def test_a_single_safetensors_file_sets_the_total(tmp_path):
+    # An unsharded checkpoint (no index): model.safetensors' header (8-byte little-endian length, then JSON with each
+    # tensor's data_offsets) gives the tensor bytes; here 8,030,261,248 x 2 B + 1 GiB, in two tensors. As with an
+    # index, every block but the rope cache scales to it: weights = that + 131,072 x 128 x 2 B.
+    import shutil
+
+    total = 8_030_261_248 * 2 + GIB
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "a.weight": {"dtype": "BF16", "shape": [total // 4], "data_offsets": [0, total // 2]},
+                         "b.weight": {"dtype": "BF16", "shape": [total // 4], "data_offsets": [total // 2, total]}})
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(LLAMA, model / "config.json")
+    (model / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header.encode())
+    got = _weights(str(model / "config.json"), "0.19.0", "H100")
+    assert abs(got - (total + 131_072 * 128 * 2)) <= 16  # integer division per block
+
+
+def test_a_safetensors_header_that_is_no_header_is_bad_input(tmp_path, capsys):
+    import shutil
+
+    model = tmp_path / "m"
+    model.mkdir()
+    shutil.copy(LLAMA, model / "config.json")
+    (model / "model.safetensors").write_bytes((1 << 40).to_bytes(8, "little"))
+    code, _, err = run(capsys, "plan", str(model / "config.json"), "--gpu", "H100", "--max-model-len", "4096")
+    assert code == 2
+    assert "model.safetensors: header length" in err
+
+
+@pytest.mark.parametrize("config,log,version,gpu,tp,dtype,tolerance", [
+    # Qwen/Qwen3-8B on an A100-40GB, 0.19.1: bf16, no quantization
+    ("weights/qwen3-8b.json", "logs/formats/qwen3-8b-a100-40gb-tp1-v0.19.1.log", "0.19.1", "a100-40gb", 1, None,
+     0.002),
+    # Qwen/Qwen2.5-7B-Instruct (the base model's shapes) on a 48 GB-class card, 0.22.0
+    ("weights/qwen2.5-7b.json", "logs/formats/qwen2.5-7b-48gbclass-tp1-v0.22.0.log", "0.22.0", "l40s", 1, None,
+     0.006),
+    ("models/llama-3.1-8b.json", "logs/formats/llama-3.1-8b-a100-40gb-tp1-eager-v0.15.1.log", "0.15.1",
+     "a100-40gb", 1, None, 0.001),
+])
+def test_weights_against_real_model_loading_lines(config, log, version, gpu, tp, dtype, tolerance):
+    import re
+
+    with open(os.path.join(FIX, log), encoding="utf-8") as fh:
+        logged = next(float(m.group(1)) for line in fh if (m := re.search(r"Model loading took ([\d.]+) GiB", line)))
+    got = _weights(os.path.join(FIX, config), version, gpu, tp) / GIB
+    assert abs(got - logged) / logged < tolerance, (got, logged)

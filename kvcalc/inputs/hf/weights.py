@@ -192,6 +192,32 @@ MAX_INDEX_BYTES = 64 << 20
 INDEX_BYTES_PER_PARAM = (1, 4), (8, 1)
 
 
+# A safetensors file: 8 bytes little-endian header length, then the JSON header {name: {dtype, shape, data_offsets}}
+# (the safetensors format; vLLM's loader reads the same files). A header past this size is refused.
+MAX_HEADER_BYTES = 100 << 20
+
+
+def safetensors_bytes(path: str) -> int:
+    """The tensor bytes one safetensors file holds: the largest data_offsets end its header lists."""
+    import json
+
+    from ..files import read_bytes
+
+    what = "a safetensors file (8-byte header length, JSON header)"
+    raw = read_bytes(path, what, 8, head=True)
+    size = int.from_bytes(raw, "little") if len(raw) == 8 else -1
+    if not 2 <= size <= MAX_HEADER_BYTES:
+        raise LayoutError(path, "header length", f"{what}: 2 to {MAX_HEADER_BYTES:,} bytes", size)
+    try:
+        header = json.loads(read_bytes(path, what, 8 + size, head=True)[8:].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise LayoutError(path, "header", f"{what}: UTF-8 JSON") from None
+    ends = [v.get("data_offsets", [0, 0])[1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)]
+    if not ends or not all(isinstance(e, int) and e >= 0 for e in ends):
+        raise LayoutError(path, "header", f"{what}: tensors with data_offsets")
+    return max(ends)
+
+
 def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
     """model.safetensors.index.json's metadata.total_size, when the model directory has it (read through the
     guarded reader: a FIFO or a device there is refused, not waited on). `params`: the parameters the config's
@@ -199,20 +225,30 @@ def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
     if not directory:
         return None
     path = os.path.join(directory, "model.safetensors.index.json")
-    if not os.path.lexists(path):
-        return None
-    from ..files import read_json
+    single = os.path.join(directory, "model.safetensors")
+    if os.path.lexists(path):
+        from ..files import read_json
 
-    data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
-    meta = data.get("metadata") if isinstance(data, dict) else None
-    total = meta.get("total_size") if isinstance(meta, dict) else None
-    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        total = meta.get("total_size") if isinstance(meta, dict) else None
+        if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+            return None
+    elif os.path.lexists(single):  # one unsharded file: its header's tensor bytes
+        path, total = single, safetensors_bytes(single)
+    else:
         return None
     (lo_n, lo_d), (hi_n, hi_d) = INDEX_BYTES_PER_PARAM
     if params and not params * lo_n // lo_d <= total <= params * hi_n // hi_d:
-        raise LayoutError(path, "metadata.total_size", f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
+        raise LayoutError(path, "metadata.total_size" if path.endswith(".json") else "header (tensor bytes)",
+                          f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
                                                        f"{params:,} parameters config.json's shapes give", total)
     return total
+
+
+def _checkpoint_name(directory: str | None) -> str:
+    indexed = bool(directory) and os.path.lexists(os.path.join(directory or "", "model.safetensors.index.json"))
+    return "model.safetensors.index.json's total_size" if indexed else "model.safetensors' header (tensor bytes)"
 
 
 def weights_spec(data: Any, *, source: str, directory: str | None = None) -> WeightsSpec | str:
@@ -265,5 +301,5 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         expert_bias=mt == "gpt_oss", unquantized=excluded_kinds(skip, _int(cfg, "num_hidden_layers", 1)),
         checkpoint_dtype_bytes=stored,
         source=f"{source}: {mt} {how}" + (" + vision_config" if vision else "")
-        + (f", scaled to model.safetensors.index.json's total_size {index:,} B" if index else ""),
+        + (f", scaled to {_checkpoint_name(directory)} {index:,} B" if index else ""),
         has_vision=bool(vision))
