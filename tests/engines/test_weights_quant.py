@@ -197,3 +197,38 @@ def test_weights_against_real_model_loading_lines(config, log, version, gpu, tp,
         logged = next(float(m.group(1)) for line in fh if (m := re.search(r"Model loading took ([\d.]+) GiB", line)))
     got = _weights(os.path.join(FIX, config), version, gpu, tp) / GIB
     assert abs(got - logged) / logged < tolerance, (got, logged)
+
+
+# The ignore list of vllm-project/llm-compressor@6aab1271 examples/quantization_w8a8_fp8/qwen3_5_moe.py (a Qwen3.5
+# MoE FP8_DYNAMIC recipe; llm-compressor writes it into the checkpoint's quantization_config.ignore).
+QWEN35_IGNORE = ["re:.*lm_head", "re:visual.*", "re:model.visual.*", "re:.*mlp.gate$", "re:.*embed_tokens$",
+                 "re:.*shared_expert_gate$", "re:.*mlp\\.shared_expert$", "re:.*linear_attn.*"]
+
+
+def test_an_ignore_list_leaves_its_linear_kinds_unquantized():
+    from kvcalc.inputs.hf.quant import excluded_kinds
+
+    # lm_head, vision, embeddings and the routers / gates are not quantized linears in the breakdown anyway; the
+    # shared experts and the GDN (linear attention) projections are, on every layer.
+    assert excluded_kinds(QWEN35_IGNORE, 40) == (("mamba", None), ("shared", None))
+    # Named layers only: two of the self-attention blocks.
+    assert excluded_kinds(["model.layers.0.self_attn.q_proj", "model.layers.3.self_attn.o_proj"], 40) == (
+        ("attention", (0, 3)),)
+
+
+def test_compressed_tensors_fp8_keeps_the_ignored_blocks_in_bf16(tmp_path):
+    # Qwen3.6-35B-A3B (tests/fixtures/hf) with the recipe's FP8 channel scheme and ignore list: experts and the
+    # 10 gated-attention layers at 1 B, the 30 GDN mixers and the shared experts at 2 B. From test_params: GDN
+    # 30 x 33,718,464, attention 10 x 27,262,976, experts 40 x 256 x 3 x 2,048 x 512, shared 40 x 3 x 2,048 x 512.
+    data = json.load(open(os.path.join(FIX, "hf", "qwen3.6-35b-a3b.json")))
+    plain = weights_spec(data, source="q.json")
+    data["quantization_config"] = {"quant_method": "compressed-tensors", "format": "float-quantized",
+                                   "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                       "num_bits": 8, "type": "float", "strategy": "channel"}}},
+                                   "ignore": QWEN35_IGNORE}
+    quant = weights_spec(data, source="q.json")
+    assert isinstance(plain, WeightsSpec)
+    assert isinstance(quant, WeightsSpec)
+    bf16, fp8 = (stage_weights(s, dtype="bfloat16", tp=1, stages=[(0, 40)])[0].bytes_per_rank for s in (plain, quant))
+    halved = 10 * 27_262_976 + 40 * 256 * 3 * 2048 * 512  # the quantized elements: 2 B -> 1 B
+    assert bf16 - fp8 == halved
