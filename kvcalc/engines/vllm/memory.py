@@ -27,7 +27,7 @@ from ...vocab.releases.attn_rules import cap_in
 from ...vocab.releases.vllm import Behaviour
 from ...vocab.units import cdiv
 from ...vocab.weights import WeightsSpec
-from .weights import DTYPE_BYTES, VOCAB_PADDING, stage_weights
+from .weights import DTYPE_BYTES, VOCAB_PADDING, stage_weights, weights_basis
 
 GIB, MIB = 1 << 30, 1 << 20
 # Sampler bytes per logit (logits, probabilities and the top-k/top-p work of _dummy_sampler_run, v1/worker/
@@ -233,7 +233,10 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),
         MemoryTerm(name="weights", bytes=bind.weights_bytes, basis=spec.basis(gpu.quantization),
                    source=f"{spec.source}; TP {par.tensor_parallel_size}, PP stage {bind.pp_rank}, vocabulary padded "
-                          f"to 64" + (f", {quant} weights" if quant else "")),
+                          f"to 64" + (f", {quant} weights" if quant else "")
+                          + (f" ({extra})" if (extra := weights_basis(spec, tp=par.tensor_parallel_size,
+                                                                      capability=layout.capability,
+                                                                      version=behaviour.version)) else "")),
         MemoryTerm(name="activation_peak", bytes=bind.activation_peak_bytes, basis="estimate",
                    source=f"profile run ({runner}): forward at {layout.cache.max_num_batched_tokens:,} tokens"
                           + (f", sampler over min(max_num_seqs, tokens) x vocabulary logits at "

@@ -105,6 +105,23 @@ def _mxfp4_experts(spec: WeightsSpec, tp: int, layers: int, capability: str | No
     return per * layers
 
 
+def weights_basis(spec: WeightsSpec, *, tp: int, capability: str | None, version: str) -> str:
+    """What the weights figure assumes beyond the shapes, in words: an MXFP4 checkpoint's MoE backend and padding
+    (a default vLLM picks from the GPU), the blocks a checkpoint leaves unquantized."""
+    notes = []
+    if spec.quantization == "mxfp4" and spec.num_experts:
+        from .mxfp4 import expert_layer_bytes
+
+        notes.append(expert_layer_bytes(experts=spec.num_experts, hidden=spec.hidden_size,
+                                        intermediate=spec.moe_intermediate_size, tp=tp, bias=spec.expert_bias,
+                                        capability=capability, version=version)[1])
+    if spec.unquantized:
+        notes.append("left unquantized: " + ", ".join(
+            kind + ("" if layers is None else f" (layers {', '.join(map(str, layers))})")
+            for kind, layers in spec.unquantized))
+    return "; ".join(notes)
+
+
 def check_quantization(spec: WeightsSpec, runtime: str | None, version: str) -> None:
     """vLLM's start-up refusals of a --quantization value (config/model.py _verify_quantization :924-1004 @0.19.0),
     and the runtime methods kvcalc has no byte rule for (exit 2 either way)."""
