@@ -232,3 +232,21 @@ def test_compressed_tensors_fp8_keeps_the_ignored_blocks_in_bf16(tmp_path):
     bf16, fp8 = (stage_weights(s, dtype="bfloat16", tp=1, stages=[(0, 40)])[0].bytes_per_rank for s in (plain, quant))
     halved = 10 * 27_262_976 + 40 * 256 * 3 * 2048 * 512  # the quantized elements: 2 B -> 1 B
     assert bf16 - fp8 == halved
+
+
+@pytest.mark.parametrize("qc,needle", [
+    ({"quant_method": "gptq", "bits": 0}, "quantization_config: bits: expected an integer (2, 3, 4, 8), got 0"),
+    ({"quant_method": ["awq"]}, "quantization_config.quant_method: expected a method name"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": "4"}}}},
+     "config_groups.g.weights: num_bits"),
+    ({"quant_method": "hqq"}, "quant_method 'hqq': kvcalc has no byte rule"),
+])
+def test_a_quantization_config_kvcalc_cannot_weigh_is_named(capsys, tmp_path, qc, needle):
+    config = json.load(open(LLAMA))
+    config["quantization_config"] = qc
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, _, err = run(capsys, "plan", str(path), "--gpu", "H100", "--max-model-len", "4096")
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err

@@ -27,6 +27,8 @@ import os
 import re
 from typing import Any
 
+from ...vocab.errors import LayoutError
+
 NVFP4 = (9, 16)
 MXFP4_ELEMENT = (17, 32)
 # kinds of linear block a module-exclusion pattern can name (module names as vLLM's models register them)
@@ -47,13 +49,30 @@ def _int(v: Any, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
-def _ct_scheme(q: dict) -> tuple[tuple[int, int] | None, list[str]]:
+def _checked(q: dict, key: str, path: str, allowed: tuple[int, ...] | None = None) -> None:
+    """A quantization_config integer that is there must be an integer (in `allowed`, or -1 / a positive size)."""
+    v = q.get(key)
+    if v is None:
+        return
+    ok = isinstance(v, int) and not isinstance(v, bool) and (v in allowed if allowed else v == -1 or v > 0)
+    if not ok:
+        raise LayoutError(path, key, f"an integer ({', '.join(map(str, allowed))})" if allowed
+                          else "an integer: a group size, or -1 for one group per row", v)
+
+
+BITS = (2, 3, 4, 8)
+
+
+def _ct_scheme(q: dict, source: str) -> tuple[tuple[int, int] | None, list[str]]:
     """compressed-tensors: the Linear config group's bytes, and its ignore list."""
     best: tuple[int, int] | None = None
-    for grp in (q.get("config_groups") or {}).values():
+    groups = q.get("config_groups")
+    for name, grp in (groups.items() if isinstance(groups, dict) else ()):
         w = grp.get("weights") if isinstance(grp, dict) else None
         if not isinstance(w, dict):
             continue
+        _checked(w, "num_bits", f"{source}: quantization_config.config_groups.{name}.weights", BITS)
+        _checked(w, "group_size", f"{source}: quantization_config.config_groups.{name}.weights")
         bits, group = _int(w.get("num_bits"), 8), _int(w.get("group_size"), 0)
         kind = str(w.get("type", "int"))
         if bits >= 8:
@@ -113,9 +132,10 @@ def hf_quant_config(directory: str | None) -> dict | None:
     return {"quant_method": "modelopt", **inner} if isinstance(inner, dict) else None
 
 
-def read_quantization(data: dict, directory: str | None = None
+def read_quantization(data: dict, directory: str | None = None, source: str = "config.json"
                       ) -> tuple[str | None, tuple[int, int] | None, tuple[int, int] | None, list[str]]:
-    """(method, bytes per linear element, bytes per expert element, module patterns left unquantized)."""
+    """(method, bytes per linear element, bytes per expert element, module patterns left unquantized). A method
+    kvcalc has no byte rule for gives (method, None, None, ...): the caller says so."""
     q = data.get("quantization_config")
     if not isinstance(q, dict):
         inner = data.get("text_config")
@@ -124,6 +144,12 @@ def read_quantization(data: dict, directory: str | None = None
         q = hf_quant_config(directory)
     if not isinstance(q, dict):
         return None, None, None, []
+    if not isinstance(q.get("quant_method", ""), str):
+        raise LayoutError(source, "quantization_config.quant_method", "a method name", q.get("quant_method"))
+    for key in ("bits", "w_bit"):
+        _checked(q, key, f"{source}: quantization_config", BITS)
+    for key in ("group_size", "q_group_size"):
+        _checked(q, key, f"{source}: quantization_config")
     method = str(q.get("quant_method", "")).lower()
     skip = [str(x) for key in ("modules_to_not_convert", "exclude_modules", "exclude", "ignored_layers")
             for x in (q.get(key) or []) if isinstance(q.get(key), list)]
@@ -140,7 +166,7 @@ def read_quantization(data: dict, directory: str | None = None
         algo = str(q.get("quant_algo", "")).upper()
         return method, (NVFP4 if "FP4" in algo else (1, 1)), None, skip
     if method == "compressed-tensors":
-        rule, ignore = _ct_scheme(q)
+        rule, ignore = _ct_scheme(q, source)
         return method, rule, None, skip + ignore
     if method == "quark":
         return method, _quark(q), None, skip

@@ -284,7 +284,12 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         blocks, how = blocks + vision, "parameter shapes"
     from .quant import excluded_kinds, read_quantization
 
-    method, linear, expert, skip = read_quantization(data, directory)
+    method, linear, expert, skip = read_quantization(data, directory, source)
+    if method is not None and linear is None and expert is None:
+        return (f"{source}: quantization_config.quant_method {method!r}: kvcalc has no byte rule for it (rules: "
+                "awq, gptq (and their Marlin forms), auto-round, fp8, fbgemm_fp8, ptpc_fp8, modelopt (FP8, NVFP4), "
+                "compressed-tensors (int / fp8 / nvfp4 weights), quark (fp8, fp4, int4, int8), bitsandbytes, "
+                "mxfp4)")
     arch = data.get("architectures")
     experts = _int(cfg, "num_local_experts") or _int(cfg, "num_experts") or _int(cfg, "n_routed_experts")
     index = checkpoint_bytes(directory, _params(blocks, _int(cfg, "num_hidden_layers", 1)))
