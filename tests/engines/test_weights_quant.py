@@ -250,3 +250,13 @@ def test_a_quantization_config_kvcalc_cannot_weigh_is_named(capsys, tmp_path, qc
     assert code == 2
     assert needle in err
     assert "Traceback" not in err
+
+
+def test_compressed_tensors_groups_by_target():
+    # A group whose targets name only the experts sets the experts' bytes; the Linear group the others' (an
+    # nvfp4 experts + fp8 attention recipe): NVFP4 9/16 for experts, 1 B for the other linears.
+    q = {"quant_method": "compressed-tensors", "config_groups": {
+        "group_0": {"targets": ["re:.*mlp.experts.*"], "weights": {"num_bits": 4, "type": "float", "group_size": 16}},
+        "group_1": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}}
+    method, linear, expert, _ = read_quantization({"quantization_config": q})
+    assert (linear, expert) == ((1, 1), (9, 16))

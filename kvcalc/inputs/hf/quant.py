@@ -1,7 +1,8 @@
 """A checkpoint's quantization -> the bytes vLLM allocates per linear-weight element (the scales and packing per
-format) and the layers it leaves in the model dtype. Read from config.json's quantization_config, or a ModelOpt
-checkpoint's hf_quant_config.json beside it (vLLM reads that file when config.json has no quantization_config:
-transformers_utils/config.py get_config, 0.14.0 - 0.33.0). Bytes as (numerator, denominator) per element.
+format) and the layers it leaves in the model dtype. Read where vLLM reads it: config.json's quantization_config,
+else text_config's, else compression_config (model_loader/weight_utils.py:268-276 @0.19.0), else a ModelOpt
+checkpoint's hf_quant_config.json beside it (transformers_utils/config.py:740-751 @0.19.0: ModelOpt 0.29 and
+before). Bytes as (numerator, denominator) per element.
 
 Per format, what create_weights allocates (vLLM 0.19.0 model_executor/layers/quantization/; the same shapes in
 0.14.0 - 0.33.0):
@@ -63,9 +64,11 @@ def _checked(q: dict, key: str, path: str, allowed: tuple[int, ...] | None = Non
 BITS = (2, 3, 4, 8)
 
 
-def _ct_scheme(q: dict, source: str) -> tuple[tuple[int, int] | None, list[str]]:
-    """compressed-tensors: the Linear config group's bytes, and its ignore list."""
+def _ct_scheme(q: dict, source: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None, list[str]]:
+    """compressed-tensors: the bytes of the config group that targets Linear, of one that targets only the MoE
+    experts (a mixed recipe: experts in 4 bits, attention in 8), and the ignore list."""
     best: tuple[int, int] | None = None
+    experts: tuple[int, int] | None = None
     groups = q.get("config_groups")
     for name, grp in (groups.items() if isinstance(groups, dict) else ()):
         w = grp.get("weights") if isinstance(grp, dict) else None
@@ -81,9 +84,14 @@ def _ct_scheme(q: dict, source: str) -> tuple[tuple[int, int] | None, list[str]]
             rule = NVFP4
         else:
             rule = _group_bytes(bits, group, 16, not w.get("symmetric", True))
-        best = rule if best is None else best
+        targets = grp.get("targets")
+        names = [str(t) for t in targets] if isinstance(targets, list) else ["Linear"]
+        if "Linear" not in names and names and all("experts" in t for t in names):
+            experts = rule if experts is None else experts
+        else:
+            best = rule if best is None else best
     ignore = q.get("ignore")
-    return best, [str(x) for x in ignore] if isinstance(ignore, list) else []
+    return best, experts, [str(x) for x in ignore] if isinstance(ignore, list) else []
 
 
 def _fp8(q: dict) -> tuple[int, int]:
@@ -141,6 +149,8 @@ def read_quantization(data: dict, directory: str | None = None, source: str = "c
         inner = data.get("text_config")
         q = inner.get("quantization_config") if isinstance(inner, dict) else None
     if not isinstance(q, dict):
+        q = data.get("compression_config")
+    if not isinstance(q, dict):
         q = hf_quant_config(directory)
     if not isinstance(q, dict):
         return None, None, None, []
@@ -166,8 +176,8 @@ def read_quantization(data: dict, directory: str | None = None, source: str = "c
         algo = str(q.get("quant_algo", "")).upper()
         return method, (NVFP4 if "FP4" in algo else (1, 1)), None, skip
     if method == "compressed-tensors":
-        rule, ignore = _ct_scheme(q, source)
-        return method, rule, None, skip + ignore
+        rule, experts, ignore = _ct_scheme(q, source)
+        return method, rule, experts, skip + ignore
     if method == "quark":
         return method, _quark(q), None, skip
     if method == "bitsandbytes":
