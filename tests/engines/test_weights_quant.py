@@ -260,3 +260,25 @@ def test_compressed_tensors_groups_by_target():
         "group_1": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}}
     method, linear, expert, _ = read_quantization({"quantization_config": q})
     assert (linear, expert) == ((1, 1), (9, 16))
+
+
+def test_an_index_scale_counts_the_ignored_blocks_at_the_checkpoint_dtype(tmp_path):
+    # The same FP8 recipe with a model.safetensors.index.json whose total_size is the checkpoint's bytes by hand:
+    # every parameter at 2 B less the quantized elements' 1 B (vision tower and rope cache aside, which the index
+    # scale leaves out / the checkpoint does not hold). The scale is then 1: the weights equal the index-less ones.
+    data = json.load(open(os.path.join(FIX, "hf", "qwen3.6-35b-a3b.json")))
+    data["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "ignore": QWEN35_IGNORE}
+    no_index = weights_spec(data, source="q.json")
+    assert isinstance(no_index, WeightsSpec)
+    from kvcalc.inputs.hf.params import parameter_breakdown
+
+    parts = parameter_breakdown(data)
+    halved = 10 * 27_262_976 + 40 * 256 * 3 * 2048 * 512
+    total = (parts["total"] + parts["vision_estimate"]) * 2 - halved
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total}}))
+    indexed = weights_spec(data, source="q.json", directory=str(tmp_path))
+    assert isinstance(indexed, WeightsSpec)
+    assert indexed.checkpoint_bytes == total
+    a, b = (stage_weights(s, dtype="bfloat16", tp=1, stages=[(0, 40)])[0].bytes_per_rank for s in (no_index, indexed))
+    assert a == b

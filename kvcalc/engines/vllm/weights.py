@@ -88,10 +88,12 @@ def _checkpoint_scale(spec: WeightsSpec, runtime_quant: str | None) -> tuple[int
     mine = 0
     for block in spec.blocks:
         if block.dtype_bytes is None and block.name != "rotary cos/sin cache":
-            layers = spec.num_layers if block.layers is None else len(block.layers)
-            count = block.params * (block.kv_heads or 1) * (layers if block.placement == "layers" else 1)
-            num, den = _bytes_per_element(block, spec, spec.checkpoint_dtype_bytes, None)
-            mine += count * num // den
+            ids = list(range(spec.num_layers) if block.layers is None else block.layers)
+            layers = len(ids) if block.placement == "layers" else 1
+            skipped = _excluded(block, spec, ids) if block.placement == "layers" else 0
+            for count, excluded in ((layers - skipped, False), (skipped, True)):
+                num, den = _bytes_per_element(block, spec, spec.checkpoint_dtype_bytes, None, excluded)
+                mine += block.params * (block.kv_heads or 1) * count * num // den
     return (spec.checkpoint_bytes, mine) if mine else (1, 1)
 
 
