@@ -282,3 +282,14 @@ def test_an_index_scale_counts_the_ignored_blocks_at_the_checkpoint_dtype(tmp_pa
     assert indexed.checkpoint_bytes == total
     a, b = (stage_weights(s, dtype="bfloat16", tp=1, stages=[(0, 40)])[0].bytes_per_rank for s in (no_index, indexed))
     assert a == b
+
+
+def test_norms_and_gates_in_modules_to_not_convert_leave_the_linears_quantized():
+    # Qwen's FP8 MoE checkpoints list every layer's norms and router gate (xorbitsai/inference#4032 quotes
+    # Qwen3-30B-A3B-Thinking-2507-FP8's: "model.layers.30.input_layernorm", "model.layers.30.mlp.gate",
+    # "model.layers.30.post_attention_layernorm", ...): none of them is a quantized linear.
+    from kvcalc.inputs.hf.quant import excluded_kinds
+
+    names = [f"model.layers.{i}.{m}" for i in range(48) for m in ("input_layernorm", "mlp.gate",
+                                                                 "post_attention_layernorm")]
+    assert excluded_kinds(names + ["lm_head", "model.embed_tokens", "model.norm"], 48) == ()

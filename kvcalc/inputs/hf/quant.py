@@ -192,8 +192,11 @@ def excluded_kinds(patterns: list[str], num_layers: int) -> tuple[tuple[str, tup
     for raw in patterns:
         text = raw[3:] if raw.startswith("re:") else raw
         kind = next((k for k, words in _KIND_WORDS if any(w in text for w in words)), None)
-        if kind is None or text.endswith(("mlp.gate", "mlp.gate$", "router", "shared_expert_gate",
-                                          "shared_expert_gate$")):
+        last = text.rstrip("$").rsplit(".", 1)[-1]
+        # norms, routers / gates, embeddings: not quantized linears in the breakdown (Qwen's FP8 checkpoints list
+        # every layer's input_layernorm, post_attention_layernorm and mlp.gate)
+        if kind is None or "norm" in last or last in ("gate", "router", "shared_expert_gate", "embed_tokens",
+                                                      "lm_head", "*gate", "*router"):
             continue
         m = re.search(r"layers\.(\d+)\.", text)
         if m is None or kind in found and found[kind] is None:
