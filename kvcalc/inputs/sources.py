@@ -11,7 +11,7 @@ import os
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..vocab.errors import KvcalcError, known
+from ..vocab.errors import KvcalcError, LayoutError, known
 
 if TYPE_CHECKING:  # (a typing.Callable[...] alias built at import costs start-up time)
     from typing import Callable
@@ -111,12 +111,7 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
                 **base}
     if grant.lmcache_server is not None:
         base = _server_container(grant.lmcache_server, base, limits, say)
-    from .serve.vllm import LONG_VAR, long_allowed
-
-    if LONG_VAR in grant.env:
-        value = grant.env[LONG_VAR]
-        base = {"cache.allow_long_max_model_len": (long_allowed(value), f"{LONG_VAR}={value} (the manifest's env)"),
-                **base}
+    base = _manifest_env(grant, base)
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources
@@ -127,6 +122,26 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         for n in pod_notes:
             say(f"note: {n}")
     return shlex.join(grant.argv), base
+
+
+def _manifest_env(grant, base: dict) -> dict:
+    """The container's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS and VLLM_ALLOW_LONG_MAX_MODEL_LEN, read as envs.py
+    reads them (bool(int(value)); "1"/"true"), under the serve line's own assignments and kvcalc's flags."""
+    from ..vocab.releases.steps import CG_VAR, cg_env_enabled
+    from .serve.vllm import LONG_VAR, long_allowed
+
+    if CG_VAR in grant.env:
+        try:
+            on = cg_env_enabled(grant.env[CG_VAR])
+        except ValueError:
+            raise LayoutError(grant.source, f"env {CG_VAR}", "an integer (vLLM reads bool(int(value)))",
+                              grant.env[CG_VAR]) from None
+        base = {"gpu.estimate_cudagraphs": (on, f"{CG_VAR}={grant.env[CG_VAR]} (the manifest's env)"), **base}
+    if LONG_VAR in grant.env:
+        value = grant.env[LONG_VAR]
+        base = {"cache.allow_long_max_model_len": (long_allowed(value), f"{LONG_VAR}={value} (the manifest's env)"),
+                **base}
+    return base
 
 
 def _server_container(srv, base: dict, limits: dict, say: Say) -> dict:

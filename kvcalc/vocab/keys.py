@@ -373,6 +373,9 @@ KEYS: tuple[Key, ...] = (
        flag=("--gpu-used-memory",), name="gpu_used_memory", panel="gpu",
        help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: "
             f"{SIZE_HELP}"),
+    _k("gpu.estimate_cudagraphs", "bool", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS in the engine's environment (a "
+       "serve line's or manifest's variable sets it; null: the release's default, off up to 0.19.1, on from 0.20.0)",
+       nullable=True),
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
        vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),
