@@ -178,3 +178,17 @@ def test_a_held_out_a100_log_on_0_17_1():
     logged = 5579 * GIB // 100
     assert abs(m.kv_cache_bytes - logged) / logged < 0.005
     assert abs(p.logs.kv_cache_size_tokens - 457_024) / 457_024 < 0.005
+
+
+def test_device_wide_measurements_are_warnings(capsys):
+    # vLLM's non-torch growth is the device's used memory (utils/mem_utils.py MemorySnapshot: total - free - torch
+    # reserved); on GB10 free is the host's available memory. Neither is a term: each is a warning, only where it
+    # applies.
+    gb10 = _memory(gpu={"name": "GB10", "memory_utilization": 0.85})
+    assert [w for w in gb10.warnings if "host's available memory" in w]
+    assert not [w for w in _memory().warnings if "host's available memory" in w]  # an H100
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "H100", "--vllm-version", "0.22.1", "--max-model-len",
+                         "16384", "--lmcache-env-file", os.path.join(ROOT, "examples", "lmcache", "lmcache.env"),
+                         "--format", "json")
+    assert code == 0, err
+    assert [w for w in json.loads(out)["warnings"] if "other processes take on this device" in w]

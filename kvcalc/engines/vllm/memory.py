@@ -344,11 +344,30 @@ def _bugs(layout: Layout, behaviour: Behaviour, cg: int) -> tuple[str, ...]:
     if layout.model.draft is not None:
         out.append(f"the predicted KV budget leaves out the {layout.model.draft.method} drafter's weights and "
                    "activation (not modelled): vLLM's budget on the last PP stage is smaller by that much")
+    out += _device_wide(layout)
     kind = layout.model.mamba.kind if layout.model.mamba is not None else None
     if kind == "gated_delta_net" and cg:
         out.append(f"vLLM's CUDA-graph estimate over-counts hybrid gated-delta-net models (vllm#50780): vLLM "
                    f"{behaviour.version} may subtract more than kvcalc's {cg / GIB:.2f} GiB graph estimate")
     return tuple(out)
+
+
+def _device_wide(layout: Layout) -> list[str]:
+    """vLLM measures non-torch growth device-wide: used = total - free, minus torch's reserved bytes (utils/mem_utils.py
+    MemorySnapshot, 0.14.0:124-131 ... 0.26.0:156-163); on a unified-memory GPU (GB10) free is the host's available
+    memory (psutil.virtual_memory().available, 0.14.0:126, 0.26.0:147-154). Neither is modelled here."""
+    out = []
+    if layout.offload.backend in ("lmcache", "lmcache_mp"):
+        # The connector itself starts after the budget (gpu_worker.py initialize_from_config, 0.14.0:406 ...
+        # 0.33.0:887); what other processes take on the device while the worker profiles comes off it.
+        out.append("with LMCache the predicted KV budget leaves out GPU memory other processes take on this device "
+                   "while vLLM profiles (vLLM counts the device's used memory: utils/mem_utils.py MemorySnapshot); "
+                   "real B200 runs log 1.6-3 GiB less KV with LMCache than without (issue 30)")
+    if (layout.gpu.name or "").endswith("GB10"):
+        out.append(f"{layout.gpu.name} shares host memory: vLLM takes its free memory from the host's available "
+                   "memory (utils/mem_utils.py psutil.virtual_memory().available), so host processes' memory moves "
+                   "the budget; kvcalc assumes none")
+    return out
 
 
 def _why_no_cg(layout: Layout, behaviour: Behaviour, runner: str) -> str:
