@@ -426,3 +426,24 @@ def test_every_release_is_modelled_as_its_own_source(capsys):
     doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.0")
     assert doc["family"] == "single-alloc"
     assert "not read" not in err
+
+
+def test_a_command_builds_only_the_options_its_line_spells():
+    # Each Typer option costs start-up time: `plan FILE --format json` builds --format (and the argument), not
+    # --verify, --summary or the other 17 own options; an option it does not build still reaches the command with
+    # its default (the plan below runs with verify False, summary False).
+    import inspect
+
+    from kvcalc.cli.app import app
+
+    (command,) = [c for c in app.registered_commands if c.callback.__name__ == "plan"]
+    flags = command.callback
+    flags.select(["examples/llama-3.1-8b.yaml", "--format", "json"])
+    built = set(inspect.signature(flags).parameters)
+    assert {"layout", "fmt"} <= built, f"plan built {sorted(built)}"
+    assert not {"verify", "summary", "compare_versions"} & built, f"plan built {sorted(built)}"
+    flags.select(["examples/llama-3.1-8b.yaml", "--verify"])
+    assert "verify" in inspect.signature(flags).parameters, "--verify spelled but not built"
+    flags.select(["examples/llama-3.1-8b.yaml", "--no-such-option"])
+    assert {"verify", "summary"} <= set(inspect.signature(flags).parameters), "an unknown option builds them all"
+    flags.select(None)
