@@ -192,3 +192,23 @@ def test_device_wide_measurements_are_warnings(capsys):
                          "--format", "json")
     assert code == 0, err
     assert [w for w in json.loads(out)["warnings"] if "other processes take on this device" in w]
+
+
+@pytest.mark.parametrize("config, version, gpu, cache, logged_kv, logged_tokens", [
+    # tests/fixtures/logs/formats/llama-3.1-8b-a100-40gb-tp1-eager-v0.15.1.log (ilseokoh/vllm-gce README): the LLM
+    # class's defaults on a < 70 GiB GPU (8,192 tokens, 256 seqs: engine/arg_utils.py:1850-1855 @0.15.1), eager,
+    # 0.9 of 39.49 GiB; "Available KV cache memory: 19.28 GiB", 157,936 tokens.
+    (LLAMA, "0.15.1", {"name": "A100-40GB", "memory_utilization": 0.9, "enforce_eager": True},
+     {"max_model_len": 131072, "max_num_batched_tokens": 8192, "max_num_seqs": 256}, "19.28", 157_936),
+    # tests/fixtures/logs/formats/qwen1.5-moe-a2.7b-h100-tp1-v0.19.0-debug-excerpt.log: the llm-d campaign's run
+    # that the fit did not use (0.95, 8,192 tokens, 1,024 seqs); "Available KV cache memory: 45.83 GiB", 250,304.
+    (os.path.join(ROOT, "tests", "fixtures", "hf", "qwen1.5-moe-a2.7b.json"), "0.19.0",
+     {"name": "H100", "memory_utilization": 0.95}, {"max_model_len": 8192, "enable_prefix_caching": False},
+     "45.83", 250_304),
+])
+def test_held_out_real_logs(config, version, gpu, cache, logged_kv, logged_tokens):
+    data = {"model": {"hf_config": config}, "vllm": {"version": version}, "cache": cache, "gpu": gpu}
+    p = plan(layout_from_dict(data, source="test.yaml"))
+    logged = int(logged_kv.replace(".", "")) * GIB // 100
+    assert abs(p.memory.kv_cache_bytes - logged) / logged < 0.006
+    assert abs(p.logs.kv_cache_size_tokens - logged_tokens) / logged_tokens < 0.006
