@@ -447,7 +447,7 @@ KEYS: tuple[Key, ...] = (
        name="host_available", panel="offload",
        help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
     _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
-       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       "memory (off a predicted budget's GPU weights; the host_memory gate counts them)", minimum=0, cap=1 << 30,
        default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
        help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
        vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),

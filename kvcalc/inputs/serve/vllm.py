@@ -40,8 +40,8 @@ UNMODELLED = {
 HANDLED = frozenset(("--model", "--revision", "--config", "--kv-offloading-backend", *JSON_FLAGS))
 # Accepted, with a word on what they change that kvcalc takes from elsewhere.
 NOTE = {
-    "--cpu-offload-gb": "offloads weights, not the KV cache: the host_memory gate counts them per rank; the GPU-side "
-                        "KV budget prediction does not take them off the weights",
+    "--cpu-offload-gb": "offloads weights, not the KV cache: a predicted budget takes the offloaded parameters off "
+                        "the GPU weights, and the host_memory gate counts their pinned allocations per rank",
     "--compilation-config": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--optimization-level": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--cudagraph-capture-sizes": "CUDA graph sizes: the predicted KV budget assumes vLLM's default capture sizes",
