@@ -447,3 +447,25 @@ def test_a_command_builds_only_the_options_its_line_spells():
     flags.select(["examples/llama-3.1-8b.yaml", "--no-such-option"])
     assert {"verify", "summary"} <= set(inspect.signature(flags).parameters), "an unknown option builds them all"
     flags.select(None)
+
+
+def test_the_entry_points_freeze_the_imports_and_main_does_not():
+    # The console script and `python -m kvcalc` run through cli.entry, which moves the imports' objects to the
+    # permanent generation (a cold start's collections stop walking them); main, called in-process, does not.
+    import gc
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as fh:  # (tomllib is 3.11+; 3.10 is supported)
+        script = [line for line in fh if line.startswith("kvcalc = ")]
+    assert script == ['kvcalc = "kvcalc.cli:entry"\n'], f"the console script line: {script}"
+    with open(os.path.join(root, "kvcalc", "__main__.py"), encoding="utf-8") as fh:
+        assert "sys.exit(entry())" in fh.read(), "python -m kvcalc does not run cli.entry"
+    probe = ("import gc, sys; from kvcalc.cli import entry; sys.argv = ['kvcalc', '--version']; rc = entry(); "
+             "print(rc, gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.split()[-2:] == ["0", "True"], f"entry: {out.stdout!r}"
+    before = gc.get_freeze_count()
+    main(["--version"])
+    assert gc.get_freeze_count() == before, "main froze the caller's objects"
