@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
+from .keys_host import HOST_ROWS
 from .keys_lmcache_mp import LMCACHE_MP_ROWS
 from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
                      PLATFORMS)
@@ -165,6 +166,13 @@ KEYS: tuple[Key, ...] = (
        "rank)", minimum=1, nullable=True),
     _k("model.attention_sinks", "bool", "the attention layers have sinks (gpt-oss): backends without sinks refuse "
        "them", default=False),
+    _k("model.hf_model_type", "str", "the config's top-level model_type: vLLM's attention selection reads it "
+       "(gemma3, paligemma, ... attend bidirectionally over image tokens: FLASH_ATTN and FLASHINFER refuse them)",
+       nullable=True),
+    _k("model.mm_prefix_lm", "bool", "the config's own is_mm_prefix_lm (read before the model-type list)",
+       nullable=True),
+    _k("model.bidirectional_vision", "bool", "Gemma-4: text_config.use_bidirectional_attention is \"vision\" (vLLM "
+       "0.20+ reads it as is_mm_prefix_lm)", default=False),
     _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
        "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
@@ -439,28 +447,7 @@ KEYS: tuple[Key, ...] = (
             f"{DEFAULT_LMCACHE_VERSION})"),
     *(_k(path, kind, **kw) for path, kind, kw in LMCACHE_MP_ROWS),
 
-    _k("host", "section", "the host the CPU tier lives on"),
-    _k("host.page_size", "int", "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)", default=4096,
-       minimum=4096, maximum=1 << 30, flag=("--host-page-size",), name="host_page_size", panel="offload",
-       help="the host's mmap.PAGESIZE: 4096 (x86-64, default) or 65536 (some arm64 kernels); 0.27+ aligns chunks "
-            "to it"),
-    _k("host.available_memory", "size", "host memory available on one node when the engine starts (psutil's "
-       "available): SGLang's HiCache guard and auto-size", nullable=True, flag=("--host-available",),
-       name="host_available", panel="offload",
-       help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
-    _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
-       "memory (off a predicted budget's GPU weights; the host_memory gate counts them)", minimum=0, cap=1 << 30,
-       default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
-       help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
-       vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),
-    _k("host.pinned_round_threshold_mb", "int", "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb (torch 2.13+, "
-       "vLLM 0.27+)", minimum=0, cap=1 << 40, nullable=True, flag=("--pinned-round-threshold-mb",),
-       name="pinned_round_threshold_mb", panel="offload",
-       help="PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb: pinned allocations above it are not rounded to a power "
-            "of two (torch 2.13+, vLLM 0.27+; torch 2.9.1 - 2.11.0 always round)"),
-    _k("host.free_hugepages", "int", "2 MiB hugepages free on a node (LMCache's MP server checks them at start)",
-       minimum=0, nullable=True, flag=("--free-hugepages",), name="free_hugepages", panel="offload",
-       help="the node's free 2 MiB hugepages: LMCache's MP server refuses --l1-use-hugepages with fewer"),
+    *(_k(path, kind, **kw) for path, kind, kw in HOST_ROWS),
 )
 
 # Flags that set no single key: LMCache's own config sources (inputs/layout/lmcache_sources.py turns them into

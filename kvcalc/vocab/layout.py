@@ -134,6 +134,9 @@ class ModelLayout:
     num_attention_heads: int | None = None  # query heads before TP (MLA backends' priorities read them a rank)
     qk_nope_head_dim: int | None = None  # MLA: the FlashInfer MLA kernels' check
     attention_sinks: bool = False  # the attention layers pass sinks (gpt-oss)
+    hf_model_type: str | None = None  # the config's top-level model_type (vLLM's is_mm_prefix_lm reads it)
+    mm_prefix_lm: bool | None = None  # the config's own is_mm_prefix_lm
+    bidirectional_vision: bool = False  # Gemma-4: text_config.use_bidirectional_attention == "vision"
     # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
     kv_cache_dtype_auto: bool = False
     mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer

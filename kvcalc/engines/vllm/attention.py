@@ -64,6 +64,7 @@ class Query:
     heads: int | None = None  # query heads a rank
     head_size_v: int | None = None
     connector: bool = False  # a KV connector is configured (0.23+ asks)
+    mm_prefix: bool = False  # use_mm_prefix: the model attends bidirectionally over multimodal tokens (Gemma-3)
     what: str = "attention layers"
 
 
@@ -220,6 +221,8 @@ def validate(row: BackendRow, ctx: Context, q: Query) -> list[str]:
     if q.block_size is not None and rules.block_rule != "forced" \
             and not block_supported(row, ctx.device.platform, q.block_size):
         r.append("block_size not supported")
+    if q.mm_prefix and not (row.mm_prefix == "yes" or row.mm_prefix == "fa4" and cap_in(cap, rules.fa4_caps)):
+        r.append("partial multimodal token full attention not supported")
     if q.mla != row.mla:
         r.append("MLA not supported" if q.mla else "non-MLA not supported")
     if q.sink and not _sink_ok(row, ctx):
@@ -314,8 +317,8 @@ def selector_repr(ctx: Context, q: Query) -> str:
     values = {"attn_type": "AttentionType.DECODER", "has_sliding_window": q.sliding, "use_kv_connector": q.connector}
     tail = ", ".join(f"{k}={values.get(k, False)}" for k in ctx.rules.selector_repr)
     return (f"AttentionSelectorConfig(head_size={q.head_size}, dtype=torch.{q.dtype}, kv_cache_dtype={q.kv}, "
-            f"block_size={block}, use_mla={q.mla}, has_sink={q.sink}, use_sparse={q.sparse}, use_mm_prefix=False, "
-            f"{tail})")
+            f"block_size={block}, use_mla={q.mla}, has_sink={q.sink}, use_sparse={q.sparse}, "
+            f"use_mm_prefix={q.mm_prefix}, {tail})")
 
 
 def _refused_impl(choice: Choice, ctx: Context, version: str) -> Choice:

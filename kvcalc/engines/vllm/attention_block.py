@@ -86,7 +86,19 @@ def device_of(layout: Layout) -> Device:
                                            "gfx942": "AMD Instinct MI300X"}.get(cap, f"a {cap} GPU"), basis=basis)
 
 
-def _queries(layout: Layout, kv: str, dtype: str, connector: bool) -> tuple[Query, ...]:
+def mm_prefix(m, rules: AttentionRules) -> bool:
+    """ModelConfig.is_mm_prefix_lm: Gemma-4's convertor reads use_bidirectional_attention == "vision" (0.20+);
+    else the config's own is_mm_prefix_lm; else its model_type in the release's list (gemma3, paligemma, ...: a
+    Gemma-3 checkpoint attends bidirectionally over its image tokens, and FLASH_ATTN / FLASHINFER refuse it).
+    Assumed with multimodal inputs enabled (0.27+ turns it off when the deployment disables them: not read)."""
+    if m.hf_model_type in rules.vision_prefix_types:
+        return m.bidirectional_vision
+    if m.mm_prefix_lm is not None:
+        return m.mm_prefix_lm
+    return m.hf_model_type in rules.mm_prefix_models
+
+
+def _queries(layout: Layout, kv: str, dtype: str, connector: bool, prefix: bool = False) -> tuple[Query, ...]:
     """One query per distinct kind of attention layer, in layer order (main model, then the drafter)."""
     model, block = layout.model, layout.cache.block_size
     tp = layout.parallel.tensor_parallel_size
@@ -101,7 +113,7 @@ def _queries(layout: Layout, kv: str, dtype: str, connector: bool) -> tuple[Quer
                       what="MLA layers")
         else:
             q = Query(head_size=d, head_size_v=dv, dtype=dtype, kv=kv, block_size=block, sink=model.attention_sinks,
-                      sliding=kind is LayerKind.SLIDING, connector=connector,
+                      sliding=kind is LayerKind.SLIDING, connector=connector, mm_prefix=prefix,
                       what=f"{'sliding-window' if kind is LayerKind.SLIDING else 'attention'} layers (head {d})")
         out.append((r.start, q))
     draft = model.draft
@@ -243,7 +255,8 @@ def select_attention(layout: Layout, behaviour: Behaviour) -> AttentionPlan:
                   model=Model(qk_nope_head_dim=nope, qk_rope_head_dim=m.qk_rope_head_dim,
                               kv_lora_rank=m.kv_lora_rank, sparse=m.index_head_dim is not None))
     kv, kv_basis = _model_kv(layout, rules)
-    queries = _queries(layout, kv, _dtype(layout, device.capability), layout.offload.backend != "none")
+    queries = _queries(layout, kv, _dtype(layout, device.capability), layout.offload.backend != "none",
+                       mm_prefix(m, rules))
     user_block = layout.cache.block_size
     block, logs = user_block or DEFAULT_BLOCK, []
     forced, how, config_backend = layout.attention_backend, "selected", None

@@ -69,9 +69,22 @@ def map_config(data: Any, *, source: str) -> Mapped:
     _name(m, data)
     read_dtype(m, cfg, data)
     READERS[row.reader](m, cfg, row)
+    _mm_prefix(m, data, inner)
     _config_ssm_dtype(m, cfg, lookup(data))
     _max_len(m, cfg)
     return m
+
+
+def _mm_prefix(m: Mapped, data: dict, inner: dict) -> None:
+    """What vLLM's is_mm_prefix_lm reads of the config (config/model.py 0.19.0:1195-1208,
+    model_arch_config_convertor.py 0.33.0:304-327, 781-790): the top-level model_type, its own is_mm_prefix_lm,
+    Gemma-4's use_bidirectional_attention."""
+    if isinstance(data.get("model_type"), str):
+        m.put("hf_model_type", data["model_type"], "model_type")
+    if isinstance(data.get("is_mm_prefix_lm"), bool):
+        m.put("mm_prefix_lm", data["is_mm_prefix_lm"], "is_mm_prefix_lm")
+    if inner.get("use_bidirectional_attention") == "vision":
+        m.put("bidirectional_vision", True, "text_config.use_bidirectional_attention")
 
 
 def _config_ssm_dtype(m: Mapped, cfg: Cfg, top: Arch | None) -> None:

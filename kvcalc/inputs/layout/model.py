@@ -67,6 +67,8 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
                        num_attention_heads=r.key(m, "model.num_attention_heads"),
                        qk_nope_head_dim=r.key(m, "model.qk_nope_head_dim"),
                        attention_sinks=r.key(m, "model.attention_sinks"),
+                       hf_model_type=r.key(m, "model.hf_model_type"), mm_prefix_lm=r.key(m, "model.mm_prefix_lm"),
+                       bidirectional_vision=r.key(m, "model.bidirectional_vision"),
                        mla_per_layer=per_layer, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,

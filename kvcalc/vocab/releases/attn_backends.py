@@ -54,6 +54,7 @@ class BackendRow:
     kv_format: str | None = None  # the KV format the MLA layer switches to for this backend (attn_rules.KV_FORMATS)
     refuse: tuple[str, ...] = ()  # the impl's own refusals once selected (attn_rules.REFUSALS)
     kv_first: bool = False  # KV cache shape (2, num_blocks, ...): K and V are separate halves
+    mm_prefix: str = "no"  # supports_mm_prefix: "no", "yes", or "fa4" (is_fa_version_supported(4): attn_rules.fa4_caps)
 
 
 # A row as written: (name, first release, evidence, the fields it changes). The table is resolved per backend on
@@ -92,6 +93,8 @@ WRITTEN: tuple[Written, ...] = (
          kv_rule="fa20", heads="fa20"),
     _row("FLASH_ATTN", "0.22.0", f"0.22.0 {_FA}:182-193 supports_kv_cache_dtype: fp8 / fp8_e4m3 need FA3 on SM9x; "
          "other quantized dtypes are refused", kv_rule="fa22"),
+    _row("FLASH_ATTN", "0.24.0", f"0.24.0 {_FA}:196-197 supports_mm_prefix: is_fa_version_supported(4)",
+         mm_prefix="fa4"),
     _row("FLASH_ATTN", "0.27.0", f"0.27.0 {_FA}:74-80 supported_kv_cache_dtypes + fp8, fp8_e4m3; :180-188 "
          "flash_attn_supports_kv_cache_dtype (FA3 on SM9x or FA4 on SM10x); supports_combination :204-239 'FP8 KV "
          "cache requires FA3 on SM90 or FA4 on SM100' with the layer's head size",
@@ -119,8 +122,9 @@ WRITTEN: tuple[Written, ...] = (
          kv_rule="fi32", combo=("fi_nvfp4",)),
     _row("TRITON_ATTN", "0.14.0", f"0.14.0 {_TR}:253-336: dtypes fp16/bf16/fp32 (:255-259); KV dtypes auto, fp8, "
          "fp8_e4m3, fp8_e5m2 (:260-265); head_size >= 32 (:312-314); any capability (:334-336); sinks (:320-322); "
-         "kernel [MultipleOf(16)] (:267-269)",
-         dtypes=F16_BF16_F32, kv=("auto",) + FP8_ALL, heads=">=32", sink="yes", sliding=True, kernel=("*16",)),
+         "kernel [MultipleOf(16)] (:267-269); supports_mm_prefix True (:317)",
+         dtypes=F16_BF16_F32, kv=("auto",) + FP8_ALL, heads=">=32", sink="yes", sliding=True, kernel=("*16",),
+         mm_prefix="yes"),
     _row("TRITON_ATTN", "0.15.0", f"0.15.0 {_TR}:262-268 supported_kv_cache_dtypes + bfloat16",
          kv=("auto", "bfloat16") + FP8_ALL),
     _row("TRITON_ATTN", "0.18.0", f"0.18.0 {_TR}:264-281 supported_kv_cache_dtypes + float16; supports_block_size: "
@@ -130,8 +134,8 @@ WRITTEN: tuple[Written, ...] = (
     _row("TRITON_ATTN", "0.24.0", f"0.24.0 {_TR}:482-502 TritonAttentionImpl: on CUDA an fp8 KV cache below SM89 and "
          "a bfloat16 KV cache below SM80 are refused", refuse=("triton_fp8_sm89",)),
     _row("FLEX_ATTENTION", "0.14.0", "0.14.0 v1/attention/backends/flex_attention.py:76-123: dtypes fp16/bf16/fp32 "
-         "(:78-82); KV dtype auto (:83); any head size (:121-123); no sinks",
-         dtypes=F16_BF16_F32, sliding=True, kv_first=True),
+         "(:78-82); KV dtype auto (:83); any head size (:121-123); no sinks; supports_mm_prefix True (:95-97)",
+         dtypes=F16_BF16_F32, sliding=True, kv_first=True, mm_prefix="yes"),
     _row("FLEX_ATTENTION", "0.15.0", "0.15.0 v1/attention/backends/flex_attention.py:83 ['auto', 'bfloat16']",
          kv=("auto", "bfloat16")),
     _row("FLEX_ATTENTION", "0.18.0", "0.18.0 v1/attention/backends/flex_attention.py:83-87 + float16", kv=KV_18),
@@ -244,7 +248,8 @@ WRITTEN: tuple[Written, ...] = (
          "(:181-183; 0.17.0:183-185 + 80); kernel [16, 32, 544]", dtypes=F16_BF16_F32, kv=None,
          heads=(32, 64, 80, 96, 128, 160, 192, 224, 256), sliding=True, kernel=(16, 32, 544), kv_first=True),
     _row("ROCM_ATTN", "0.18.0", f"0.18.0 {_ROCM}:167-198: KV dtypes auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2; "
-         "sinks; kernel [MultipleOf(16)]", kv=KV_18 + FP8_ALL, sink="yes", kernel=("*16",)),
+         "sinks; kernel [MultipleOf(16)]; supports_mm_prefix True (:193)", kv=KV_18 + FP8_ALL, sink="yes",
+         kernel=("*16",), mm_prefix="yes"),
     _row("ROCM_ATTN", "0.19.0", f"0.19.0 {_ROCM}:196-201 supports_sink: False", sink="no"),
     _row("ROCM_ATTN", "0.23.0", f"0.23.0 {_ROCM}:211-215 supports_kv_connector: False", connector=False),
     _row("ROCM_AITER_FA", "0.14.0", f"0.14.0 {_AFA}:517-527: dtypes fp16/bf16; head sizes 64, 128, 256; kernel [16, "
@@ -258,8 +263,8 @@ WRITTEN: tuple[Written, ...] = (
     _row("ROCM_AITER_UNIFIED_ATTN", "0.14.0", f"0.14.0 {_AUA}:24: RocmAttentionBackend's checks", dtypes=F16_BF16_F32,
          kv=None, heads=(32, 64, 96, 128, 160, 192, 224, 256), sliding=True, kernel=(16, 32, 544), kv_first=True),
     _row("ROCM_AITER_UNIFIED_ATTN", "0.18.0", f"0.18.0 {_AUA}:28-48: head_size >= 32; block size a multiple of 16; "
-         "sinks; RocmAttentionBackend's KV dtypes", heads=">=32", kv=KV_18 + FP8_ALL, sink="yes", kernel=("*16",),
-         block_ok="*16"),
+         "sinks; RocmAttentionBackend's KV dtypes; supports_mm_prefix True (:43-44)", heads=">=32",
+         kv=KV_18 + FP8_ALL, sink="yes", kernel=("*16",), block_ok="*16", mm_prefix="yes"),
     _row("ROCM_AITER_UNIFIED_ATTN", "0.19.0", f"0.19.0 {_AUA}:32-37 get_preferred_block_size: 64 ('[ROCM_AITER_"
          "UNIFIED_ATTN]: Setting kv cache block size to 64.')", preferred=64),
     _row("ROCM_AITER_UNIFIED_ATTN", "0.23.0", f"0.23.0 {_AUA}: RocmAttentionBackend.supports_kv_connector False "

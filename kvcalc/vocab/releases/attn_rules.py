@@ -110,6 +110,29 @@ ATTENTION_STEPS: dict[str, tuple[Step, ...]] = {
     "fa4_head192_v128": (  # FA4 on Blackwell keeps head size 192 only with value head 128
         Step((0, 0, 0), False, "0.32.0 v1/attention/backends/fa_utils.py:186-200: head_size > 128 and != 192 -> FA2"),
         Step((0, 33, 0), True, "0.33.0 v1/attention/backends/fa_utils.py:192-206: (256, 256) or (192, 128) keep FA4")),
+    # ModelConfig.is_mm_prefix_lm: the config's own is_mm_prefix_lm, else its model_type in this list; the selector gets
+    # use_mm_prefix, and a backend without supports_mm_prefix() is refused ("partial multimodal token full
+    # attention not supported", v1/attention/backend.py validate_configuration 0.14.0:233 ... 0.33.0:310).
+    "mm_prefix_models": (
+        Step((0, 0, 0), ("gemma3", "paligemma"), "0.14.0 config/model.py is_mm_prefix_lm MM_PREFIX_LM_MODELS"),
+        Step((0, 15, 0), ("gemma3", "molmo2", "paligemma"), "0.15.0 config/model.py: + molmo2"),
+        Step((0, 18, 0), ("bagel", "gemma3", "molmo2", "paligemma"), "0.18.0 config/model.py: + bagel"),
+        Step((0, 20, 0), ("bagel", "gemma3", "molmo2", "paligemma", "umm"), "0.20.0 transformers_utils/"
+             "model_arch_config_convertor.py ModelArchConfigConvertorBase.is_mm_prefix_lm: + umm"),
+        Step((0, 21, 0), ("bagel", "gemma3", "molmo2", "moondream3", "paligemma", "umm"), "0.21.0 the same: + "
+             "moondream3"),
+        Step((0, 29, 0), ("bagel", "gemma3", "molmo2", "moondream3", "paligemma"), "0.29.0 the same: - umm")),
+    # The model types Gemma-4's convertor answers is_mm_prefix_lm for, with text_config.use_bidirectional_attention ==
+    # "vision" (0.20.0 transformers_utils/model_arch_config_convertor.py:478-483, :505-506); 0.19 reads the list
+    # alone, where gemma4 is not.
+    "vision_prefix_types": (
+        Step((0, 0, 0), (), "0.19.1 config/model.py is_mm_prefix_lm: the list only"),
+        Step((0, 20, 0), ("gemma4", "gemma4_text"), "0.20.0 model_arch_config_convertor.py:478-506"),
+        Step((0, 23, 0), ("gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text"), "0.23.0 the same table"),
+        Step((0, 24, 0), ("diffusion_gemma_text", "gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text"),
+             "0.24.0 model_arch_config_convertor.py:564-600 and its table"),
+        Step((0, 31, 0), ("diffusion_gemma", "diffusion_gemma_text", "gemma4", "gemma4_text", "gemma4_unified",
+                          "gemma4_unified_text"), "0.31.0 model_arch_config_convertor.py:734 and its table")),
     "fi_sink_caps": (  # FlashInferBackend.supports_sink: TRTLLM decode / prefill (NVIDIA artifactory reachable)
         Step((0, 0, 0), "10.x", "0.27.1 v1/attention/backends/flashinfer.py:472-490: SM10x TRTLLM only"),
         Step((0, 28, 0), "10.x|12.x", "0.28.0 v1/attention/backends/flashinfer.py:542-560: + SM12x XQA"),
@@ -183,6 +206,8 @@ class AttentionRules:
         fa_sink_caps: str
         fa4_caps: str
         fa4_head192_v128: bool
+        mm_prefix_models: tuple[str, ...]
+        vision_prefix_types: tuple[str, ...]
         fi_sink_caps: str
         aiter_arches: str
         sparse_kv_format: str
