@@ -63,7 +63,16 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
     if per_layer > 1 and (index_dim is not None or m.get("draft") is not None):
         raise r.fail("model.mla_per_layer", "1 with an indexer or a drafter (two MLA attentions a layer with those "
                      "is not modelled)", per_layer)
-    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
+    skip = m.get("index_skip_layers")
+    if skip is not None and (index_dim is None or not isinstance(skip, list)
+                             or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in skip)):
+        raise r.fail("model.index_skip_layers", f"layer indices below {n}, beside model.index_head_dim", skip)
+    return ModelLayout(sink_len=r.key(m, "model.sink_len"), index_skip_layers=frozenset(skip or ()),
+                       pipeline_parallel=r.key(m, "model.pipeline_parallel"), kv_head_replication=replication,
+                       tp_must_divide=r.key(m, "model.tp_must_divide"),
+                       registered_since=r.key(m, "model.registered_since"),
+                       requires_backend=r.key(m, "model.requires_backend"),
+                       kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
                        num_attention_heads=r.key(m, "model.num_attention_heads"),
                        qk_nope_head_dim=r.key(m, "model.qk_nope_head_dim"),
                        attention_sinks=r.key(m, "model.attention_sinks"),
