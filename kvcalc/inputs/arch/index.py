@@ -9,7 +9,7 @@ from typing import Callable
 
 from ...vocab.errors import LayoutError, UnsupportedError
 from .table import Arch
-from ..hf import deepseek_v4 as hf_deepseek_v4, hybrid as hf_hybrid, shapes as hf_shapes, special as hf_special
+from ..hf import deepseek_v4 as hf_deepseek_v4, hybrid as hf_hybrid, special as hf_special
 from ..hf.attention import (attention, config_layer_types, layer_count, pattern_kinds, put_heads, put_windows,
                            sliding_layers, window_list)
 from ..hf.readers import Cfg, Mapped
@@ -140,6 +140,15 @@ def _falcon(m: Mapped, cfg: Cfg, row: Arch) -> None:
     m.put("kv_cache_dtype_auto", True, "falcon.py:173-197: rotary / ALiBi Attention without cache_config")
 
 
+def _shapes(name: str) -> Callable[[Mapped, Cfg, Arch], None]:
+    """A reader of inputs/hf/shapes.py, imported on its first use (only these architectures need it)."""
+    def read(m: Mapped, cfg: Cfg, row: Arch) -> None:
+        from ..hf import shapes
+
+        getattr(shapes, name)(m, cfg, row.rule)
+    return read
+
+
 READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "attention": _attention, "qwen2": _qwen2, "gpt_oss": _gpt_oss, "chatglm": _chatglm,
     "mla": _mla, "mla_indexer": _mla, "exaone_moe": _exaone_moe,
@@ -154,18 +163,7 @@ READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),
     "deepseek_v4": _legacy(hf_deepseek_v4.deepseek_v4), "falcon": _falcon, "longcat": _longcat,
-    "mimo_v2": lambda m, cfg, row: hf_shapes.mimo_v2(m, cfg, row.rule),
-    "zamba2": lambda m, cfg, row: hf_shapes.zamba2(m, cfg, row.rule),
-    "iquest_loop": lambda m, cfg, row: hf_shapes.iquest_loop(m, cfg, row.rule),
-    "dory": lambda m, cfg, row: hf_shapes.dory(m, cfg, row.rule),
-    "hrm_text": lambda m, cfg, row: hf_shapes.hrm_text(m, cfg, row.rule),
-    "pangu_embedded": lambda m, cfg, row: hf_shapes.pangu_embedded(m, cfg, row.rule),
-    "bailing_v25": lambda m, cfg, row: hf_shapes.bailing_v25(m, cfg, row.rule),
-    "beam": lambda m, cfg, row: hf_shapes.beam(m, cfg, row.rule),
-    "kimi_linear": lambda m, cfg, row: hf_shapes.kimi_linear(m, cfg, row.rule),
-    "alice_ai": lambda m, cfg, row: hf_shapes.alice_ai(m, cfg, row.rule),
-    "bailing_v3": lambda m, cfg, row: hf_shapes.bailing_v3(m, cfg, row.rule),
-    "domyn_edge": lambda m, cfg, row: hf_shapes.domyn_edge(m, cfg, row.rule),
-    "hy_v4": lambda m, cfg, row: hf_shapes.hy_v4(m, cfg, row.rule),
-    "flint": lambda m, cfg, row: hf_shapes.flint(m, cfg, row.rule),
+    **{k: _shapes(k) for k in ("mimo_v2", "zamba2", "iquest_loop", "dory", "hrm_text", "pangu_embedded",
+                                "bailing_v25", "beam", "kimi_linear", "alice_ai", "bailing_v3", "domyn_edge", "hy_v4",
+                                "flint")},
 }
