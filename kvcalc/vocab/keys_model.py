@@ -18,6 +18,9 @@ MODEL_SHAPE_ROWS: tuple[tuple[str, str, dict], ...] = (
                                      "minimum": 1, "nullable": True}),
     ("model.requires_backend", "str", {"doc": "the attention backend the model's layers assert (Flint: FLASHINFER): "
                                               "vLLM refuses to start on another", "nullable": True}),
+    ("model.head_size_v_since", "str", {"doc": "the first vLLM release whose attention keeps head_size_v; earlier "
+                                               "ones zero-pad V to the K head size (MiMo-V2: 0.20.0)",
+                                        "nullable": True}),
     ("model.registered_since", "str", {"doc": "the first vLLM release whose model registry lists the architecture: "
                                               "an earlier release refuses it", "nullable": True}),
 )

@@ -118,3 +118,13 @@ def test_hy_v4_shared_indexer_layers_have_no_indexer_cache():
     names = [n for n, _ in p.layers.stages[0].layers]
     assert sum(n.endswith("indexer.k_cache") for n in names) == 1 + len(range(1, 34, 4)), "indexer caches"
     assert sum(n.endswith("self_attn.attn") for n in names) == 34, "one MLA cache a layer"
+
+
+def test_mimo_v2_pads_v_to_the_k_head_before_0_20():
+    # mimo_v2_flash.py:314-322 @0.17.0 zero-pads V to head_dim 192 (no head_size_v); 0.20.0 passes head_size_v 128.
+    # TP 2: full layers 4 / 2 = 2 KV heads, sliding 8 / 2 = 4; a 16-token page is 16 x heads x (K + V) x 2 B.
+    for version, v in (("0.19.1", 192), ("0.20.0", 128)):
+        p = plan(layout("mimo-v2-flash.json", 2, version=version))
+        pages = {(type(s).__name__, s.page_size_bytes) for _, s in p.layers.stages[0].layers}
+        assert pages == {("FullAttentionSpec", 16 * 2 * (192 + v) * 2),
+                         ("SlidingWindowSpec", 16 * 4 * (192 + v) * 2)}, f"pages on {version}"

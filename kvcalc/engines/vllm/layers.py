@@ -189,6 +189,9 @@ class _Builder:
     def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
         if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
+        since = self.model.head_size_v_since
+        if since is not None and self.behaviour.release < tuple(int(x) for x in since.split(".")):
+            dv = d  # the model zero-pads V to the K head size (MiMo-V2 before 0.20.0)
         bs = self.block_size
         if kind is LayerKind.SLIDING:
             return interned(SlidingWindowSpec, block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv,

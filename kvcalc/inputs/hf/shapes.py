@@ -47,6 +47,8 @@ def mimo_v2(m: Mapped, cfg: Cfg, rule: Rule | None) -> None:
     m.put("num_kv_heads", [shape[s][0] for s in sliding], origin)
     m.put("head_size", [shape[s][1] for s in sliding], origin)
     m.put("head_size_v", [shape[s][2] for s in sliding], origin)
+    m.put("head_size_v_since", "0.20.0", "mimo_v2_flash.py:314 @0.20.0 passes head_size_v; 0.14-0.19 zero-pad V to "
+          "the K head size (mimo_v2_flash.py:314-322 @0.17.0)")
     if any(sliding):
         window = cfg.int_("sliding_window_size")
         if window < 1:  # mimo_v2.py:318: a window of -1 is none; kvcalc's sliding layers need one

@@ -71,6 +71,7 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
                        pipeline_parallel=r.key(m, "model.pipeline_parallel"), kv_head_replication=replication,
                        tp_must_divide=r.key(m, "model.tp_must_divide"),
                        registered_since=r.key(m, "model.registered_since"),
+                       head_size_v_since=r.key(m, "model.head_size_v_since"),
                        requires_backend=r.key(m, "model.requires_backend"),
                        kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
                        num_attention_heads=r.key(m, "model.num_attention_heads"),
