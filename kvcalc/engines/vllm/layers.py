@@ -483,6 +483,9 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         # 0.33.0 v1/core/single_type_kv_cache_manager.py:2219-2220 SinkFullAttentionManager (an assertion at start-up)
         raise StartupRefusal(f"{layout.source}: model.sink_len {model.sink_len} is not a multiple of the block size "
                              f"{block_size}: vLLM asserts sink_len % block_size == 0")
+    if model.sink_len is not None and behaviour.sink_blocks_reserved:
+        notes.append(f"vLLM {behaviour.version} takes sink_len / block_size = {model.sink_len // block_size} blocks "
+                     "from the free pool at start for the static sinks: the logged capacity still counts them")
     stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
                          mamba_cache_mode=mode)
