@@ -169,8 +169,8 @@ def _pangu_sink(m: Mapped, cfg: Cfg, sinks: int) -> None:
     (static_sink_attention.py:211-225: a full-attention page whatever interleaved_sliding_window says, grouped as
     full attention: single_type_kv_cache_manager.py:2723-2727): K head qk_nope_dim + qk_rope_dim, V head v_channels,
     KV heads num_key_value_heads divided by TP and never replicated (:550-567). vLLM writes the param_sink_number
-    sink tokens into blocks 1..sink_len / block_size of every request's table (static_sink_attention.py:72-78); no
-    pool blocks are set aside for them (v1/core reserves none), so the pool is a full-attention pool's."""
+    sink tokens into blocks 1..sink_len / block_size of every request's table (static_sink_attention.py:72-78);
+    0.14-0.29 also pop that many blocks off the free queue at start (STEPS sink_blocks_reserved), 0.30.0+ none."""
     n = layer_count(m, cfg)
     m.put("layer_types", ["full_attention"] * n, f"{cfg.origin('param_sink_number')} > 0: static-sink attention "
           "(SinkFullAttentionSpec) in every layer")
