@@ -19,6 +19,7 @@ from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAM
 from .records import MISSING, fields, record
 from .releases import DEFAULT_LMCACHE_VERSION, DEFAULT_SGLANG_VERSION, LMCACHE_RELEASES, SGLANG_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
+from .releases.vllm_quant import ALL_METHODS
 from .units import MODEL_DTYPES, SIZE_HELP
 
 # Help groups, in the order `--help` shows them.
@@ -165,8 +166,6 @@ KEYS: tuple[Key, ...] = (
        "rank)", minimum=1, nullable=True),
     _k("model.attention_sinks", "bool", "the attention layers have sinks (gpt-oss): backends without sinks refuse "
        "them", default=False),
-    _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
-       "2)", default=1, minimum=1, maximum=2),
     *(_k(path, kind, **kw) for path, kind, kw in MODEL_SHAPE_ROWS),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
        nullable=True),
@@ -373,16 +372,20 @@ KEYS: tuple[Key, ...] = (
     _k("gpu.used_memory", "size", "device memory other processes hold when vLLM starts (co-located engines, sleep "
        "mode, other tenants): vLLM refuses to start when total - used < total x utilization", nullable=True,
        flag=("--gpu-used-memory",), name="gpu_used_memory", panel="gpu",
-       help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: "
-            f"{SIZE_HELP}"),
+       help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: {SIZE_HELP}"),
+    _k("gpu.estimate_cudagraphs", "bool", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS in the engine's environment (a "
+       "serve line's or manifest's variable sets it; null: the release's default, off up to 0.19.1, on from 0.20.0)",
+       nullable=True),
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
        vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),
-    _k("gpu.quantization", "choice", "vLLM's runtime --quantization of a checkpoint that is not quantized (fp8: "
-       "linear weights in 1 byte); a quantized checkpoint's own method comes from its config", nullable=True,
-       choices=("fp8",), flag=("--quantization",), name="quantization", panel="gpu",
-       help="runtime weight quantization: fp8", vllm=("--quantization", "-q"), vllm_parse="str",
-       vllm_args="changed"),
+    _k("gpu.quantization", "choice", "vLLM's --quantization: a runtime method for a checkpoint that is not "
+       "quantized (fp8, fp8_per_block, bitsandbytes, experts_int8, ...: the weights at that method's bytes), or the "
+       "quantized checkpoint's own method (its config's quant_method, or a Marlin / override form of it); each "
+       "release accepts its own list (vocab/releases/vllm_quant.py)", nullable=True,
+       choices=ALL_METHODS, flag=("--quantization",), name="quantization", panel="gpu",
+       help="vLLM's --quantization (fp8, fp8_per_block, bitsandbytes, experts_int8, ...)",
+       vllm=("--quantization", "-q"), vllm_parse="str", vllm_args="changed"),
 
     _k("offload", "section", "the CPU offload pool: the native offloading connector's budget (without one the GPU "
        "side alone is planned), or LMCache's config"),
@@ -446,7 +449,7 @@ KEYS: tuple[Key, ...] = (
        name="host_available", panel="offload",
        help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
     _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
-       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       "memory (off a predicted budget's GPU weights; the host_memory gate counts them)", minimum=0, cap=1 << 30,
        default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
        help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
        vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 # (path, kind, the row's fields), in the key table's order.
 MODEL_SHAPE_ROWS: tuple[tuple[str, str, dict], ...] = (
+    ("model.mla_per_layer", "int", {"doc": "MLA attentions in every mla layer, each with its own KV cache "
+                                           "(LongCat-Flash: 2)", "default": 1, "minimum": 1, "maximum": 2}),
     ("model.index_skip_layers", "ints", {"doc": "mla layers without their own indexer cache (HY-V4's shared "
                                                 "indexer layers reuse an earlier layer's top-k)", "minimum": 0}),
     ("model.sink_len", "int", {"doc": "static sink tokens every attention layer prepends (openPangu's "

@@ -182,9 +182,8 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                                        "--block-size)"),
         Step((0, 18, 0), None, "0.18.0 config/cache.py: block_size: SkipValidation[int] (no BlockSize Literal); "
                                "0.26.0: Field(gt=0)")),
-    "supports_skip_layers": (
-        Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
-        Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
+    "supports_skip_layers": (Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
+                             Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
     "supports_scaled_kv_dtypes": (
         Step((0, 0, 0), False, "0.19.1 config/cache.py: CacheDType without int8_per_token_head"),
         Step((0, 20, 0), True, "0.20.0 config/cache.py: int8_per_token_head, fp8_per_token_head, nvfp4")),
@@ -387,6 +386,7 @@ class Behaviour:
     replication_test: str
     lmcache_offloading_flag: str
     memory_budget: str  # the GPU KV budget's formula family (steps.py)
+    cudagraph_estimate_platforms: tuple[str, ...]
     default_gpu_memory_utilization: float
     mrv2_rule: str
     batch_class_large: bool
