@@ -81,6 +81,17 @@ def _(old, new):
         assert len(g.groups) == groups, version
 
 
+@boundary("sink_blocks_reserved", "0.30.0")
+def _(old, new):
+    # openPangu's static sinks (model.sink_len 128, block 16): 0.29.0's SinkFullAttentionManager pops 128 // 16 = 8
+    # blocks from the free queue at start; 0.30.0 takes none.
+    layout = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "sink_len": 128},
+              "cache": {"block_size": 16}}
+    for version, noted in ((old, True), (new, False)):
+        notes = make_plan(layout, version).layers.notes
+        assert any("= 8 blocks from the free pool" in n for n in notes) == noted, version
+
+
 @boundary("sliding_page_uses_head_size_v", "0.20.0")
 def _(old, new):
     # Sliding layers with D = 128, Dv = 64, 8 heads, block 16: 0.19.1 2 x 16 x 8 x 128 x 2 = 65,536 B;

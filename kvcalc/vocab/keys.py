@@ -14,6 +14,7 @@ from typing import Any
 from .kinds import GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
 from .keys_host import HOST_ROWS
 from .keys_lmcache_mp import LMCACHE_MP_ROWS
+from .keys_model import MODEL_SHAPE_ROWS
 from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
                      PLATFORMS)
 from .records import MISSING, fields, record
@@ -173,8 +174,7 @@ KEYS: tuple[Key, ...] = (
        nullable=True),
     _k("model.bidirectional_vision", "bool", "Gemma-4: text_config.use_bidirectional_attention is \"vision\" (vLLM "
        "0.20+ reads it as is_mm_prefix_lm)", default=False),
-    _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
-       "2)", default=1, minimum=1, maximum=2),
+    *(_k(path, kind, **kw) for path, kind, kw in MODEL_SHAPE_ROWS),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
        nullable=True),
     _k("model.max_position_embeddings", "int", "default for cache.max_model_len", minimum=1, nullable=True),

@@ -170,6 +170,14 @@ def _linear_attention(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int
     return [(g["num_attention_heads"] // tp, g["head_dim"], g["head_dim"])]
 
 
+def _kda(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
+    # Kimi Delta Attention (mamba_utils.py kda_state_shape @0.33.0:296-319): one conv state over q, k and v
+    # (3 x heads x head_dim channels) and one (heads, head_dim, head_dim) recurrent state.
+    nh, hd = g["num_heads"], g["head_dim"]
+    return [(g["short_conv_kernel_size"] - 1 + ns, exact(3 * nh * hd, tp, "3 x num_heads x head_dim")),
+            (exact(nh, tp, "num_heads"), hd, hd)]
+
+
 @record
 class MambaKind:
     name: str
@@ -188,6 +196,10 @@ class MambaKind:
     # Config-file fields that determine no state shape but must agree with those that do (Mamba2Config /
     # NemotronHConfig: intermediate = expand x hidden_size = mamba_num_heads x mamba_head_dim): accepted, checked.
     checked: tuple[str, ...] = ()
+    ssm_dtype: str | None = None  # the recurrent state's dtype whatever --mamba-ssm-cache-dtype says (KDA: float32)
+    since: tuple[int, int, int] = (0, 0, 0)  # the first release whose state layout this kind is
+    # The first release whose conv state has a row per speculative token (earlier: kernel - 1 rows only).
+    spec_rows_since: tuple[int, int, int] = (0, 0, 0)
 
 
 # A config-file field every Mamba kind's section accepts: the SSM state dtype the model's config names (NemotronH:
@@ -224,6 +236,13 @@ MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
               refuses_float32=False),
     _mamba("short_conv", "conv", ("hidden_size", "conv_L_cache"), (), _short_conv, mode_all=False,
               single_state=True, refuses_float32=False),
+    # Kimi-Linear (mamba/gdn/kimi_gdn_linear_attn.py:155-175 @0.33.0): kda_state_dtype(model dtype,
+    # mamba_cache_dtype) without the SSM flag, so the recurrent state is float32 (mamba_utils.py:133-147). 0.14-0.22
+    # kept four states (q, k, v conv states and the recurrent one: mamba_utils.py kda_state_dtype @0.22.1); 0.23-0.26
+    # had kernel - 1 conv rows whatever the drafter (kda_state_shape @0.26.0), 0.27.0 adds one per speculative token.
+    _mamba("kda", "self_attn", ("num_heads", "head_dim", "short_conv_kernel_size"), (), _kda, mode_all=False,
+           single_state=False, refuses_float32=False, ssm_dtype="float32", since=(0, 23, 0),
+           spec_rows_since=(0, 27, 0)),
     _mamba("linear_attention", "self_attn", ("num_attention_heads", "head_dim"), (), _linear_attention,
               mode_all=False, single_state=True, refuses_float32=True),
 )}

@@ -140,6 +140,13 @@ class ModelLayout:
     # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
     kv_cache_dtype_auto: bool = False
     mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
+    sink_len: int | None = None  # openPangu's static sink tokens (SinkFullAttentionSpec.sink_len)
+    index_skip_layers: frozenset[int] = frozenset()  # mla layers with no indexer cache of their own (HY-V4)
+    requires_backend: str | None = None  # the attention backend the model asserts (Flint: FLASHINFER)
+    head_size_v_since: str | None = None  # the first release keeping head_size_v (earlier: V padded to K's size)
+    registered_since: str | None = None  # the first vLLM release listing the architecture (earlier ones refuse it)
+    tp_must_divide: int | None = None  # the model refuses a TP size that does not divide it (Dory: 1)
+    pipeline_parallel: bool = True  # False: the model class does not implement SupportsPP (PP > 1 refused)
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:

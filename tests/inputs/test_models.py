@@ -58,7 +58,7 @@ def test_models_json_entries(capsys):
     assert doc["BertModel"]["status"] == "no KV cache"
     assert doc["WhisperForConditionalGeneration"]["status"] == "refused by vLLM"
     assert "scheduler.py" in doc["WhisperForConditionalGeneration"]["reason"]
-    assert doc["HrmTextForCausalLM"]["status"] == "not modelled"
+    assert doc["Step5ForCausalLM"]["status"] == "not modelled"
 
 
 def test_models_on_an_old_release_says_what_0_33_0_dropped(capsys):
@@ -78,7 +78,7 @@ def test_models_refuses_a_release_kvcalc_did_not_read(capsys):
 
 @pytest.mark.parametrize("config,must", [
     ({"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper"}, "KV connectors"),
-    ({"architectures": ["HrmTextForCausalLM"], "model_type": "hrm_text"}, "recurrence step"),
+    ({"architectures": ["Step5ForCausalLM"], "model_type": "step5"}, "CircularBufferSpec"),
     ({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}, "--draft-config"),
 ])
 def test_refused_architectures_name_their_reason(config, must, tmp_path, capsys):
@@ -91,9 +91,9 @@ def test_refused_architectures_name_their_reason(config, must, tmp_path, capsys)
 
 
 def test_unmapped_architecture_planned_from_the_layouts_keys(tmp_path, capsys):
-    # HrmTextForCausalLM is not modelled; with num_layers and the shapes beside hf_config the plan is the layout's:
+    # Step5ForCausalLM is not modelled; with num_layers and the shapes beside hf_config the plan is the layout's:
     # 24 full layers of 8 KV heads x 128, bf16 from the config: a 16-token page is 16 x 2 x 8 x 128 x 2 = 65,536 B.
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["HrmTextForCausalLM"], "model_type": "hrm_text",
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Step5ForCausalLM"], "model_type": "step5",
                                                       "torch_dtype": "bfloat16", "max_position_embeddings": 4096}))
     layout = tmp_path / "layout.yaml"
     layout.write_text("model: {hf_config: ./config.json, num_layers: 24, num_kv_heads: 8, head_size: 128}\n"
@@ -107,7 +107,7 @@ def test_unmapped_architecture_planned_from_the_layouts_keys(tmp_path, capsys):
 
 
 def test_unmapped_architecture_without_the_keys_is_one_line(tmp_path, capsys):
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["HrmTextForCausalLM"]}))
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Step5ForCausalLM"]}))
     layout = tmp_path / "layout.yaml"
     layout.write_text("model: {hf_config: ./config.json, num_kv_heads: 8}\noffload: {cpu_bytes_to_use: 64GiB}\n")
     assert main(["plan", str(layout)]) == 2

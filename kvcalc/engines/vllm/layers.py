@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import lcm
 
-from ...vocab.errors import InternalError, LayoutError, UnsupportedError, known
+from ...vocab.errors import InternalError, LayoutError, StartupRefusal, UnsupportedError, known
 from ...vocab.kinds import (GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES, KV_DTYPES, HeadRuleError, KVQuant,
                             LayerKind, heads_per_rank)
 from ...vocab.layout import Layout
@@ -189,6 +189,9 @@ class _Builder:
     def attention(self, kind: LayerKind, heads: int, d: int, dv: int, kv: _KVDtype) -> KVCacheSpec:
         if not self.behaviour.sliding_page_uses_head_size_v and kind in (LayerKind.SLIDING, LayerKind.CHUNKED):
             dv = d  # before 0.20.0 these pages were 2 * B * H * D * s
+        since = self.model.head_size_v_since
+        if since is not None and self.behaviour.release < tuple(int(x) for x in since.split(".")):
+            dv = d  # the model zero-pads V to the K head size (MiMo-V2 before 0.20.0)
         bs = self.block_size
         if kind is LayerKind.SLIDING:
             return interned(SlidingWindowSpec, block_size=bs, num_kv_heads=heads, head_size=d, head_size_v=dv,
@@ -241,7 +244,8 @@ class _Builder:
             if self.model.index_head_dim:
                 # Registered before the MLA wrapper in every read release (spec section 3.1).
                 indexer = self.indexer(self.model.index_head_dim)
-                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, indexer))
+                keep, _ = _split_skip(indices, self.model.index_skip_layers)  # HY-V4: shared-indexer layers
+                out += [Run(f"{prefix}self_attn.indexer.k_cache", 0, r, indexer) for r in progressions(keep)]
             out.append(Run(prefix + "self_attn.attn" if prefix else "self_attn.attn", 1, indices, self.mla()))
             return out
         if kind is LayerKind.MAMBA:
@@ -365,7 +369,7 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
                               a)
         return a // b
 
-    shapes = tuple(row.shapes(mamba.values, tp, ns, exact))
+    shapes = tuple(row.shapes(mamba.values, tp, ns if behaviour.release >= row.spec_rows_since else 0, exact))
     from .mamba import mamba_dtypes
 
     dtypes = mamba_dtypes(layout, len(shapes))
@@ -445,8 +449,17 @@ def _kv_dtypes(layout: Layout, behaviour: Behaviour, name: str) -> tuple[_KVDtyp
 def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
     model, cache = layout.model, layout.cache
+    since = model.registered_since
+    if since is not None and behaviour.release < tuple(int(x) for x in since.split(".")):
+        # vLLM's registry (model_executor/models/registry.py of that release) has no entry: refused at start-up.
+        raise StartupRefusal(f"{layout.source}: vLLM {behaviour.version}'s model registry does not list "
+                             f"{model.name}'s architecture (added in {since}; model.registered_since)")
     resolve_kv_dtype(layout, behaviour)  # the release's KV dtypes first (vLLM's argument parser refuses others)
     attention = plan_attention(layout, behaviour)
+    if model.requires_backend is not None and attention.backend != model.requires_backend:
+        raise StartupRefusal(f"{layout.source}: vLLM {behaviour.version} picks {attention.backend} for {model.name}, "
+                             f"whose layers assert {model.requires_backend} (model.requires_backend): give "
+                             f"--attention-backend {model.requires_backend}")
     kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour, attention.kv_cache_dtype)
     _check_cache_options(layout, behaviour)
     if model.has_mamba:
@@ -466,6 +479,13 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
                                                               attention)
     if raised:
         block_note = None
+    if model.sink_len is not None and model.sink_len % block_size:
+        # 0.33.0 v1/core/single_type_kv_cache_manager.py:2219-2220 SinkFullAttentionManager (an assertion at start-up)
+        raise StartupRefusal(f"{layout.source}: model.sink_len {model.sink_len} is not a multiple of the block size "
+                             f"{block_size}: vLLM asserts sink_len % block_size == 0")
+    if model.sink_len is not None and behaviour.sink_blocks_reserved:
+        notes.append(f"vLLM {behaviour.version} takes sink_len / block_size = {model.sink_len // block_size} blocks "
+                     "from the free pool at start for the static sinks: the logged capacity still counts them")
     stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
                          mamba_cache_mode=mode)

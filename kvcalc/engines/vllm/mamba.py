@@ -17,6 +17,8 @@ def mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
     ssm = layout.cache.mamba_ssm_cache_dtype
     ssm = conv if ssm == "auto" else MODEL_DTYPES[ssm]
     row = layout.model.mamba_section.row
+    if row.ssm_dtype is not None:
+        ssm = row.ssm_dtype
     if row.refuses_float32 and conv == "float32":
         raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for "
                                f"{row.name.replace('_', ' ')}")
@@ -35,10 +37,14 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
     if prefix is None:
         # vLLM's default (config/model.py is_prefix_caching_supported): hybrid models from 0.26.0, never an
         # attention-free (pure Mamba) model.
-        prefix = behaviour.hybrid_prefix_caching and model.first_attention is not None
+        # (MLA layers count as attention: Kimi-Linear's KDA + MLA serves with prefix caching, executed on 0.33.0.)
+        prefix = behaviour.hybrid_prefix_caching and (model.first_attention is not None or model.is_mla)
     modes = behaviour.mamba_modes
     mode, notes = "none", []
     row = model.mamba_section.row
+    if behaviour.release < row.since:
+        raise UnsupportedError(f"{layout.source}: model.mamba.kind {row.name}: vLLM {behaviour.version}'s state "
+                               f"layout for it is not modelled (kvcalc models {'.'.join(map(str, row.since))}+)")
     if cache.mamba_cache_mode != "auto":
         mode = cache.mamba_cache_mode
         if mode not in modes:

@@ -140,6 +140,15 @@ def _falcon(m: Mapped, cfg: Cfg, row: Arch) -> None:
     m.put("kv_cache_dtype_auto", True, "falcon.py:173-197: rotary / ALiBi Attention without cache_config")
 
 
+def _shapes(name: str) -> Callable[[Mapped, Cfg, Arch], None]:
+    """A reader of inputs/hf/shapes.py, imported on its first use (only these architectures need it)."""
+    def read(m: Mapped, cfg: Cfg, row: Arch) -> None:
+        from ..hf import shapes
+
+        getattr(shapes, name)(m, cfg, row.rule)
+    return read
+
+
 READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "attention": _attention, "qwen2": _qwen2, "gpt_oss": _gpt_oss, "chatglm": _chatglm,
     "mla": _mla, "mla_indexer": _mla, "exaone_moe": _exaone_moe,
@@ -154,4 +163,7 @@ READERS: dict[str, Callable[[Mapped, Cfg, Arch], None]] = {
     "mamba2": _legacy(legacy.mamba2), "nemotron_h": _legacy(legacy.nemotron_h),
     "falcon_h1": _legacy(legacy.falcon_h1), "qwen3_next": _legacy(legacy.qwen3_next),
     "deepseek_v4": _legacy(hf_deepseek_v4.deepseek_v4), "falcon": _falcon, "longcat": _longcat,
+    **{k: _shapes(k) for k in ("mimo_v2", "zamba2", "iquest_loop", "dory", "hrm_text", "pangu_embedded",
+                                "bailing_v25", "beam", "kimi_linear", "alice_ai", "bailing_v3", "domyn_edge", "hy_v4",
+                                "flint")},
 }

@@ -34,6 +34,32 @@ _SPECIAL = {
     "lfm2": "; short convolution: `conv_dim`, `conv_L_cache`",
     "gdn_hybrid": "; gated delta net: `linear_*`; MTP: `mtp_num_hidden_layers`",
     "gemma3n": "; the last `num_kv_shared_layers` share KV",
+    "mimo_v2": "`hybrid_layer_pattern`; full: `num_key_value_heads`, `head_dim`, `v_head_dim`; sliding: `swa_*`, "
+               "`sliding_window_size`",
+    "zamba2": "`layers_block_type`; attention `num_attention_heads` x `attention_head_dim`; Mamba-2 `n_mamba_heads`, "
+              "`mamba_headdim`, `mamba_ngroups`, `mamba_d_state`, `mamba_d_conv`, `mamba_expand`",
+    "iquest_loop": "`loop_num` (default 2), `loop_window_size` (default 64); KV heads `num_key_value_heads`; head "
+                   "hidden / heads",
+    "dory": "`layer_types`, `n_input_layers` / `n_recurrent_layers` / `n_recurrent_loops`, "
+            "`recurrent_kv_cache_mode`; KV heads `num_key_value_heads`; head `head_dim`; `sliding_window`",
+    "hrm_text": "`H_cycles`, `L_cycles`, `num_layers_per_stack`; one KV head per query head; head `head_dim` or "
+                "hidden / heads",
+    "pangu_embedded": "MLA keys, or `param_sink_number` with `qk_nope_dim` + `qk_rope_dim` / `v_channels`, or KV "
+                      "heads `num_key_value_heads`, head `head_dim` and `interleaved_sliding_window`",
+    "bailing_v25": "`layer_group_size`; MLA `kv_lora_rank` + `qk_rope_head_dim`; linear attention "
+                   "`num_attention_heads`, `head_dim`; `group_norm_size` (TP)",
+    "beam": "KV heads `num_key_value_heads`; head `head_dim` or hidden / heads; `layer_types` (default sliding), "
+            "`sliding_window` (default 4096)",
+    "flint": "KV heads `num_key_value_heads`; head `head_dim`; `layer_types` (default full), `sliding_window` "
+             "(default 513), `use_sliding_window`",
+    "kimi_linear": "`linear_attn_config` (`kda_layers`, `num_heads`, `head_dim`, `short_conv_kernel_size`); MLA "
+                   "`kv_lora_rank` + `qk_rope_head_dim`",
+    "alice_ai": "`layer_types`; KV heads `num_key_value_heads`, head `head_dim`; KDA `linear_num_key_heads`, "
+                "`linear_key_head_dim`, `linear_conv_kernel_dim`",
+    "bailing_v3": "`layer_group_size`; MLA `kv_lora_rank` + `qk_rope_head_dim`; KDA `num_attention_heads`, "
+                  "`head_dim`, `short_conv_kernel_size`",
+    "domyn_edge": "`per_layer_config` (`head_dim` per layer), `window_sizes`; KV heads `num_key_value_heads`",
+    "hy_v4": "MLA `kv_lora_rank` + `qk_rope_head_dim`; `layer_types` (sparse), `indexer_types`, `index_head_dim`",
     "gemma4": "; full layers `global_head_dim` (`num_global_key_value_heads` with `attention_k_eq_v`); the last "
               "`num_kv_shared_layers` share KV",
 }

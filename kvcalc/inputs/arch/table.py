@@ -262,53 +262,63 @@ ROWS: tuple[Arch, ...] = (
     _a("SmolLM3ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
     _a("Starcoder2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
     _a("VaultGemmaForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
+    # --- KV caches that are not one attention per decoder layer (inputs/hf/shapes.py)
+    _r("HYV4ForCausalLM", "hy_v4.HYV4ForCausalLM", "hy_v4", "MLA; a DSA indexer cache on the full indexer layers "
+       "(indexer_types)", "models/hy_v4/nvidia/attention.py:60-110,134-200,318-340,425-462"),
+    _r("DomynEdgeForCausalLM", "domyn_edge.DomynEdgeForCausalLM", "domyn_edge", "full / sliding attention with a "
+       "head size per layer (per_layer_config, window_sizes)", "domyn_edge.py:35-108,136-170"),
+    _r("BailingMoeV3ForCausalLM", "bailing_moe_v3.BailingMoeV3ForCausalLM", "bailing_v3", "Kimi Delta Attention / "
+       "MLA every layer_group_size-th layer", "bailing_moe_v3.py:131-157,458-500,635-660,1240-1262"),
+    _r("AliceAIForCausalLM", "alice_ai.AliceAIForCausalLM", "alice_ai", "Kimi Delta Attention / full attention "
+       "per layer_types", "alice_ai.py:118-150,320-350,686-701"),
+    _r("KimiLinearForCausalLM", "kimi_k3.KimiLinearForCausalLM", "kimi_linear", "Kimi Delta Attention / MLA per "
+       "linear_attn_config.kda_layers (0.23.0+; Kimi-K3's full-rank gate refused)",
+       "models/kimi_k3/nvidia/model.py:683-760,1495-1525; mamba/gdn/kimi_gdn_linear_attn.py:155-175"),
+    _r("BeamForCausalLM", "beam.BeamForCausalLM", "beam", SWA_KV + " (default every layer sliding, window 4096)",
+       "models/beam/nvidia/attention.py:55-143; transformers_utils/configs/beam.py:19-91"),
+    _r("FlintForCausalLM", "flint.FlintForCausalLM", "flint", SWA_KV + " with sinks (default every layer full)",
+       "models/flint/model.py:243-307; models/flint/configs.py:40-77"),
+    _r("BailingMoeV2_5ForCausalLM", "bailing_moe_linear.BailingMoeV25ForCausalLM", "bailing_v25", "lightning linear "
+       "attention / MLA every layer_group_size-th layer", "bailing_moe_linear.py:68-74,347-377,455-500,768-795"),
+    _r("PanguEmbeddedForCausalLM", "openpangu.PanguEmbeddedForCausalLM", "pangu_embedded", "MLA, static-sink "
+       "attention, or full / sliding attention per interleaved_sliding_window", "openpangu.py:389-640,769-880"),
+    _r("PanguProMoEV2ForCausalLM", "openpangu.PanguProMoEV2ForCausalLM", "pangu_embedded", "static-sink attention "
+       "(K and V head sizes of their own), MLA, or full / sliding attention", "openpangu.py:522-640,769-880,1231"),
+    _r("LongcatFlashNgramForCausalLM", "longcat_flash_ngram.LongcatFlashNgramForCausalLM", "longcat", "MLA, two "
+       "attentions per decoder layer (LongCat-Flash's; the n-gram embeddings hold no KV cache)",
+       "longcat_flash_ngram.py:170-245 (FlashModel: longcat_flash.py:267-287,395-396)"),
+    _r("MiMoV2FlashForCausalLM", "mimo_v2.MiMoV2FlashForCausalLM", "mimo_v2", "full / sliding attention per "
+       "hybrid_layer_pattern, K and V head sizes per kind", "mimo_v2.py:318-358,382-450,499-500"),
+    _r("MiMoV2ForCausalLM", "mimo_v2.MiMoV2ForCausalLM", "mimo_v2", "full / sliding attention per "
+       "hybrid_layer_pattern, K and V head sizes per kind", "mimo_v2.py:1125 (MiMoV2FlashForCausalLM); "
+       "mimo_v2.py:318-358,382-450,499-500"),
+    _r("Zamba2ForCausalLM", "zamba2.Zamba2ForCausalLM", "zamba2", "Mamba-2 / shared attention + Mamba-2 (one KV "
+       "cache per hybrid layer)", "zamba2.py:143-200,735-776,869-897"),
+    _r("IQuestLoopCoderForCausalLM", "iquest_loopcoder.IQuestLoopCoderForCausalLM", "iquest_loop", "full attention "
+       "(loop 0) / sliding attention (later loops): one KV cache per loop of each layer",
+       "iquest_loopcoder.py:60-165,408"),
+    _r("DoryForCausalLM", "dory.DoryForCausalLM", "dory", "full / sliding attention per layer_types, one KV cache "
+       "per loop of each recurrent layer; none (mlp layers)", "dory.py:101-133,204-252"),
+    _r("HrmTextForCausalLM", "hrm_text.HrmTextForCausalLM", "hrm_text", "full attention: one KV cache per "
+       "recurrence step of each stack layer", "hrm_text.py:133-225"),
     # --- not modelled by kvcalc (each for the reason given)
-    _x("HrmTextForCausalLM", "hrm_text.HrmTextForCausalLM", NOT_READ + "one KV cache per recurrence step of each "
-       "layer (hrm_text.py:196-225)"),
-    _x("IQuestLoopCoderForCausalLM", "iquest_loopcoder.IQuestLoopCoderForCausalLM", NOT_READ + "one KV cache per "
-       "loop of each layer, the later loops sliding (iquest_loopcoder.py:130-165)"),
-    _x("DoryForCausalLM", "dory.DoryForCausalLM", NOT_READ + "one KV cache per loop of each layer "
-       "(dory.py:109-133)"),
-    _x("DomynEdgeForCausalLM", "domyn_edge.DomynEdgeForCausalLM", NOT_READ + "per-layer head sizes and windows "
-       "from per_layer_config / window_sizes (domyn_edge.py:97-170)"),
-    _x("HCXVisionV2ForCausalLM", "hyperclovax_vision_v2.HCXVisionV2ForCausalLM", NOT_READ + "a multimodal model "
-       "whose language model kvcalc does not resolve"),
-    _x("AliceAIForCausalLM", "alice_ai.AliceAIForCausalLM", NOT_READ + "Kimi Delta Attention state "
-       "(alice_ai.py:689-700, mamba_utils.py:296-319) with KDA prefill checkpoint blocks"),
-    _x("KimiLinearForCausalLM", "kimi_k3.KimiLinearForCausalLM", NOT_READ + "Kimi Delta Attention layers "
-       "(models/kimi_k3/nvidia/kda.py:901-909: a KDA state with prefill checkpoint blocks and alignment) beside MLA "
-       "layers"),
-    _x("BailingMoeV3ForCausalLM", "bailing_moe_v3.BailingMoeV3ForCausalLM", NOT_READ + "Kimi Delta Attention layers "
-       "(bailing_moe_v3.py:635-900,1480-1493) beside MLA layers"),
-    _x("BailingMoeV2_5ForCausalLM", "bailing_moe_linear.BailingMoeV25ForCausalLM", NOT_READ + "per-layer lightning "
-       "linear attention or MLA chosen by config.attention_type per layer (bailing_moe_linear.py:347-377)"),
-    _x("Glm5NextForCausalLM", "glm5next.Glm5NextForCausalLM", NOT_READ + "KDA linear attention beside indexed MLA "
-       "with a CircularBufferSpec indexer cache (models/glm5next)"),
-    _x("Qwen4ExpForCausalLM", "qwen4_exp.Qwen4ExpForCausalLM", NOT_READ + "gated delta net, full and compressed "
-       "indexed attention (CircularBufferSpec, MLAAttentionSpec) in models/qwen4_exp"),
-    _x("Step5ForCausalLM", "step5.Step5ForCausalLM", NOT_READ + "CircularBufferSpec attention layers (models/step5)"),
-    _x("HYV4ForCausalLM", "hy_v4.HYV4ForCausalLM", NOT_READ + "MLA with a lightning indexer shared between layers "
-       "(indexer_types full / shared, models/hy_v4)"),
-    _x("MiniMaxM3SparseForCausalLM", "minimax_m3.MiniMaxM3SparseForCausalLM", NOT_READ + "sparse attention layers "
-       "with an MLA-spec key cache (models/minimax_m3)"),
-    _x("InklingForCausalLM", "inkling.InklingForCausalLM", NOT_READ + "hybrid / hybrid_sliding layers, each with a "
-       "full and a sliding KV cache (models/inkling)"),
-    _x("InklingForConditionalGeneration", "inkling.InklingForConditionalGeneration", NOT_READ + "hybrid / "
-       "hybrid_sliding layers, each with a full and a sliding KV cache (models/inkling)"),
-    _x("BeamForCausalLM", "beam.BeamForCausalLM", NOT_READ + "its attention is built by platform code under "
-       "models/beam/nvidia that kvcalc has not mapped"),
-    _x("FlintForCausalLM", "flint.FlintForCausalLM", NOT_READ + "its attention is built by models/flint (GGUF NVFP4 "
-       "kernels) that kvcalc has not mapped"),
-    _x("LongcatFlashNgramForCausalLM", "longcat_flash_ngram.LongcatFlashNgramForCausalLM", NOT_READ + "two MLA "
-       "attentions per decoder layer (longcat_flash.py:249-290) and n-gram embeddings"),
-    _x("MiMoV2FlashForCausalLM", "mimo_v2.MiMoV2FlashForCausalLM", NOT_READ + "K and V head sizes that differ by "
-       "layer kind (swa_v_head_dim, v_head_dim) on the DIFFKV attention backends (mimo_v2.py:318-358,406-440)"),
-    _x("MiMoV2ForCausalLM", "mimo_v2.MiMoV2ForCausalLM", NOT_READ + "K and V head sizes that differ by layer kind "
-       "(swa_v_head_dim, v_head_dim) on the DIFFKV attention backends (mimo_v2.py:318-358,406-440)"),
-    _x("PanguEmbeddedForCausalLM", "openpangu.PanguEmbeddedForCausalLM", NOT_READ + "a per-layer choice between "
-       "MLA, static-sink and windowed attention (openpangu.py:769-880)"),
-    _x("PanguProMoEV2ForCausalLM", "openpangu.PanguProMoEV2ForCausalLM", NOT_READ + "static-sink attention "
-       "(SinkFullAttentionSpec with sink_len, openpangu.py:522-640)"),
-    _x("Zamba2ForCausalLM", "zamba2.Zamba2ForCausalLM", NOT_READ + "attention blocks shared between hybrid layers, "
-       "each use with its own KV cache named out of layer order (zamba2.py:190-200,735-760)"),
+    _x("Glm5NextForCausalLM", "glm5next.Glm5NextForCausalLM", NOT_READ + "KDA layers beside indexed MLA whose "
+       "indexer keeps a CircularBufferSpec ring (models/glm5next/common/attention.py:160-180): one page per request "
+       "in a KV cache group of its own, a spec kvcalc's groups do not have"),
+    _x("Qwen4ExpForCausalLM", "qwen4_exp.Qwen4ExpForCausalLM", NOT_READ + "gated delta net beside QSA attention with "
+       "a CircularBufferSpec ring and an MLA-spec compressed cache (models/qwen4_exp/common/qsa_cache.py:840-880): "
+       "one page per request in a KV cache group of its own, a spec kvcalc's groups do not have"),
+    _x("Step5ForCausalLM", "step5.Step5ForCausalLM", NOT_READ + "a CircularBufferSpec tail ring per CSA layer sized "
+       "from the main attention page (models/step5/nvidia/csa_tail_ring.py:150-190): one page per request in a KV "
+       "cache group of its own, a spec kvcalc's groups do not have"),
+    _x("MiniMaxM3SparseForCausalLM", "minimax_m3.MiniMaxM3SparseForCausalLM", NOT_READ + "sparse layers own an "
+       "MLAAttentionSpec index-key cache beside their full-attention K/V (models/minimax_m3/common/indexer.py:100-152, "
+       "its dtype from attention_config.indexer_kv_dtype): two spec kinds in one layer"),
+    _x("InklingForCausalLM", "inkling.InklingForCausalLM", NOT_READ + "every layer's short-conv state is a "
+       "SlidingWindowSpec paged at the sconv kernel size (models/inkling/nvidia/sconv_swa_attn.py:140-195), a block "
+       "size of its own beside the attention's, which vLLM's page unifier reconciles by scaling the attention block"),
+    _x("InklingForConditionalGeneration", "inkling.InklingForConditionalGeneration", NOT_READ + "every layer's "
+       "short-conv state is a SlidingWindowSpec paged at the sconv kernel size (models/inkling/nvidia/"
+       "sconv_swa_attn.py:140-195), a block size of its own beside the attention's, which vLLM's page unifier "
+       "reconciles by scaling the attention block"),
 )

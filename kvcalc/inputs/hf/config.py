@@ -70,6 +70,7 @@ def map_config(data: Any, *, source: str) -> Mapped:
     read_dtype(m, cfg, data)
     READERS[row.reader](m, cfg, row)
     _mm_prefix(m, data, inner)
+    _registered(m, lookup(data) or row)
     _config_ssm_dtype(m, cfg, lookup(data))
     _max_len(m, cfg)
     return m
@@ -85,6 +86,16 @@ def _mm_prefix(m: Mapped, data: dict, inner: dict) -> None:
         m.put("mm_prefix_lm", data["is_mm_prefix_lm"], "is_mm_prefix_lm")
     if inner.get("use_bidirectional_attention") == "vision":
         m.put("bidirectional_vision", True, "text_config.use_bidirectional_attention")
+
+
+def _registered(m: Mapped, top: Arch) -> None:
+    """The first release whose registry lists the config's architecture (vocab/releases/archs.py, read from every
+    release's registry.py): vLLM refuses the architecture on an earlier one."""
+    from ...vocab.releases.archs import first_release
+
+    since = first_release(top.name)
+    if since is not None and since != "0.14.0":
+        m.put("registered_since", since, f"{top.name} is in vLLM's registry from {since} (registry.py)")
 
 
 def _config_ssm_dtype(m: Mapped, cfg: Cfg, top: Arch | None) -> None:

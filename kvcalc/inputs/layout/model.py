@@ -20,6 +20,12 @@ def validate_model(top: dict, *, source: str) -> ModelLayout:
     return model_section(Reader(source, {}), top.get("model"))
 
 
+# Model keys the record takes as the key table reads them (no check across keys).
+_AS_WRITTEN = ("sink_len", "pipeline_parallel", "tp_must_divide", "registered_since", "head_size_v_since",
+               "requires_backend", "kv_cache_dtype_auto", "num_attention_heads", "qk_nope_head_dim", "attention_sinks",
+               "hf_model_type", "mm_prefix_lm", "bidirectional_vision")
+
+
 def model_section(r: Reader, data: Any) -> ModelLayout:
     m = r.section(data, "model")
     if "num_layers" not in m:
@@ -63,12 +69,12 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
     if per_layer > 1 and (index_dim is not None or m.get("draft") is not None):
         raise r.fail("model.mla_per_layer", "1 with an indexer or a drafter (two MLA attentions a layer with those "
                      "is not modelled)", per_layer)
-    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
-                       num_attention_heads=r.key(m, "model.num_attention_heads"),
-                       qk_nope_head_dim=r.key(m, "model.qk_nope_head_dim"),
-                       attention_sinks=r.key(m, "model.attention_sinks"),
-                       hf_model_type=r.key(m, "model.hf_model_type"), mm_prefix_lm=r.key(m, "model.mm_prefix_lm"),
-                       bidirectional_vision=r.key(m, "model.bidirectional_vision"),
+    skip = m.get("index_skip_layers")
+    if skip is not None and (index_dim is None or not isinstance(skip, list)
+                             or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n for i in skip)):
+        raise r.fail("model.index_skip_layers", f"layer indices below {n}, beside model.index_head_dim", skip)
+    return ModelLayout(**{k: r.key(m, f"model.{k}") for k in _AS_WRITTEN},
+                       index_skip_layers=frozenset(skip or ()), kv_head_replication=replication,
                        mla_per_layer=per_layer, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,

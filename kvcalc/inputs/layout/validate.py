@@ -12,7 +12,7 @@ import math
 from importlib import import_module
 from typing import Any
 
-from ...vocab.errors import UnsupportedError, known
+from ...vocab.errors import StartupRefusal, UnsupportedError, known
 from ...vocab.keys import KEY, UNMODELLED
 from ...vocab.kinds import GPU_ARCH_CAPABILITY, HeadRuleError, heads_per_rank
 from ...vocab.layout import (
@@ -192,6 +192,15 @@ def _parallel(r: Reader, data: Any, model: ModelLayout, vllm_nodes: bool = True)
     dp = r.key(p, "parallel.data_parallel_size")
     if pp > model.num_layers:
         raise r.fail("parallel.pipeline_parallel_size", f"at most model.num_layers ({model.num_layers})", pp)
+    if vllm_nodes and model.tp_must_divide is not None and model.tp_must_divide % tp:
+        # The model's own assertion at start-up (dory.py:295-296; bailing_linear_attn.py:448-453 @0.33.0).
+        raise StartupRefusal(f"{r.source}: parallel.tensor_parallel_size {tp}: vLLM's {model.name} refuses a TP size "
+                             f"that does not divide {model.tp_must_divide} (model.tp_must_divide)")
+    if vllm_nodes and pp > 1 and not model.pipeline_parallel:
+        # vLLM config/model.py:1569-1576 @0.33.0 (the same check in every release read), at start-up.
+        raise StartupRefusal(f"{r.source}: parallel.pipeline_parallel_size {pp}: vLLM refuses it for "
+                             f"{model.name}: \"Pipeline parallelism is not supported for this model. Supported "
+                             "models implement the `SupportsPP` interface.\"")
     part = None
     if p.get("pp_layer_partition") is not None:
         raw = p["pp_layer_partition"]

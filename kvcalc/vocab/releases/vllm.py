@@ -168,9 +168,10 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                "max_model_len)"),
         Step((0, 28, 0), "L3", "0.28.0 v1/core/kv_cache_utils.py: one line 'GPU KV cache size: %s tokens, "
                                "Maximum concurrency ...' (0.27.1: two lines)")),
-    "log_device_prefix": (
-        Step((0, 0, 0), False, "0.29.0 v1/core/kv_cache_utils.py: 'GPU KV cache size'"),
-        Step((0, 30, 0), True, "0.30.0 v1/core/kv_cache_utils.py: '%s KV cache size' with the device name")),
+    "log_device_prefix": (Step((0, 0, 0), False, "0.29.0 v1/core/kv_cache_utils.py: 'GPU KV cache size'"),
+                          Step((0, 30, 0), True, "0.30.0 v1/core/kv_cache_utils.py: '%s KV cache size', a device")),
+    "sink_blocks_reserved": (Step((0, 0, 0), True, "0.29.0 v1/core/single_type_kv_cache_manager.py:1109-1112: pop"),
+                             Step((0, 30, 0), False, "0.30.0 SinkFullAttentionManager takes no free blocks")),
     "sliding_page_uses_head_size_v": (
         Step((0, 0, 0), False, "0.19.1 v1/kv_cache_interface.py: SlidingWindowSpec page 2 * B * H * D * s"),
         Step((0, 20, 0), True, "0.20.0 v1/kv_cache_interface.py: SlidingWindowSpec page B * H * (D + Dv) * s")),
@@ -181,9 +182,8 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                                        "--block-size)"),
         Step((0, 18, 0), None, "0.18.0 config/cache.py: block_size: SkipValidation[int] (no BlockSize Literal); "
                                "0.26.0: Field(gt=0)")),
-    "supports_skip_layers": (
-        Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
-        Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
+    "supports_skip_layers": (Step((0, 0, 0), False, "0.18.1 config/cache.py: no kv_cache_dtype_skip_layers"),
+                             Step((0, 19, 0), True, "0.19.0 config/cache.py: kv_cache_dtype_skip_layers")),
     "supports_scaled_kv_dtypes": (
         Step((0, 0, 0), False, "0.19.1 config/cache.py: CacheDType without int8_per_token_head"),
         Step((0, 20, 0), True, "0.20.0 config/cache.py: int8_per_token_head, fp8_per_token_head, nvfp4")),
@@ -353,6 +353,7 @@ class Behaviour:
     group_threshold: tuple[int, int]
     log_family: str
     log_device_prefix: bool
+    sink_blocks_reserved: bool
     sliding_page_uses_head_size_v: bool
     block_size_choices: tuple[int, ...] | None
     supports_skip_layers: bool
