@@ -177,7 +177,7 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
 
     argv = split(serve)
     reader = line_reader(serve, argv)
-    release = overrides.get("vllm.version", (None, ""))[0]
+    release = overrides.get(reader.RELEASE_KEY, (None, ""))[0]
     top, from_line, notes = reader.parse(argv, release=release if isinstance(release, str) else None)
     for n in notes:
         say(f"note: {n}")

@@ -1,64 +1,87 @@
 """`python -m sglang.launch_server ...` / `sglang serve ...` -> the layout of an SGLang deployment (engine sglang),
-with SGLang's own flag spellings (vocab/releases/sglang_flags.py: every option of SGLang's parser; argparse's prefix
-abbreviations included, as SGLang accepts them). The flags that size the pools map to layout keys; flags SGLang has
-that do not change them are listed in a note; flags that change them in ways kvcalc does not model are refused,
-naming them; a flag SGLang does not have is refused too. Loaded only for SGLang lines (start-up time is a target)."""
+read by the release's own parser (serve/sglang_args.py over vocab/releases/sglang_flags.py: every option of each
+release, its switches and valued options, BooleanOptionalAction's --no- forms, choices, abbreviations and the
+ambiguity of a prefix, per release). What the parser leaves is read by dest (the ServerArgs field, whatever the
+spelling: --cuda-graph-max-bs was a deprecated alias of --cuda-graph-max-bs-decode until 0.5.19): the fields that
+size the pools map to layout keys (KEYS); fields that change them in ways kvcalc does not model are refused, naming
+the flag (NOT_MODELLED); every other field is accepted and listed in a note. Loaded only for SGLang lines (start-up
+time is a target)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ...vocab.errors import LayoutError, UnsupportedError
-from ...vocab.releases.sglang_flags import SWITCHES, VALUED
+from ...vocab.errors import UnsupportedError
+from .sglang_args import PROG, fail, read, serve_args
 from .vllm import assignments, resolve_model
 
-SOURCE = "sglang serve"
-INT, FLOAT, STR = int, float, str
-# SGLang flag -> (layout key, how its value is read)
-VALUES: dict[str, tuple[str, Any]] = {
-    "tp-size": ("parallel.tensor_parallel_size", INT), "tensor-parallel-size": ("parallel.tensor_parallel_size", INT),
-    "pp-size": ("parallel.pipeline_parallel_size", INT),
-    "pipeline-parallel-size": ("parallel.pipeline_parallel_size", INT),
-    "dp-size": ("parallel.data_parallel_size", INT), "data-parallel-size": ("parallel.data_parallel_size", INT),
-    "nnodes": ("parallel.nnodes", INT), "context-length": ("cache.max_model_len", INT),
-    "kv-cache-dtype": ("cache.kv_cache_dtype", STR), "dtype": ("model.dtype", STR),
-    "mem-fraction-static": ("sglang.mem_fraction_static", FLOAT), "max-total-tokens": ("sglang.max_total_tokens", INT),
-    "page-size": ("sglang.page_size", INT), "chunked-prefill-size": ("sglang.chunked_prefill_size", INT),
-    "cuda-graph-max-bs": ("sglang.cuda_graph_max_bs", INT), "cuda-graph-max-bs-decode": ("sglang.cuda_graph_max_bs", INT),
-    "max-running-requests": ("sglang.max_running_requests", INT),
-    "swa-full-tokens-ratio": ("sglang.swa_full_tokens_ratio", FLOAT),
-    "hicache-ratio": ("sglang.hicache.ratio", FLOAT), "hicache-size": ("sglang.hicache.size", INT),
-    "hicache-mem-layout": ("sglang.hicache.mem_layout", STR),
-    "hicache-host-memory-mode": ("sglang.hicache.host_memory_mode", STR),
-    "hicache-io-backend": ("sglang.hicache.io_backend", STR), "hicache-write-policy": ("sglang.hicache.write_policy", STR),
-    "hicache-storage-backend": ("sglang.hicache.storage_backend", STR),
-    "hicache-host-memory-fraction": ("sglang.hicache.host_memory_fraction", FLOAT),
+SOURCE = PROG
+RELEASE_KEY = "sglang.version"  # the layout key naming the release that reads the line
+# ServerArgs field -> the layout key it sets
+KEYS: dict[str, str] = {
+    "tp_size": "parallel.tensor_parallel_size", "pp_size": "parallel.pipeline_parallel_size",
+    "dp_size": "parallel.data_parallel_size", "nnodes": "parallel.nnodes", "context_length": "cache.max_model_len",
+    "kv_cache_dtype": "cache.kv_cache_dtype", "dtype": "model.dtype",
+    "mem_fraction_static": "sglang.mem_fraction_static", "max_total_tokens": "sglang.max_total_tokens",
+    "page_size": "sglang.page_size", "chunked_prefill_size": "sglang.chunked_prefill_size",
+    "cuda_graph_max_bs_decode": "sglang.cuda_graph_max_bs", "disable_cuda_graph": "sglang.disable_cuda_graph",
+    "max_running_requests": "sglang.max_running_requests", "swa_full_tokens_ratio": "sglang.swa_full_tokens_ratio",
+    "enable_hierarchical_cache": "sglang.hicache.enabled", "hicache_ratio": "sglang.hicache.ratio",
+    "hicache_size": "sglang.hicache.size", "hicache_mem_layout": "sglang.hicache.mem_layout",
+    "hicache_host_memory_mode": "sglang.hicache.host_memory_mode", "hicache_io_backend": "sglang.hicache.io_backend",
+    "hicache_write_policy": "sglang.hicache.write_policy", "hicache_storage_backend": "sglang.hicache.storage_backend",
+    "hicache_host_memory_fraction": "sglang.hicache.host_memory_fraction",
 }
-SWITCH_VALUES = {"enable-hierarchical-cache": ("sglang.hicache.enabled", True),
-                 "enable-hicache": ("sglang.hicache.enabled", True),
-                 "disable-cuda-graph": ("sglang.disable_cuda_graph", True)}
 # srt/arg_groups/fields/model.py @0.5.23 --dtype choices -> the layout's dtype; 'auto' keeps the config's.
 DTYPES = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16", "float": "float32", "float32": "float32"}
-# srt/mem_cache/kv_cache_dtype.py @0.5.23 --kv-cache-dtype -> kvcalc's names (the others are refused there).
+# --kv-cache-dtype choices (srt/mem_cache/kv_cache_dtype.py @0.5.23) -> kvcalc's names; the FP4 / MX formats are
+# refused by the model stage (engines/sglang/model.py).
 KV_DTYPES = {"auto": "auto", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
-             "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32"}
-# Flags that change the pools in ways kvcalc does not model.
-NOT_MODELLED = {
-    "speculative-algorithm": "a speculative draft (its KV cells and weights)",
-    "speculative-draft-model-path": "a speculative draft (its KV cells and weights)",
-    "enable-dp-attention": "DP attention (attention TP shrinks to TP / DP, padding buffers grow)",
-    "attn-dp-size": "DP attention (attention TP shrinks to TP / DP, padding buffers grow)",
-    "enable-lmcache": "LMCache's SGLang connector", "cpu-offload-gb": "weights offloaded to the CPU",
-    "quantization": "a runtime weight quantization", "enable-unified-memory": "the unified memory pool",
-    "dcp-size": "decode context parallelism", "enable-hisparse": "HiSparse",
-    "disable-hybrid-swa-memory": "the hybrid SWA pool turned off", "config": "an SGLang --config YAML",
+             "bfloat16": "bfloat16"}
+_DRAFT = "a speculative draft (its KV cells and weights)"
+_DP_ATTENTION = "DP attention (attention TP shrinks to TP / DP, padding buffers grow)"
+_WEIGHTS_OFF = "weights offloaded to the CPU (the free memory after the load)"
+# ServerArgs fields that change the pools in ways kvcalc does not model: refused, naming the flag.
+NOT_MODELLED: dict[str, str] = {
+    "speculative_algorithm": _DRAFT, "speculative_draft_model_path": _DRAFT,
+    "enable_dp_attention": _DP_ATTENTION, "attn_dp_size": _DP_ATTENTION,
+    "enable_lmcache": "LMCache's SGLang connector", "enable_flexkv": "FlexKV's host tier",
+    "cpu_offload_gb": _WEIGHTS_OFF, "offload_group_size": _WEIGHTS_OFF, "offload_num_in_group": _WEIGHTS_OFF,
+    "quantization": "a runtime weight quantization", "modelopt_quant": "a runtime weight quantization",
+    "torchao_config": "a runtime weight quantization", "enable_unified_memory": "the unified memory pool",
+    "dcp_size": "decode context parallelism (the KV split over ranks)",
+    "attn_cp_size": "attention context parallelism (the KV split over ranks)", "enable_hisparse": "HiSparse",
+    "hisparse_config": "HiSparse", "disable_hybrid_swa_memory": "the hybrid SWA pool turned off",
+    "config": "an SGLang --config YAML (its options are not read)",
+    "cuda_graph_config": "a --cuda-graph-config JSON (the graphs' reserve in mem_fraction_static)",
+    "json_model_override_args": "a model config override (--json-model-override-args)",
+    "disaggregation_mode": "PD disaggregation (a prefill or decode worker's reserve and pools)",
+    "enable_lora": "LoRA adapters' memory pool", "lora_paths": "LoRA adapters' memory pool",
+    "max_loras_per_batch": "LoRA adapters' memory pool", "max_lora_rank": "LoRA adapters' memory pool",
+    "moe_a2a_backend": "an MoE all-to-all backend's reserve (DeepEP's 2 GiB, memory_hook.py:391-414)",
+    "kt_weight_path": "KTransformers' CPU experts (the weights on the GPU)",
+    "enable_kv_cache_sharding": "a sharded KV cache", "prefill_only_disable_kv_cache": "a prefill-only engine",
+    "prefill_attention_backend": "a prefill attention backend (its page size and reserve)",
+    "decode_attention_backend": "a decode attention backend (its page size and reserve)",
+    "max_prefill_tokens": "--max-prefill-tokens (the activation reserve without chunked prefill)",
+    "cuda_graph_max_bs_prefill": "the prefill CUDA graphs' sizes (mem_fraction_static's reserve)",
+    "cuda_graph_bs_prefill": "the prefill CUDA graphs' sizes (mem_fraction_static's reserve)",
+    "cuda_graph_bs_decode": "the decode CUDA graphs' sizes (mem_fraction_static's reserve)",
+    "cuda_graph_backend_prefill": "a prefill CUDA-graph backend (mem_fraction_static's reserve)",
+    "cuda_graph_backend_decode": "a decode CUDA-graph backend (mem_fraction_static's reserve)",
+    "disable_prefill_cuda_graph": "the prefill CUDA graphs turned off (mem_fraction_static's reserve)",
+    "disable_decode_cuda_graph": "the decode CUDA graphs turned off (mem_fraction_static's reserve)",
 }
-NOTE = {"node-rank": "one node of the engine (the plan is the engine's)",
-        "attention-backend": "kvcalc takes SGLang's default page size for the GPU; give --page-size if it differs",
-        "ep-size": "experts split over EP ranks: the weights figure shards them by TP",
-        "expert-parallel-size": "experts split over EP ranks: the weights figure shards them by TP"}
-MODEL_FLAGS = ("model-path", "model", "revision")
+# Values of a refused field that change nothing (the field's default): accepted.
+HARMLESS = {"disaggregation_mode": ("null",), "moe_a2a_backend": ("none",), "cpu_offload_gb": (0,),
+            "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,), "disable_hybrid_swa_memory": (False,),
+            "enable_lora": (None, False), "speculative_algorithm": (None,), "attn_dp_size": (1,),
+            "enable_dp_attention": (False,)}
+NOTE = {"node_rank": "one node of the engine (the plan is the engine's)",
+        "attention_backend": "kvcalc takes SGLang's default page size for the GPU; give --page-size if it differs",
+        "ep_size": "experts split over EP ranks: the weights figure shards them by TP"}
+MODEL_FIELDS = ("model_path", "revision")
 
 
 def is_sglang(argv: list[str]) -> bool:
@@ -70,89 +93,64 @@ def is_sglang(argv: list[str]) -> bool:
         "-m", "sglang.launch_server"]
 
 
-def _fail(key: str, expected: str, got: Any = None) -> LayoutError:
-    return LayoutError(SOURCE, key, expected, got)
+def _arguments(words: list[str]) -> tuple[list[str], list[str]]:
+    """(the arguments prepare_server_args reads, notes) of a line."""
+    if words[:2] == ["sglang", "serve"]:
+        args, backend = serve_args(words[2:])
+        if backend not in (None, "auto", "llm"):
+            raise UnsupportedError(f"{SOURCE}: --model-type {backend}: kvcalc plans SGLang's language-model server "
+                                   "(--model-type llm / auto)")
+        return args, []
+    return words[3:], []
 
 
-def _canonical(name: str) -> str:
-    """argparse's prefix matching (allow_abbrev): an exact option, else the one option it abbreviates."""
-    bare = name[2:]
-    if bare in SWITCHES or bare in VALUED:
-        return bare
-    found = sorted(n for n in SWITCHES | VALUED if n.startswith(bare))
-    if len(found) == 1:
-        return found[0]
-    raise UnsupportedError(f"{SOURCE}: {name}: " + (f"ambiguous, SGLang would refuse it (it could be "
-                           f"{', '.join('--' + f for f in found[:5])})" if found else
-                           "SGLang 0.5.23's server has no such option (kvcalc refuses what SGLang would)"))
+def _value(dest: str, value: Any) -> Any:
+    if dest == "kv_cache_dtype":
+        if value not in KV_DTYPES:
+            raise UnsupportedError(f"{SOURCE}: --kv-cache-dtype {value}: SGLang's {value} KV pool is not modelled "
+                                   f"(kvcalc models {', '.join(KV_DTYPES)})")
+        return KV_DTYPES[value]
+    if dest == "dtype":
+        return DTYPES.get(value, value)
+    return value
 
 
-def _tokens(words: list[str]) -> tuple[str | None, list[tuple[str, str | None]]]:
-    args = words[2:] if words[:2] == ["sglang", "serve"] else words[3:]
-    model, out, i = None, [], 0
-    while i < len(args):
-        a = args[i]
-        if a.startswith("--") and len(a) > 2:
-            name, eq, value = a.partition("=")
-            canon = _canonical(name)
-            if eq:
-                out.append((canon, value))
-            elif canon in VALUED and i + 1 < len(args):
-                out.append((canon, args[i + 1]))
-                i += 1
-            elif canon in VALUED:
-                raise _fail(f"--{canon}", "a value")
-            else:
-                out.append((canon, None))
-        elif model is None:
-            model = a
-        else:
-            raise _fail("argv", "one positional argument (the model)", a)
-        i += 1
-    return model, out
-
-
-def _read(flag: str, value: str, how) -> Any:
-    try:
-        return how(value)
-    except ValueError:
-        raise _fail(f"--{flag}", f"{'an integer' if how is int else 'a number'}", value) from None
+def _refused(dest: str, opt) -> None:
+    if dest in NOT_MODELLED and opt.value not in HARMLESS.get(dest, ()):
+        raise UnsupportedError(f"{SOURCE}: {opt.spelling}: {NOT_MODELLED[dest]} is not modelled for SGLang; remove "
+                               "it to plan without it")
 
 
 def parse(argv: list[str], *, env: dict[str, str] | None = None,
           release: str | None = None) -> tuple[dict, dict[str, tuple[Any, str]], list[str]]:
-    """An SGLang server line -> (layout dict, overrides {path: (value, flag)}, notes)."""
+    """An SGLang server line -> (layout dict, overrides {path: (value, flag)}, notes), read by `release`'s parser
+    (the default release when None)."""
+    from ...vocab.releases import DEFAULT_SGLANG_VERSION
+
     _, words = assignments(list(argv))
-    positional, given = _tokens(words)
-    values = {name: value for name, value in given}
-    model = values.get("model-path") or values.get("model") or positional
-    if not model:
-        raise _fail("--model-path", "a model: --model-path MODEL")
-    config = resolve_model(model, revision=values.get("revision"), flag="--model-path", env=env)
+    args, notes = _arguments(words)
+    release = release or DEFAULT_SGLANG_VERSION
+    opts = read(release, args)
+    config = resolve_model(opts["model_path"].value, revision=opts["revision"].value if "revision" in opts else None,
+                           flag="--model-path", env=env)
     overrides: dict[str, tuple[Any, str]] = {"engine": ("sglang", SOURCE)}
-    notes, ignored = [], []
-    for name, value in given:
-        flag = f"--{name}"
-        if name in NOT_MODELLED:
-            raise UnsupportedError(f"{SOURCE}: {flag}: {NOT_MODELLED[name]} is not modelled for SGLang; remove it "
-                                   "to plan without it")
-        if name in VALUES:
-            key, how = VALUES[name]
-            got = _read(name, value, how)
-            if name == "dtype":
-                if got == "auto":
-                    continue
-                got = DTYPES.get(got, got)
-            elif name == "kv-cache-dtype":
-                got = KV_DTYPES.get(got, got)
-            overrides[key] = (got, flag)
-        elif name in SWITCH_VALUES:
-            key, on = SWITCH_VALUES[name]
-            overrides[key] = (on, flag)
-        elif name in NOTE:
-            notes.append(f"{flag}: {NOTE[name]}")
-        elif name not in MODEL_FLAGS:
-            ignored.append(flag)
+    ignored, deprecated = [], []
+    for dest, opt in opts.items():
+        _refused(dest, opt)
+        if opt.deprecated:
+            deprecated.append(opt.spelling)
+        if dest in KEYS:
+            if dest == "dtype" and opt.value == "auto":
+                continue
+            if isinstance(opt.value, str) and "${" in opt.value:
+                raise fail(opt.spelling, "a value kvcalc can read (it sizes the KV pools)", opt.value)
+            overrides[KEYS[dest]] = (_value(dest, opt.value), opt.spelling)
+        elif dest in NOTE:
+            notes.append(f"{opt.spelling}: {NOTE[dest]}")
+        elif dest not in MODEL_FIELDS and dest not in NOT_MODELLED:
+            ignored.append(opt.spelling)
+    if deprecated:
+        notes.append(f"SGLang {release} warns that {', '.join(deprecated)} is deprecated (still read)")
     if ignored:
         notes.append("flags that do not change the KV pools: " + ", ".join(dict.fromkeys(ignored)))
     return {"model": {"hf_config": os.path.abspath(config)}}, overrides, notes
@@ -164,10 +162,19 @@ def load_sglang_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] 
     from ..layout.validate import validate
     from ..layout.read import expand
 
-    top, from_line, notes = parse(argv, env=env)
+    release = (overrides or {}).get(RELEASE_KEY, (None, ""))[0]
+    top, from_line, notes = parse(argv, env=env, release=_known(release))
     merged = {**(base or {}), **from_line, **(overrides or {})}
     data, origin = expand(top, source=SOURCE, overrides=merged)
     return validate(data, source=SOURCE, overrides=merged, origin=origin), notes
+
+
+def _known(release: Any) -> str | None:
+    """The release the line is read by: a release kvcalc read, or None (the default; validation then refuses an
+    unknown --sglang-version by name)."""
+    from ...vocab.releases import SGLANG_RELEASES
+
+    return release if isinstance(release, str) and release in SGLANG_RELEASES else None
 
 
 # The line-reader interface (serve/servers.line_reader).
@@ -181,7 +188,10 @@ def image_release(image: str, overrides: dict, base: dict, say, where: str = "")
     from ...vocab.releases.sglang import image_release as sglang_image
 
     version, how = sglang_image(image)
-    if version is not None and "sglang.version" not in overrides:
-        overrides["sglang.version"] = (version, how)
+    if version is not None and RELEASE_KEY not in overrides:
+        overrides[RELEASE_KEY] = (version, how)
     elif version is None:
         say(f"note: {how}")
+
+
+__all__ = ["fail", "is_sglang", "load_sglang_serve", "parse"]
