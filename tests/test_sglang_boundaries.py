@@ -67,11 +67,78 @@ def _context_clamp(first):
 
 @boundary("pp_prefill_graph_cap", "0.5.19")
 def _pp_cap(first):
-    # A100-80GB (81,920 MiB), TP 4 x PP 2, chunked 16,384: 512 + 24,576 + 1,024 + 512 x 2 + graphs: 74 x 8 = 592
-    # before (-> 27,728, round(54,192 / 81,920, 3) = 0.662), 58 x 8 = 464 capped at 8,192 (27,600 -> 0.663).
-    kw = dict(gpu_capacity_mib=81920, chunked_prefill_size=16384, tp=4, pp=2)
+    # A100-80GB (81,920 MiB), TP 4 x PP 2, chunked 16,384, the breakable prefill graph opted into: 512 + 24,576 +
+    # 1,024 + 512 x 2 + graphs: 74 x 8 = 592 before (-> 27,728, round(54,192 / 81,920, 3) = 0.662), 58 x 8 = 464
+    # capped at 8,192 (27,600 -> 0.663).
+    kw = dict(gpu_capacity_mib=81920, chunked_prefill_size=16384, tp=4, pp=2, cuda_graph_backend_prefill="breakable")
     assert mfs(before(first), **kw) == 0.662
     assert mfs(first, **kw) == 0.663
+
+
+def reserve(version, model=DENSE, arch=None, **kw):
+    from kvcalc.engines.sglang.memory import attention_backend
+    from kvcalc.vocab.records import replace
+
+    layout = lay(version, model=model, **{k: v for k, v in kw.items() if k in ("tp", "pp", "cache")},
+                 **{k: v for k, v in kw.items() if k not in ("tp", "pp", "cache", "device")})
+    device = kw.get("device", "sm90")
+    layout = replace(layout, sglang=replace(layout.sglang, architecture=arch))
+    mla = "kv_lora_rank" in model
+    backend, _ = attention_backend(layout, device, mla)
+    return default_fraction(layout, behaviour_for(version), mla, backend)
+
+
+MLA = {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+
+
+@boundary("default_prefill_backend", "0.5.15")
+def _default_prefill(first):
+    # The prefill graph's default backend: tc_piecewise in 0.5.14, breakable from 0.5.15; both count 8 MiB a capture
+    # size (H100 TP 1: 58 sizes, 0.83 either way).
+    old, new = reserve(before(first), gpu_capacity_mib=81559), reserve(first, gpu_capacity_mib=81559)
+    assert (old.prefill_graphs.backend, new.prefill_graphs.backend) == ("tc_piecewise", "breakable")
+    assert old.mem_fraction_static == new.mem_fraction_static == 0.83
+
+
+@boundary("pp_prefill_graph", "0.5.15")
+@boundary("pp_prefill_graph", "0.5.19")
+def _pp_prefill(first):
+    # Llama-3.3-70B-shaped TP 4 x PP 2 on H100: 512 + 12,288 + 1,024 + 512 x 2 = 14,848 MiB without the prefill graphs
+    # (0.5.14, 0.5.19+: round(66,711 / 81,559, 3) = 0.818), + 58 x 8 = 15,312 with them (0.5.15 - 0.5.18: 0.812);
+    # executed: a-pp-l70-tp4pp2-<release> in tests/fixtures/sglang/executed_vectors.json.
+    want = {"0.5.15": (0.818, 0.812), "0.5.19": (0.812, 0.818)}[first]
+    assert (mfs(before(first), gpu_capacity_mib=81559, tp=4, pp=2), mfs(first, gpu_capacity_mib=81559, tp=4, pp=2)) \
+        == want
+
+
+@boundary("mla_prefill_graph", "0.5.15")
+@boundary("mla_prefill_graph", "0.5.18")
+def _mla_prefill(first):
+    # An MLA model, TP 8 on H200 (143,771 MiB): 512 + 12,288 + 1,024 + 512 x 2 = 14,848 MiB, + 1.5 GiB for the MLA
+    # prefill graphs where they are kept (0.5.14, 0.5.18+: round(127,387 / 143,771, 3) = 0.886), off in 0.5.15 -
+    # 0.5.17 (0.897).
+    want = {"0.5.15": (0.886, 0.897), "0.5.18": (0.897, 0.886)}[first]
+    got = (reserve(before(first), model=MLA, tp=8, gpu_capacity_mib=143771).mem_fraction_static,
+           reserve(first, model=MLA, tp=8, gpu_capacity_mib=143771).mem_fraction_static)
+    assert got == want
+
+
+@boundary("hicache_prefill_graph", "0.5.15")
+def _hicache_prefill(first):
+    # H100 TP 1 with HiCache: 0.5.14's tc_piecewise rules turn the prefill graph off (13,440 MiB -> 0.835); 0.5.15's
+    # breakable graph stays (13,904 -> 0.83).
+    h = {"enabled": True}
+    assert reserve(before(first), gpu_capacity_mib=81559, hicache=h).mem_fraction_static == 0.835
+    assert reserve(first, gpu_capacity_mib=81559, hicache=h).mem_fraction_static == 0.83
+
+
+@boundary("mla_prefill_max_bs", "0.5.23")
+def _mla_prefill_max(first):
+    # An MLA backend's prefill graphs capture up to 2,048 tokens (42 sizes) before 0.5.23, min(8,192, chunked) after
+    # (58); the reserve is 1.5 GiB either way.
+    old = reserve(before(first), model=MLA, tp=8, gpu_capacity_mib=143771).prefill_graphs
+    new = reserve(first, model=MLA, tp=8, gpu_capacity_mib=143771).prefill_graphs
+    assert (old.max_bs, old.capture_sizes, new.max_bs, new.capture_sizes) == (2048, 42, 8192, 58)
 
 
 @boundary("decode_max_bs_capped_by_requests", "0.5.22")

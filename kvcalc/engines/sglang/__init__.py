@@ -79,7 +79,7 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
     return tuple(w.bytes_per_rank for w in per), basis
 
 
-def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> tuple[float, Reserve | None]:
+def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str) -> tuple[float, Reserve | None]:
     sg = layout.sglang
     if sg.mem_fraction_static is not None:
         return sg.mem_fraction_static, None
@@ -90,7 +90,7 @@ def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> tuple[fl
         raise UnsupportedError(f"{layout.source}: SGLang lowers its default mem_fraction_static for a multimodal model "
                                "by its vision tower's size (memory_hook.py adjust_mem_fraction_for_vlm, not modelled): "
                                "give --mem-fraction-static")
-    reserve = default_fraction(layout, behaviour, mla)
+    reserve = default_fraction(layout, behaviour, mla, backend)
     return reserve.mem_fraction_static, reserve
 
 
@@ -105,7 +105,7 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
                                "--gpu-capacity-mib or --gpu-free-memory")
     arch = sg.device.arch if sg.device is not None else "sm90"
     backend, page = attention_backend(layout, arch, model.kind == "mla")
-    mfs, reserve = _fraction(layout, behaviour, model.kind == "mla")
+    mfs, reserve = _fraction(layout, behaviour, model.kind == "mla", backend)
     pre, pre_basis, pre_source = free_before(layout)
     if pre <= 0:
         raise UnsupportedError(f"{layout.source}: no free GPU memory before the weights load ({pre_source}): give "

@@ -28,6 +28,7 @@ from ...vocab.errors import StartupRefusal, UnsupportedError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour
+from .graphs import DISABLED, GraphPhase, resolve_graphs
 from .model import SglangModel
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -35,25 +36,20 @@ MIB, GIB = 1 << 20, 1 << 30
 # The 20 - 35 GiB tier differs per release (vocab/releases/sglang.STEPS small_gpu_tier).
 TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, None, None, None), (60 * 1024, 4096, 32, 160),
          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
-MAX_PREFILL_TOKENS = 16384  # srt/arg_groups/fields/schedule.py @0.5.23: --max-prefill-tokens default
 DEEPSEEK_MLA = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
-
-
-def prefill_capture_sizes(max_bs: int) -> list[int]:
-    """srt/arg_groups/cuda_graph_hook.py:480-497 @0.5.23 generate_prefill_cuda_graph_batch_sizes (0.5.14 the same,
-    srt/server_args.py _generate_prefill_cuda_graph_batch_sizes)."""
-    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) +
-             list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
-    return [s for s in sizes if s <= max_bs]
 
 
 @record
 class Reserve:
     """mem_fraction_static's default and the terms of its reserve (MiB)."""
 
-    chunked_prefill_size: int = field("tokens per prefill chunk (the flag's, else the GPU tier's)")
-    cuda_graph_max_bs: int = field("the decode graphs' max batch (the flag's, else the tier's; 0 without graphs)")
-    prefill_graphs: int = field("prefill CUDA-graph capture sizes (0 without graphs; MLA: a flat 1.5 GiB)")
+    chunked_prefill_size: int = field("tokens per prefill chunk (the flag's, else the GPU tier's; <= 0: none)")
+    activation_tokens: int = field("max(chunked_prefill_size, 2048), or max(--max-prefill-tokens, 2048) without "
+                                   "chunked prefill: x 1.5 MiB")
+    cuda_graph_max_bs: int = field("the decode graphs' max batch (the flag's, the list's max, else the tier's)")
+    decode_graphs: GraphPhase = field("the decode CUDA graphs: max_bs x 2 MiB unless disabled")
+    prefill_graphs: GraphPhase = field("the prefill CUDA graphs: capture sizes x 8 MiB (MLA: a flat 1.5 GiB) unless "
+                                       "disabled")
     reserved_mib: float = field("512 + activations + parallel slack + graphs, at least 10 GiB above 60 GiB")
     mem_fraction_static: float = field("round((capacity - reserved) / capacity, 3)")
 
@@ -75,40 +71,24 @@ def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
     return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else chunked), max_bs
 
 
-def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int) -> int:
-    """The prefill graphs' largest capture (memory_hook.py:233-268 @0.5.23): chunked_prefill_size, at most
-    --max-total-tokens; PP > 1 caps it (0.5.19+), --context-length did before 0.5.17."""
-    sg = layout.sglang
-    top = chunked
-    if layout.parallel.pipeline_parallel_size > 1 and behaviour.pp_prefill_graph_cap is not None:
-        top = min(top, behaviour.pp_prefill_graph_cap)
-    if sg.max_total_tokens is not None:
-        top = min(top, sg.max_total_tokens)
-    if behaviour.prefill_graphs_clamped_to_context and sg.context_length_given:
-        top = min(top, layout.cache.max_model_len)
-    return top
-
-
-def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> Reserve:
-    """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343 @0.5.23)."""
+def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str = "fa3") -> Reserve:
+    """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343, reserve_for_graph_mb :357-399
+    @0.5.23; 0.5.14 srt/server_args.py:3270-3310 the same terms): `backend` is the attention backend."""
     sg, par = layout.sglang, layout.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     chunked, max_bs = gpu_defaults(sg, behaviour, tp)
-    activation = max(chunked, 2048) if chunked > 0 else max(MAX_PREFILL_TOKENS, 2048)
+    decode, prefill = resolve_graphs(layout, behaviour, mla, backend, chunked, max_bs)
+    # memory_hook.py:304-307: the activation tokens, max_prefill_tokens when chunked prefill is off
+    activation = max(chunked, 2048) if chunked > 0 else max(sg.max_prefill_tokens, 2048)
     reserved = 512 + activation * 1.5 + tp * pp / 8 * 1024
-    graphs = 0
-    if not sg.disable_cuda_graph or behaviour.decode_reserve_without_graphs:
-        reserved += max_bs * 2
-    if not sg.disable_cuda_graph:
-        if mla:
-            reserved += 1.5 * 1024
-        else:
-            graphs = len(prefill_capture_sizes(_prefill_max(layout, behaviour, chunked)))
-            reserved += graphs * 8
+    if decode.backend != DISABLED or behaviour.decode_reserve_without_graphs:
+        reserved += decode.max_bs * 2  # :364-368
+    if prefill.backend != DISABLED:  # :380-389
+        reserved += 1.5 * 1024 if mla else prefill.capture_sizes * 8
     if sg.capacity_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return Reserve(chunked_prefill_size=chunked, cuda_graph_max_bs=0 if sg.disable_cuda_graph else max_bs,
-                   prefill_graphs=graphs, reserved_mib=reserved,
+        reserved = max(reserved, 10 * 1024)  # :314-315
+    return Reserve(chunked_prefill_size=chunked, activation_tokens=activation, cuda_graph_max_bs=decode.max_bs,
+                   decode_graphs=decode, prefill_graphs=prefill, reserved_mib=reserved,
                    mem_fraction_static=round((sg.capacity_mib - reserved) / sg.capacity_mib, 3))
 
 

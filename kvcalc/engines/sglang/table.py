@@ -55,9 +55,11 @@ def render(report, style) -> list[RenderableType]:
                                      "SGLang refuses to start")
     if m.reserve is not None:
         r = m.reserve
-        t.add_row("its reserve", f"{r.reserved_mib:,.0f} MiB of {m.capacity_mib:,} MiB (chunked prefill "
-                                 f"{r.chunked_prefill_size:,}, decode graphs to {r.cuda_graph_max_bs}, "
-                                 f"{r.prefill_graphs} prefill graphs)")
+        d, p = r.decode_graphs, r.prefill_graphs
+        t.add_row("its reserve", f"{r.reserved_mib:,.0f} MiB of {m.capacity_mib:,} MiB (activations "
+                                 f"{r.activation_tokens:,} tokens, chunked prefill {r.chunked_prefill_size:,})")
+        t.add_row("decode graphs", f"{d.backend} ({d.backend_from}): {d.capture_sizes} sizes to {d.max_bs}")
+        t.add_row("prefill graphs", f"{p.backend} ({p.backend_from}): {p.capture_sizes} sizes to {p.max_bs:,}")
     t.add_row("free before load", f"{exact_bytes(m.free_before_bytes)} ({m.free_before_basis})")
     t.add_row("weights per rank", ", ".join(format_bytes(w) for w in m.weights_bytes) + f" ({m.weights_basis})")
     t.add_row("KV budget per rank", exact_bytes(m.budget_bytes))

@@ -57,6 +57,25 @@ def _size(r: Reader, d: dict, path: str) -> int | None:
     return n
 
 
+def _ints(r: Reader, d: dict, path: str) -> tuple[int, ...] | None:
+    """A list of positive integers: a YAML list, or the flag's comma-separated text (1,2,4,8)."""
+    value = d.get(path.rsplit(".", 1)[1])
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or len(items) > 4096:
+        raise r.fail(path, "a non-empty list of positive integers (1,2,4,8)", value)
+    out = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else item
+        if isinstance(text, str) and text.isdigit() and len(text) <= 9:
+            text = int(text)
+        if isinstance(text, bool) or not isinstance(text, int) or text < 1:
+            raise r.fail(path, "a non-empty list of positive integers (1,2,4,8)", value)
+        out.append(text)
+    return tuple(out)
+
+
 def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
     h = r.section(data, "sglang.hicache")
     mode = r.key(h, "sglang.hicache.host_memory_mode")
@@ -118,6 +137,14 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         max_total_tokens=r.key(s, "sglang.max_total_tokens"), page_size=r.key(s, "sglang.page_size"),
         chunked_prefill_size=r.key(s, "sglang.chunked_prefill_size"),
         cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"), disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
+        cuda_graph_bs_decode=_ints(r, s, "sglang.cuda_graph_bs_decode"),
+        cuda_graph_max_bs_prefill=r.key(s, "sglang.cuda_graph_max_bs_prefill"),
+        cuda_graph_bs_prefill=_ints(r, s, "sglang.cuda_graph_bs_prefill"),
+        cuda_graph_backend_decode=r.key(s, "sglang.cuda_graph_backend_decode"),
+        cuda_graph_backend_prefill=r.key(s, "sglang.cuda_graph_backend_prefill"),
+        disable_prefill_cuda_graph=r.key(s, "sglang.disable_prefill_cuda_graph"),
+        disable_decode_cuda_graph=r.key(s, "sglang.disable_decode_cuda_graph"),
+        max_prefill_tokens=r.key(s, "sglang.max_prefill_tokens"),
         max_running_requests=r.key(s, "sglang.max_running_requests"),
         swa_full_tokens_ratio=_number(r, s, "sglang.swa_full_tokens_ratio", upper=None) or 0.8,
         device=device, capacity_mib=cap, capacity_source=cap_source,

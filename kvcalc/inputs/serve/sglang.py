@@ -26,6 +26,12 @@ KEYS: dict[str, str] = {
     "mem_fraction_static": "sglang.mem_fraction_static", "max_total_tokens": "sglang.max_total_tokens",
     "page_size": "sglang.page_size", "chunked_prefill_size": "sglang.chunked_prefill_size",
     "cuda_graph_max_bs_decode": "sglang.cuda_graph_max_bs", "disable_cuda_graph": "sglang.disable_cuda_graph",
+    "cuda_graph_bs_decode": "sglang.cuda_graph_bs_decode", "cuda_graph_max_bs_prefill": "sglang.cuda_graph_max_bs_prefill",
+    "cuda_graph_bs_prefill": "sglang.cuda_graph_bs_prefill",
+    "cuda_graph_backend_decode": "sglang.cuda_graph_backend_decode",
+    "cuda_graph_backend_prefill": "sglang.cuda_graph_backend_prefill",
+    "disable_prefill_cuda_graph": "sglang.disable_prefill_cuda_graph",
+    "disable_decode_cuda_graph": "sglang.disable_decode_cuda_graph", "max_prefill_tokens": "sglang.max_prefill_tokens",
     "max_running_requests": "sglang.max_running_requests", "swa_full_tokens_ratio": "sglang.swa_full_tokens_ratio",
     "enable_hierarchical_cache": "sglang.hicache.enabled", "hicache_ratio": "sglang.hicache.ratio",
     "hicache_size": "sglang.hicache.size", "hicache_mem_layout": "sglang.hicache.mem_layout",
@@ -64,20 +70,13 @@ NOT_MODELLED: dict[str, str] = {
     "enable_kv_cache_sharding": "a sharded KV cache", "prefill_only_disable_kv_cache": "a prefill-only engine",
     "prefill_attention_backend": "a prefill attention backend (its page size and reserve)",
     "decode_attention_backend": "a decode attention backend (its page size and reserve)",
-    "max_prefill_tokens": "--max-prefill-tokens (the activation reserve without chunked prefill)",
-    "cuda_graph_max_bs_prefill": "the prefill CUDA graphs' sizes (mem_fraction_static's reserve)",
-    "cuda_graph_bs_prefill": "the prefill CUDA graphs' sizes (mem_fraction_static's reserve)",
-    "cuda_graph_bs_decode": "the decode CUDA graphs' sizes (mem_fraction_static's reserve)",
-    "cuda_graph_backend_prefill": "a prefill CUDA-graph backend (mem_fraction_static's reserve)",
-    "cuda_graph_backend_decode": "a decode CUDA-graph backend (mem_fraction_static's reserve)",
-    "disable_prefill_cuda_graph": "the prefill CUDA graphs turned off (mem_fraction_static's reserve)",
-    "disable_decode_cuda_graph": "the decode CUDA graphs turned off (mem_fraction_static's reserve)",
+    "enable_two_batch_overlap": "two-batch overlap (it turns the prefill CUDA graph off from 0.5.17)",
 }
 # Values of a refused field that change nothing (the field's default): accepted.
 HARMLESS = {"disaggregation_mode": ("null",), "moe_a2a_backend": ("none",), "cpu_offload_gb": (0,),
             "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,), "disable_hybrid_swa_memory": (False,),
             "enable_lora": (None, False), "speculative_algorithm": (None,), "attn_dp_size": (1,),
-            "enable_dp_attention": (False,)}
+            "enable_dp_attention": (False,), "enable_two_batch_overlap": (False,)}
 NOTE = {"node_rank": "one node of the engine (the plan is the engine's)",
         "attention_backend": "kvcalc takes SGLang's default page size for the GPU; give --page-size if it differs",
         "ep_size": "experts split over EP ranks: the weights figure shards them by TP"}
@@ -112,6 +111,8 @@ def _value(dest: str, value: Any) -> Any:
         return KV_DTYPES[value]
     if dest == "dtype":
         return DTYPES.get(value, value)
+    if dest == "chunked_prefill_size" and value < -1:
+        return -1  # any value <= 0 turns chunked prefill off (memory_hook.py:304-307 @0.5.23: `> 0`)
     return value
 
 

@@ -49,12 +49,43 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                   "context_length) when --context-length is given"),
         Step((0, 5, 17, 0), False, "0.5.17 srt/server_args.py:4607-4870 _handle_gpu_memory_settings: no "
                                    "context_length clamp")),
-    # With PP > 1 the breakable prefill graphs (CUDA's default) capture at most 8,192 tokens.
+    # With PP > 1 an opt-in breakable prefill graph (--cuda-graph-backend-prefill breakable) captures at most 8,192
+    # tokens unless its sizes are given.
     "pp_prefill_graph_cap": (
         Step((0, 5, 14, 0), None, "0.5.18 srt/server_args.py _handle_gpu_memory_settings: no PP cap"),
         Step((0, 5, 19, 0), 8192, "0.5.19 srt/arg_groups/memory_hook.py:23, 196-204: "
                                   "_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS when pp_size > 1 and the backend is "
                                   "breakable")),
+    # The prefill CUDA graph's default backend (srt/model_executor/cuda_graph_config.py default_cuda_graph_config).
+    "default_prefill_backend": (
+        Step((0, 5, 14, 0), "tc_piecewise", "0.5.14 srt/model_executor/cuda_graph_config.py:91: prefill backend "
+                                            "TC_PIECEWISE"),
+        Step((0, 5, 15, 0), "breakable", "0.5.15 srt/model_executor/cuda_graph_config.py:95: prefill backend "
+                                         "BREAKABLE")),
+    # PP > 1 turns the default prefill graph off (no prefill-graph reserve), unless the backend is given.
+    "pp_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 _disable_tc_piecewise_cudagraph_if_incompatible: "
+                                   "'pipeline parallelism (pp_size > 1)'"),
+        Step((0, 5, 15, 0), "kept", "0.5.15 srt/server_args.py:3341 (0.5.18 :4666) "
+                                    "_disable_breakable_cudagraph_if_incompatible: no PP rule"),
+        Step((0, 5, 19, 0), "off", "0.5.19 srt/arg_groups/cuda_graph_hook.py:118-134 apply_cuda_graph_compatibility: "
+                                   "'PP prefill graph replay is opt-in'")),
+    # An MLA attention backend turns the default (breakable) prefill graph off: its 1.5 GiB reserve goes.
+    "mla_prefill_graph": (
+        Step((0, 5, 14, 0), "kept", "0.5.14 srt/server_args.py:3009: the tc_piecewise rules have no MLA rule"),
+        Step((0, 5, 15, 0), "off", "0.5.15 srt/server_args.py:3341 breakable rules: 'MLA attention' (0.5.17 :4452: "
+                                   "'MLA attention (non-DSA)')"),
+        Step((0, 5, 18, 0), "kept", "0.5.18 srt/server_args.py:4666: no MLA rule")),
+    # HiCache (--enable-hierarchical-cache) turns the default prefill graph off.
+    "hicache_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 tc_piecewise rules: 'CPU offload / hierarchical "
+                                   "cache'"),
+        Step((0, 5, 15, 0), "kept", "0.5.15 srt/server_args.py:3341: the breakable rules have no HiCache rule")),
+    # An MLA backend's prefill graphs capture up to: 2,048 tokens, or min(8,192, chunked_prefill_size).
+    "mla_prefill_max_bs": (
+        Step((0, 5, 14, 0), 2048, "0.5.22 srt/arg_groups/memory_hook.py:240: prefill max_bs = 2048 for an MLA "
+                                  "backend (0.5.14 srt/server_args.py:3246)"),
+        Step((0, 5, 23, 0), 8192, "0.5.23 srt/arg_groups/memory_hook.py:238: min(8192, chunked_prefill_size)")),
     # A default decode max_bs above --max-running-requests is lowered to it.
     "decode_max_bs_capped_by_requests": (
         Step((0, 5, 14, 0), False, "0.5.21 srt/arg_groups/memory_hook.py:47-160: no cap"),
@@ -158,9 +189,17 @@ class SglangLayout:
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU (engines/sglang/memory.py)
     max_total_tokens: int | None = None
     page_size: int | None = None  # None: SGLang's pick for the attention backend
-    chunked_prefill_size: int | None = None
-    cuda_graph_max_bs: int | None = None
+    chunked_prefill_size: int | None = None  # <= 0: no chunked prefill
+    cuda_graph_max_bs: int | None = None  # --cuda-graph-max-bs-decode
     disable_cuda_graph: bool = False
+    cuda_graph_bs_decode: tuple[int, ...] | None = None
+    cuda_graph_max_bs_prefill: int | None = None
+    cuda_graph_bs_prefill: tuple[int, ...] | None = None
+    cuda_graph_backend_decode: str | None = None  # full | breakable | tc_piecewise | disabled; None: the default
+    cuda_graph_backend_prefill: str | None = None
+    disable_prefill_cuda_graph: bool = False
+    disable_decode_cuda_graph: bool = False
+    max_prefill_tokens: int = 16384
     max_running_requests: int | None = None
     swa_full_tokens_ratio: float = 0.8
     device: Device | None = None  # the GPU by name (vocab/devices.py: nvidia-smi's capacity)
@@ -206,6 +245,11 @@ class SglangBehaviour:
     decode_reserve_without_graphs: bool
     prefill_graphs_clamped_to_context: bool
     pp_prefill_graph_cap: int | None
+    default_prefill_backend: str
+    pp_prefill_graph_off: bool
+    mla_prefill_graph_off: bool
+    hicache_prefill_graph_off: bool
+    mla_prefill_max_bs: int
     decode_max_bs_capped_by_requests: bool
     hybrid_swa_stage_layers: bool
     host_smaller_refused: bool
@@ -245,6 +289,10 @@ def behaviour_for(version: str) -> SglangBehaviour:
         decode_reserve_without_graphs=value("decode_reserve_without_graphs"),
         prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
         pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
+        default_prefill_backend=value("default_prefill_backend"), pp_prefill_graph_off=value("pp_prefill_graph") == "off",
+        mla_prefill_graph_off=value("mla_prefill_graph") == "off",
+        hicache_prefill_graph_off=value("hicache_prefill_graph") == "off",
+        mla_prefill_max_bs=value("mla_prefill_max_bs"),
         decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
         hybrid_swa_stage_layers=value("hybrid_swa_stage_layers") == "stage",
         host_smaller_refused=value("host_smaller_than_device") == "refused",
