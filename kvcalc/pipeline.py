@@ -28,6 +28,12 @@ def plan(layout: Layout, stage=None, *, selected_only: bool = False) -> EnginePl
     return hook(layout.engine, "plan").plan(layout, stage, selected_only=selected_only)
 
 
+def plan_vllm(layout: Layout) -> VllmPlan:
+    """`plan`, for vLLM's own operations (check --log / --metrics, vllm-args, size --gpu-tokens: the engine record
+    refuses them for another engine, so the layout's engine is vLLM)."""
+    return VllmPlan.of(plan(layout))
+
+
 def shared_stage(layout: Layout):
     """The GPU stage layouts differing only in their offload section can share (a sweep over budgets), or None for
     an engine that has none to share."""

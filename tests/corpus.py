@@ -107,6 +107,19 @@ def surfaces() -> list[list[str]]:
         out.append(["plan", lay])
         out.append(["plan", lay, "--compare-backends"])
         out.append(["size", lay, "--cpu-tokens", "2M", "--format", "json"])
+    for lay in sorted(_rel(p) for p in glob.glob(os.path.join(ROOT, "examples", "lmcache_mp", "*.yaml"))):
+        out.append(["plan", lay, "--format", "json"])
+        out.append(["plan", lay])
+        out.append(["plan", lay, "--check", "--host-memory", "512GiB", "--server-memory", "420GiB", "--format", "json"])
+        out.append(["plan", lay, "--compare-backends", "--format", "json"])
+        out.append(["plan", lay, "--compare-versions", "0.21.0,0.22.1,0.33.0"])
+        out.append(["size", lay, "--cpu-tokens", "2M", "--format", "json"])
+        out.append(["size", lay, "--cpu-tokens", "2M"])
+        out.append(["vllm-args", lay])
+        out.append(["sweep", lay, "--tp", "2,4,8", "--format", "csv"])
+    out.append(["plan", "--serve", "vllm serve tests/fixtures/models/llama-3.1-8b.json -tp 8 --kv-offloading-backend "
+                "lmcache --kv-offloading-size 64", "--vllm-version", "0.33.0", "--lmcache-server",
+                "lmcache server --l1-size-gb 100 --eviction-policy LRU", "--format", "json"])
     for cfg in configs:
         for gpu in ("H100", "A100-80GB"):
             out.append(["plan", cfg, "--gpu", gpu, "--vllm-version", "0.19.0", "--format", "json"])

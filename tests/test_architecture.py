@@ -201,9 +201,9 @@ def test_no_module_over_500_lines_and_no_function_over_60():
 
 
 # The engines and host-pool backends kvcalc plans, and the plan / pool / report classes that are one of them.
-KINDS = {"vllm", "sglang", "native", "lmcache", "simple", "hicache"}
-KIND_CLASSES = {"VllmPlan", "SglangPlan", "NativePool", "LMCachePool", "SimplePool", "NoPool", "HiCachePool",
-                "SglangReport"}
+KINDS = {"vllm", "sglang", "native", "lmcache", "lmcache_mp", "simple", "hicache"}
+KIND_CLASSES = {"VllmPlan", "SglangPlan", "NativePool", "LMCachePool", "LMCacheMPPool", "SimplePool", "NoPool",
+                "HiCachePool", "SglangReport"}
 
 
 def named_for_a_kind(module: str) -> bool:

@@ -608,15 +608,16 @@ def _(old, new):
 def _(old, new):
     # --kv-offloading-backend lmcache --kv-offloading-size 64 on a dense TP 8 engine. 0.22.1: LMCacheConnectorV1 with
     # lmcache.max_local_cpu_size 64 / (8 x 1) = 8.0 GiB per rank: int(8.0 x 1024^3) = 8,589,934,592 B on each of the
-    # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is not modelled (a warning says the size is
-    # ignored).
+    # 8 ranks. 0.23.0: LMCacheMPConnector, no size passed: the pool is the LMCache server's (backends/lmcache_mp.py;
+    # a note says the size selects the connector and sizes nothing, a warning that the server's line is needed).
     layout = dict(DENSE, parallel={"tensor_parallel_size": 8})
     a = lmcache_plan(layout, old, offload={"kv_offloading_size": 64}).pool.lmcache
     assert (a.connector, a.max_local_cpu_size, a.pool_bytes_per_storing_rank, a.storing_ranks) == \
         ("LMCacheConnectorV1", 8.0, 8 * GIB, 8)
     p = lmcache_plan(layout, new, offload={"kv_offloading_size": 64})
-    assert (p.pool.lmcache.connector, p.pool.lmcache.modelled) == ("LMCacheMPConnector", False)
-    assert any("has no effect" in w for w in p.warnings)
+    assert (p.pool.backend, p.pool.mp.connector, p.pool.mp.pool) == ("lmcache_mp", "LMCacheMPConnector", None)
+    assert any("sizes nothing" in n for n in p.notes)
+    assert any("--lmcache-server" in w for w in p.warnings)
 
 
 # ----------------------------------------------------------------------------------------------- the KV budget
@@ -771,6 +772,77 @@ def _(old, new):
         with pytest.raises(StartupRefusal, match="To serve at least one request with " + whose):
             memory_plan(version, gpu={"total_memory": "24GiB", "memory_utilization": None},
                         cache={"max_model_len": 131072})
+
+
+# ------------------------------------------------------------- DeepSeek-V4 (numbers: tests/fixtures/dsv4/vectors.json)
+
+def _dsv4(version, dtype="fp8"):
+    from test_dsv4 import VECTORS, _plan
+
+    v = next(x for x in VECTORS if x["version"] == version and x["tp"] == 1 and x["kv_cache_dtype"] == dtype
+             and x["block_size_arg"] == "default" and x["config"].startswith("DeepSeek-V4-Flash"))
+    return v, _plan(v)
+
+
+def _pages(p):
+    return [g.spec.page_size_bytes for g in p.grouping.groups]
+
+
+@boundary("dsv4_grouping", "0.27.0")
+def _(old, new):
+    # 0.26.0 pads the C4 states' 32,832-byte pages to the 37,440-byte MLA page: 21 x 8,640 + 21 x 37,440; 0.27.0
+    # keeps them: 21 x 8,640 + 21 x 32,832.
+    assert _pages(_dsv4(old)[1])[3] == 21 * 8640 + 21 * 37440 == 967_680
+    assert _pages(_dsv4(new)[1])[3] == 21 * 8640 + 21 * 32832 == 870_912
+
+
+@boundary("dsv4_grouping", "0.29.0")
+def _(old, new):
+    # The MLA group first (0.28.0), the sliding groups first (0.29.0's greedy buckets in registration order).
+    for version, first in ((old, 1_002_240), (new, 823_680)):
+        v, p = _dsv4(version)
+        assert _pages(p) == [g["page_size_bytes"] for g in v["groups"]]
+        assert _pages(p)[0] == first
+
+
+@boundary("dsv4_layout", "0.23.0")
+def _(old, new):
+    # 22 tuples x (37,440 + 8,640 + 1,728) on 0.22.1; per page size its most layers on 0.23.0.
+    assert _dsv4(old)[1].gpu.workers[0].bytes_per_block == 22 * (37440 + 8640 + 1728) == 1_051_776
+    assert _dsv4(new)[1].gpu.workers[0].bytes_per_block == 22 * 37440 + 21 * 8640 + 20 * 1728 == 1_039_680
+
+
+@boundary("dsv4_layout", "0.27.0")
+def _(old, new):
+    assert _dsv4(old)[1].gpu.workers[0].bytes_per_block == 1_039_680
+    assert _dsv4(new)[1].gpu.workers[0].bytes_per_block == 21 * 37440 + 21 * 8640 + 20 * 1728 == 1_002_240
+
+
+@boundary("dsv4_layout", "0.29.0")
+def _(old, new):
+    # 139 offsets in the slab (0.28.0); one placement per (group, spec) in one allocation (0.29.0): 1+1+3+2+1.
+    for version in (old, new):
+        v, p = _dsv4(version)
+        assert p.gpu.workers[0].num_tensors == v["num_kv_cache_tensors"]
+    assert _dsv4(new)[1].gpu.workers[0].num_tensors == 8
+
+
+@boundary("dsv4_auto_kv_dtype", "0.30.0")
+def _(old, new):
+    with pytest.raises(StartupRefusal, match="only supports fp8"):
+        _dsv4(old, "auto")
+    v, p = _dsv4(new, "auto")
+    assert p.gpu.num_blocks == v["num_gpu_blocks"] == 64_280
+
+
+@boundary("concurrency_sum", "0.27.0")
+def _(old, new):
+    # 0.26.0: N / cdiv(sum of the groups' max usage, page of group 0); 0.27.0: N / sum of each group's blocks.
+    for version in (old, new):
+        v, p = _dsv4(version)
+        assert p.logs.max_concurrency == pytest.approx(v["max_concurrency_at_max_model_len"], rel=1e-12)
+    v, p = _dsv4(new)
+    assert p.logs.blocks_per_request == 4096 + 2 * 131 + 2051 + 1041
 
 
 # ----------------------------------------------------------------------------------------------- the runner

@@ -544,3 +544,23 @@ def test_a_terminal_that_cannot_encode_the_output_gets_ascii(encoding):
     text = r.stdout.decode("ascii")  # raises if anything beyond ASCII got through
     assert "Upgrading to vLLM >= 0.20.0" in text
     assert "TP 4 x PP 1" in text
+
+
+def test_an_empty_log_path_is_bad_input_not_a_crash(capsys):
+    # `check --log ''` read the path as absent (`log or metrics`) and failed opening None (exit 70, found by mypy).
+    code, out, err = run(capsys, "check", os.path.join(ROOT, "examples", "llama-3.1-8b.yaml"), "--log", "")
+    assert code == 2
+    assert "expected a readable file" in err
+
+
+def test_a_config_whose_model_type_is_no_string_is_bad_input_not_a_crash(capsys, tmp_path):
+    # A model_type list reached the weights' rule table as a key (TypeError: unhashable, exit 70; found by mypy):
+    # the budget cannot be predicted, said as for any model_type without a rule.
+    with open(os.path.join(ROOT, "tests", "fixtures", "models", "llama-3.1-8b.json"), encoding="utf-8") as fh:
+        config = json.load(fh)
+    config["model_type"] = ["llama"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = run(capsys, "plan", str(path), "--gpu", "H100", "--max-model-len", "8192")
+    assert code == 2
+    assert "no parameter rule for model_type ['llama']" in err

@@ -32,10 +32,11 @@ class OutOfBounds:
 
 @record
 class NotModelled:
-    """A connector whose pool lives outside the engine (LMCache's multi-process server): kvcalc has no figures."""
+    """A connector whose pool lives outside the engine and whose settings were not given (LMCache's multi-process
+    server without its command line): the pool has no figures, and no gate can pass."""
 
     connector: str
-    home: str  # where the pool lives: "the LMCache server"
+    home: str  # where the pool lives, and what was not given
 
 
 @record
@@ -136,39 +137,103 @@ class Pool:
     Counts are in the backend's `unit` (CPU blocks, CPU chunks, LMCache chunks); `tokens` is what every worker
     (or storing rank) holds; bytes are one engine's, or one node's where the name says so."""
 
-    backend: str  # the backend's name (vocab.layout.OFFLOAD_BACKENDS)
-    connector: str  # what vLLM starts, in a sentence: "the offloading connector", "LMCacheConnectorV1 (LMCache …)"
-    family: str  # the column a sweep or size row shows: the release family, or the backend's name
-    startup_error: str | None  # why the selected release refuses to start the connector
-    not_modelled: NotModelled | None  # the pool lives outside the engine: no figures
-    budget_bytes: int | None  # the budget one engine was given (None: none given: the GPU side alone)
-    unit: str  # "blocks" | "chunks" | "lmcache chunks"
-    units_scheduler: int | None  # units the scheduler hands out (a backend without that split: the worst rank's)
-    units_worst: int | None  # units the worst worker (storing rank) holds
-    unit_bytes: int | None  # bytes one unit takes (the worst side)
-    tokens_per_unit: int | None
-    tokens: int | None  # tokens of max_model_len requests every worker holds
-    tokens_holder: str  # who holds them, for a sentence: "every worker can hold", "LMCache holds"
-    splits_scheduler: bool  # a scheduler count beside the workers' (the out-of-bounds question applies)
-    out_of_bounds: OutOfBounds | None
-    empty: bool  # configured, but stores nothing
-    stored: str  # what it holds, in words ("1,234 CPU blocks")
-    nothing: str  # what "stores nothing" looks like, in words ("0 CPU blocks")
-    pool_bytes_per_engine: int | None
-    resident_bytes_per_engine: int | None
-    resident_bytes_per_node: int | None
-    shm_bytes_per_engine: int
-    shm_bytes_per_node: int
-    unused_bytes: int | None  # budget minus what the pool takes
-    kept: str  # how its resident bytes are kept, for the host_memory gate
-    shm_none: str  # why there is no /dev/shm region, when there is none
-    capacity: Capacity | None  # what vLLM publishes of it (0.33+ vllm:kv_offload_config_info), when it does
-    notes: tuple[str, ...]
-    warnings: tuple[str, ...]
-    verdict: str  # the headline, one or two sentences
-    # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
-    # manifest gives the server such a variable kvcalc cannot read.
-    env_dependent: tuple[str, ...] = ()
+    if TYPE_CHECKING:  # read-only to every consumer: a subclass gives each as a field, a property or a constant
+        # the backend's name (vocab.layout.OFFLOAD_BACKENDS)
+        @property
+        def backend(self) -> str: ...
+        # what vLLM starts, in a sentence: "the offloading connector", "LMCacheConnectorV1 (LMCache …)"
+        @property
+        def connector(self) -> str: ...
+        # the column a sweep or size row shows: the release family, or the backend's name
+        @property
+        def family(self) -> str: ...
+        # why the selected release refuses to start the connector
+        @property
+        def startup_error(self) -> str | None: ...
+        # the pool lives outside the engine: no figures
+        @property
+        def not_modelled(self) -> NotModelled | None: ...
+        # the budget one engine was given (None: none given: the GPU side alone)
+        @property
+        def budget_bytes(self) -> int | None: ...
+        # "blocks" | "chunks" | "lmcache chunks"
+        @property
+        def unit(self) -> str: ...
+        # units the scheduler hands out (a backend without that split: the worst rank's)
+        @property
+        def units_scheduler(self) -> int | None: ...
+        # units the worst worker (storing rank) holds
+        @property
+        def units_worst(self) -> int | None: ...
+        # bytes one unit takes (the worst side)
+        @property
+        def unit_bytes(self) -> int | None: ...
+        @property
+        def tokens_per_unit(self) -> int | None: ...
+        # tokens of max_model_len requests every worker holds
+        @property
+        def tokens(self) -> int | None: ...
+        # who holds them, for a sentence: "every worker can hold", "LMCache holds"
+        @property
+        def tokens_holder(self) -> str: ...
+        # a scheduler count beside the workers' (the out-of-bounds question applies)
+        @property
+        def splits_scheduler(self) -> bool: ...
+        @property
+        def out_of_bounds(self) -> OutOfBounds | None: ...
+        # configured, but stores nothing
+        @property
+        def empty(self) -> bool: ...
+        # what it holds, in words ("1,234 CPU blocks")
+        @property
+        def stored(self) -> str: ...
+        # what "stores nothing" looks like, in words ("0 CPU blocks")
+        @property
+        def nothing(self) -> str: ...
+        @property
+        def pool_bytes_per_engine(self) -> int | None: ...
+        @property
+        def resident_bytes_per_engine(self) -> int | None: ...
+        @property
+        def resident_bytes_per_node(self) -> int | None: ...
+        @property
+        def shm_bytes_per_engine(self) -> int: ...
+        @property
+        def shm_bytes_per_node(self) -> int: ...
+        # budget minus what the pool takes
+        @property
+        def unused_bytes(self) -> int | None: ...
+        # how its resident bytes are kept, for the host_memory gate
+        @property
+        def kept(self) -> str: ...
+        # why there is no /dev/shm region, when there is none
+        @property
+        def shm_none(self) -> str: ...
+        # what vLLM publishes of it (0.33+ vllm:kv_offload_config_info), when it does
+        @property
+        def capacity(self) -> Capacity | None: ...
+        @property
+        def notes(self) -> tuple[str, ...]: ...
+        @property
+        def warnings(self) -> tuple[str, ...]: ...
+        # the headline, one or two sentences
+        @property
+        def verdict(self) -> str: ...
+        # Environment variables (names or prefixes) its figures depend on: a gate over them cannot pass when a
+        # manifest gives the server such a variable kvcalc cannot read.
+        @property
+        def env_dependent(self) -> tuple[str, ...]: ...
+        # Host bytes a standalone server process pins for the pool on each node (the LMCache MP server's L1),
+        # outside vLLM's processes and containers: the host_memory gate checks them against the server's own
+        # limit. None: the pool is the engine's own.
+        @property
+        def server_resident_bytes(self) -> int | None: ...
+        # vLLM's pools: the connector's `vllm serve` flags (vllm-args; `common`: the engine's own flags)
+        def vllm_args(self, layout: Layout, common: list[str], notes: list[str]) -> dict: ...
+    else:
+        env_dependent = ()  # (the defaults: none)
+        server_resident_bytes = None
+
     # What --compare-versions shows of the pool per release: the formula families' columns (the native
     # connector's), or the backend's own section (SimpleCPUOffloadConnector's: SimplePool.simple), else nothing.
     families: bool = False

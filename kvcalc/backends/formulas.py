@@ -17,16 +17,17 @@ from ..engines.vllm.specs import (
     ChunkedLocalAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
-from ..vocab.errors import UnsupportedError
+from ..vocab.errors import UnsupportedError, known
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
 from ..vocab.units import cdiv, round_up
-from .base import Allocation, Capacity, HostMemory, node_peak
+from .base import Allocation, Capacity, HostMemory, OutOfBounds, node_peak
 
 
 @record
@@ -75,6 +76,12 @@ class StageOffload:
     out_of_bounds: bool
     bad_ids: tuple[int, int] | None  # first and last CPU block id the scheduler may use but the worker lacks
     wasted_bytes_per_worker: int  # rows the worker pinned that the scheduler never uses
+
+    @property
+    def ids(self) -> OutOfBounds | None:
+        """The ids out of bounds on this stage, or None."""
+        return None if self.bad_ids is None else OutOfBounds(pp_rank=self.pp_rank, first=self.bad_ids[0],
+                                                             last=self.bad_ids[1])
 
 
 @record
@@ -216,7 +223,7 @@ def _unit_bytes(rule: OffloadRule, groups: tuple[KVCacheGroup, ...], worker: Wor
         return 0
     # sum(sizes) // N (0.20+), size[0] // N for packed tensors (0.24+) or the one backing allocation (0.29+):
     # all equal the worker's bytes per block for the classic shapes kvcalc models.
-    return worker.total_bytes // worker.num_blocks
+    return known(worker.total_bytes, "a worker's bytes with its block count") // worker.num_blocks
 
 
 def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
@@ -225,7 +232,8 @@ def _kv_tp_replicas(groups: tuple[KVCacheGroup, ...], tp: int) -> int:
     for g in groups:
         specs = g.spec.distinct_specs if isinstance(g.spec, UniformTypeKVCacheSpecs) else (g.spec,)
         for s in specs:
-            result = gcd(result, tp if isinstance(s, MLAAttentionSpec) else 1)
+            # SlidingWindowMLASpec (DeepSeek-V4) declares max_tp_shards=1 too (0.31.0 v1/kv_cache_interface.py).
+            result = gcd(result, tp if isinstance(s, (MLAAttentionSpec, SlidingWindowMLASpec)) else 1)
     return result
 
 
@@ -292,10 +300,14 @@ def evaluate(family_id: str, gpu: GpuPlan, s: OffloadSettings, behaviour: Behavi
     """One family's formula on this GPU plan: a FormulaResult, or the reason its connector fails at init.
     `behaviour`: the release whose rules the family follows; `checked`: the connector's start-up check, when a
     family with the same chunk rule already ran it."""
-    rule = FAMILIES[family_id].rule
+    rule = FAMILIES[family_id].formula_rule
     error, factor = checked or startup_check(rule, gpu, s)
     if error:
         return error
+    if rule.unit == "page_x_tensors" and len({g.spec.page_size_bytes for g in gpu.workers[0].groups}) > 1:
+        # 0.14.0-0.19.1 v1/kv_offload/cpu/spec.py: one page size for every group, or it asserts (only a model
+        # whose groups keep their own pages, DeepSeek-V4, registered from 0.20.0, gets here).
+        return "the groups' pages differ: this formula's connector asserts one page size at init"
     rank0 = gpu.workers[0]
     unit0 = _unit_bytes(rule, rank0.groups, rank0)
     # Decided once, on rank 0's real (unflattened) layers: both sides build the same connector config.
@@ -405,6 +417,14 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
     backend = ATTENTION_BACKENDS[s.attention_backend]
     groups = worker.groups
+    if worker.tensor_pages is not None:
+        # DeepSeek-V4: one pinned tensor per canonical GPU tensor (0.20.0-0.23.0 offloading/worker.py), the one
+        # packed block-id tensor from 0.24.0 (0.24.0 offloading/worker.py:140-165).
+        counts: dict[int, int] = {}
+        for page in worker.tensor_pages:
+            counts[rows * page] = counts.get(rows * page, 0) + 1
+        return tuple(Allocation(count=k, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb))
+                     for size, k in counts.items())
     if (b.cross_layer_blocks and (b.mla_cross_layer or not backend.mla) and len(groups) == 1
             and isinstance(groups[0].spec, AttentionSpec) and worker.num_tensors):
         # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes
@@ -431,7 +451,7 @@ def _tensor_pages(worker: WorkerConfig) -> list[tuple[int, bool]]:
     groups = worker.groups
     if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeKVCacheSpecs):
         return [(r.spec.page_size_bytes, isinstance(r.spec, AttentionSpec)) for r in groups[0].runs
-                for _ in range(r.count)]
+                for _ in r.indices]
     if not groups:
         return []
     page = groups[0].spec.page_size_bytes

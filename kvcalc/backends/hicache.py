@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..vocab.errors import StartupRefusal
+from ..vocab.errors import StartupRefusal, known
 from ..vocab.records import field, record
+from ..vocab.releases.sglang import sglang_of
 from ..vocab.units import format_bytes
 from .base import Pool, node_peak
 
@@ -94,14 +95,15 @@ def _device_pools(stage: SglangStage) -> list[tuple[str, int, tuple[int, ...]]]:
     """(pool, device tokens, bytes per token per PP stage)."""
     gpu, m = stage.gpu, stage.model
     if m.kind == "hybrid_swa":
-        return [("full", gpu.full_max_total_num_tokens, tuple(s.full_bytes for s in m.stages)),
-                ("swa", gpu.swa_max_total_num_tokens, tuple(s.swa_bytes for s in m.stages))]
+        full, swa = known(gpu.full_max_total_num_tokens), known(gpu.swa_max_total_num_tokens)  # hybrid SWA: both
+        return [("full", full, tuple(s.full_bytes for s in m.stages)),
+                ("swa", swa, tuple(s.swa_bytes for s in m.stages))]
     return [("mla" if m.kind == "mla" else "full", gpu.max_total_num_tokens, tuple(s.full_bytes for s in m.stages))]
 
 
 def _ratio(layout: Layout, stage: SglangStage, pools, page: int, guard: int | None) -> tuple[float | None, str]:
     """The ratio the pools are sized with, and where it came from (hicache_hook.py:100-126 defaults; auto-size)."""
-    h, b = layout.sglang.hicache, stage.behaviour
+    h, b = sglang_of(layout).hicache, stage.behaviour
     if h.size_gb > 0:
         return None, "--hicache-size"
     if h.ratio is not None:
@@ -125,7 +127,7 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
     if size_gb:
         size = min(int(size_gb * 1e9 // p) for p in bytes_per_token if p)
     else:
-        size = int(device_tokens * ratio)
+        size = int(device_tokens * known(ratio, "the host ratio"))  # without --hicache-size: sized by its ratio
     return (size // page + 1) * page
 
 
@@ -153,7 +155,7 @@ def split_size(size_gb: int, device_bytes: list[int], split: bool) -> list[float
 
 def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page: int) -> list[tuple]:
     """Per device pool: (name, device tokens, binding bytes/token, GB share, host tokens, bytes per stage)."""
-    h, b = layout.sglang.hicache, stage.behaviour
+    h, b = sglang_of(layout).hicache, stage.behaviour
     # The device pools' bytes as get_kv_size_bytes reports them: (tokens + one padding page) x bytes per token.
     shares = split_size(h.size_gb, [(t + page) * per[0] for _, t, per in pools], b.hicache_size_split)
     out = []
@@ -169,7 +171,7 @@ def _sizes(layout: Layout, stage: SglangStage, pools, ratio: float | None, page:
 
 def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection, tuple[str, ...]]:
     """The host tier of one engine, and its notes; SGLang's own start-up refusals raise StartupRefusal."""
-    sg, par = layout.sglang, layout.parallel
+    sg, par = sglang_of(layout), layout.parallel
     h, b, page = sg.hicache, stage.behaviour, stage.gpu.page_size
     ranks = max(par.tensor_parallel_size * par.pipeline_parallel_size // par.nnodes, 1)
     if not h.enabled:
@@ -188,7 +190,7 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)
     sized = _sizes(layout, stage, pools, ratio, page)
     per_stage = tuple(sum(s[5][i] for s in sized) for i in range(len(stage.model.stages)))
-    for name, _, _, _, size, stage_bytes in sized:
+    for name, _, _, _, _, stage_bytes in sized:
         refusal = None if guard is None else guard_refusal(max(stage_bytes), guard)
         if refusal:
             raise StartupRefusal(f"{refusal} ({name} pool)")
@@ -281,8 +283,8 @@ class HiCachePool(Pool):
             return (f"Verdict: SGLang {self.behaviour_version}: {self.gpu_tokens:,} GPU tokens, no host tier "
                     "(--enable-hierarchical-cache adds one).")
         return (f"Verdict: SGLang {self.behaviour_version}: {self.gpu_tokens:,} GPU tokens; HiCache holds "
-                f"{s.size_tokens_per_rank:,} tokens per rank and pins {format_bytes(s.bytes_per_rank)} a rank, "
-                f"{format_bytes(s.bytes_per_node)} on the busiest node.")
+                f"{s.size_tokens_per_rank:,} tokens per rank and pins {format_bytes(known(s.bytes_per_rank))} a rank, "
+                f"{format_bytes(known(s.bytes_per_node))} on the busiest node.")
 
 
 def _warnings(layout: Layout, stage: SglangStage, s: HiCacheSection) -> tuple[str, ...]:
@@ -292,8 +294,8 @@ def _warnings(layout: Layout, stage: SglangStage, s: HiCacheSection) -> tuple[st
         return ()
     if s.size_gb and len(s.pools) > 1 and not b.hicache_size_split:
         out.append(f"SGLang {b.version} gives --hicache-size {s.size_gb} GB to each of its {len(s.pools)} host pools "
-                   f"(sglang#29034, #32373; split by device bytes from 0.5.17): {s.bytes_per_rank / 1e9:.2f} GB a "
-                   f"rank, not {s.size_gb}")
+                   f"(sglang#29034, #32373; split by device bytes from 0.5.17): "
+                   f"{known(s.bytes_per_rank) / 1e9:.2f} GB a rank, not {s.size_gb}")
     for p in s.pools:
         if p.size_tokens <= p.device_tokens:  # pool_host/base.py:231-240 @0.5.23, logged at start-up
             out.append(f"HiCache {p.pool} host pool ({p.size_tokens:,} tokens) is smaller than the device pool "

@@ -8,14 +8,15 @@ import json
 from typing import Callable
 
 from ..engines.vllm import GpuStage
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import InternalError, KvcalcError, known
 from ..vocab.keys import KEY
 from ..vocab.layout import Layout, OffloadLayout
-from ..vocab.releases.lmcache import LMCacheLayout
+from ..vocab.releases.lmcache import LMCacheLayout, lmcache_of
+from ..vocab.releases.lmcache_mp import mp_of
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import cdiv, exact_bytes, format_bytes, smallest_gib
-from .base import NotModelled, Pool, SizeTarget, largest, pod_resources
+from .base import Pool, SizeTarget, backend, largest, pod_resources
 from .lmcache_plan import CONNECTOR, LMCachePlan, check_hma, plan_lmcache
 
 @record
@@ -38,21 +39,22 @@ class LMCachePool(Pool):
     shm_none = "LMCache pins its pool with cudaHostAlloc"
     capacity = None  # vLLM's CPUOffloadingInfo is the native connector's
     nothing = "LMCache's CPU tier holds 0 tokens"
+    not_modelled = None
 
     @property
     def connector(self) -> str:
         return f"{self.lmcache.connector} (LMCache {self.lmcache.version})"
 
-    @property
-    def not_modelled(self) -> NotModelled | None:
-        return None if self.lmcache.modelled else NotModelled(connector=self.lmcache.connector, home="the LMCache server")
+    @staticmethod
+    def of(pool: Pool) -> LMCachePlan:
+        """LMCache's own plan of a pool, for LMCache's report slice: an LMCache layout's pool is an LMCachePool."""
+        if not isinstance(pool, LMCachePool):
+            raise InternalError(f"LMCache's report was given the pool of backend {pool.backend}")
+        return pool.lmcache
 
-    def _modelled(self, value):
-        return value if self.lmcache.modelled else None
-
     @property
-    def budget_bytes(self) -> int | None:
-        return self._modelled(self.lmcache.pool_bytes_per_engine)
+    def budget_bytes(self) -> int:
+        return self.lmcache.pool_bytes_per_engine
 
     @property
     def storing_chunks(self) -> int | None:
@@ -63,21 +65,21 @@ class LMCachePool(Pool):
     @property
     def units_scheduler(self) -> int | None:
         first = self.lmcache.first_rank
-        return self._modelled((first.chunks if first else None) or self.storing_chunks)
+        return (first.chunks if first else None) or self.storing_chunks
 
     units_worst = units_scheduler
 
     @property
     def unit_bytes(self) -> int | None:
-        return self._modelled(max((st.chunk_bytes_aligned for st in self.lmcache.stages), default=0))
+        return max((st.chunk_bytes_aligned for st in self.lmcache.stages), default=0)
 
     @property
     def tokens_per_unit(self) -> int:
         return self.lmcache.chunk_size
 
     @property
-    def tokens(self) -> int | None:
-        return self._modelled(self.lmcache.tokens_per_engine)
+    def tokens(self) -> int:
+        return self.lmcache.tokens_per_engine
 
     @property
     def empty(self) -> bool:
@@ -88,16 +90,16 @@ class LMCachePool(Pool):
         return f"{self.storing_chunks:,} chunks per storing rank"
 
     @property
-    def pool_bytes_per_engine(self) -> int | None:
-        return self._modelled(self.lmcache.pool_bytes_per_engine)
+    def pool_bytes_per_engine(self) -> int:
+        return self.lmcache.pool_bytes_per_engine
 
     @property
-    def resident_bytes_per_engine(self) -> int | None:
-        return self._modelled(self.lmcache.resident_bytes_per_engine)
+    def resident_bytes_per_engine(self) -> int:
+        return self.lmcache.resident_bytes_per_engine
 
     @property
-    def resident_bytes_per_node(self) -> int | None:
-        return self._modelled(self.lmcache.resident_bytes_per_node)
+    def resident_bytes_per_node(self) -> int:
+        return self.lmcache.resident_bytes_per_node
 
     @property
     def env_dependent(self) -> tuple[str, ...]:
@@ -124,9 +126,6 @@ class LMCachePool(Pool):
     @property
     def verdict(self) -> str:
         lc = self.lmcache
-        if not lc.modelled:
-            return (f"Verdict: vLLM {self.behaviour.version} hands LMCache offloading to the multi-process connector; its pool "
-                    "is the LMCache server's (not modelled).")
         if lc.degraded:
             return (f"Verdict: LMCache {lc.version} fails to start ({lc.degraded}) and runs degraded: it stores "
                     "nothing, vLLM recomputes every prefix.")
@@ -146,13 +145,10 @@ class LMCachePool(Pool):
         LMCACHE_* variables (v1/config_base.py: LMCACHE_<KEY>; extra_config as JSON)."""
         lc, b = self.lmcache, self.behaviour
         par = layout.parallel
-        if not lc.modelled:
-            raise KvcalcError(f"{layout.source}: vLLM {b.version} hands --kv-offloading-backend lmcache to "
-                              f"{lc.connector}; kvcalc does not model its server's pool, so it cannot spell it")
         if lc.degraded:
             raise KvcalcError(f"{layout.source}: LMCache {lc.version} fails to start with this config and stores "
                               f"nothing ({lc.degraded}): no flags to paste")
-        cfg = config_of(layout.offload.lmcache, lc)
+        cfg = config_of(lmcache_of(layout), lc)
         transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both"}
         with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
         with_flag = None
@@ -167,12 +163,9 @@ class LMCachePool(Pool):
                 notes.append(f"--kv-offloading-size {size:g} is GiB for the engine: vLLM {b.version} gives LMCache "
                              f"{size:g} / {ranks} = {lc.max_local_cpu_size:g} GiB per rank (the config's other keys "
                              "still come from LMCACHE_CONFIG_FILE / LMCACHE_*)")
-        else:
-            notes.append(f"vLLM {b.version} maps --kv-offloading-backend lmcache to the multi-process connector and "
-                         "passes no size: use the --kv-transfer-config spelling for this pool")
         notes.append(f"LMCache pins {lc.max_local_cpu_size:g} GiB on each of {lc.storing_ranks} rank(s): "
                      f"{format_bytes(lc.pool_bytes_per_engine)} per engine")
-        pod = pod_resources(self)
+        pod = known(pod_resources(self), "a modelled pool's pod resources")
         notes.append(f"pod resources for one engine's CPU tier: memory limit >= {pod['memory_limit']} (LMCache's "
                      "pinned pool; no /dev/shm region); add the process's own memory (typically a few GiB)")
         return {"vllm_version": b.version, "backend": "lmcache", "args_kv_offloading_size": with_flag,
@@ -256,7 +249,7 @@ class LMCacheSizeRow:
 
 def _at(layout: Layout, behaviour: Behaviour, gib: float, first_rank: bool) -> LMCachePlan:
     """LMCache's pool with max_local_cpu_size (or rank 0's first_rank_max_local_cpu_size) set to `gib`."""
-    lm = layout.offload.lmcache
+    lm = lmcache_of(layout)
     if lm.via_vllm_flag:
         # vLLM's flag would override max_local_cpu_size (and local_cpu) with its own per-rank share: size the
         # LMCache key itself; the answer names the flag's spelling (x TP x PP) next to it.
@@ -271,11 +264,6 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
     rank 0 alone) the answer is rank 0's first_rank_max_local_cpu_size."""
     p = plan(layout)
     lc, behaviour = p.pool.lmcache, p.behaviour
-    if not lc.modelled:
-        return LMCacheSizeRow(lmcache_version=lc.version, key="max_local_cpu_size", gib=None, pool_bytes_per_rank=None,
-                              chunks_per_rank=None, tokens=None, storing_ranks=None, pool_bytes_per_engine=None,
-                              resident_bytes_per_node=None, note="the multi-process connector's pool is the LMCache "
-                                                                 "server's: not modelled")
     first = lc.save_only_first_rank and lc.storing_ranks == 1
     key = "extra_config.first_rank_max_local_cpu_size" if first else "max_local_cpu_size"
     if lc.vllm_flag is not None:
@@ -295,7 +283,7 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
                                   note=f"no size fits: the smallest pool (0.001 GiB) already keeps {least:,} B "
                                        f"resident on one node, over the {limit:,} B limit")
     else:
-        need = target.units if target.units is not None else cdiv(target.tokens, lc.chunk_size)
+        need = target.units if target.units is not None else cdiv(known(target.tokens, "a size target"), lc.chunk_size)
         gib = max(smallest_gib(need * worst), 0.001)  # LMCache fails to start with 0 (lmcache_plan.py)
     at = _at(layout, behaviour, gib, first)
     per_rank = at.first_rank.pool_bytes if first and at.first_rank else at.pool_bytes_per_storing_rank
@@ -310,22 +298,46 @@ def size_lmcache(layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheS
                           resident_bytes_per_node=at.resident_bytes_per_node, note=note)
 
 
+def handed_over(layout: Layout, behaviour: Behaviour) -> bool:
+    """vLLM's --kv-offloading-backend lmcache on a release that names LMCacheMPConnector for it (0.23.0+,
+    config/vllm.py 0.23.0:793-799): the pool is the LMCache server's (backends/lmcache_mp.py)."""
+    return lmcache_of(layout).via_vllm_flag and behaviour.lmcache_offloading_flag == "mp"
+
+
 class LMCacheBackend:
-    """LMCache's in-process connector (LMCacheConnectorV1), or vLLM's --kv-offloading-backend lmcache."""
+    """LMCache's in-process connector (LMCacheConnectorV1), or vLLM's --kv-offloading-backend lmcache (from 0.23.0
+    the multi-process connector: handed over to backends/lmcache_mp.py)."""
 
     name = "lmcache"
     title = "LMCache"
     no_offload_info = "LMCache publishes its own metrics"  # not vLLM's vllm:kv_offload_config_info
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
+        if handed_over(layout, behaviour):
+            return backend("lmcache_mp").hma(layout, behaviour)
         check_hma(layout.cache.hybrid_kv_cache_manager, behaviour.version)
         if layout.cache.hybrid_kv_cache_manager == "off":
             return False, "disabled by the user (--disable-hybrid-kv-cache-manager)"
         return False, ("off: vLLM turns the hybrid manager off for LMCache's connector (it does not implement "
                        "SupportsHMA)")
 
-    def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> LMCachePool:
-        return LMCachePool(lmcache=plan_lmcache(layout, stage.behaviour), behaviour=stage.behaviour)
+    def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> Pool:
+        if handed_over(layout, stage.behaviour):
+            given = [k for k, _ in lmcache_of(layout).provenance]
+            mpl = mp_of(layout)  # (validation sets it beside the flag's LMCache section)
+            if given:
+                mpl = replace(mpl, notes=mpl.notes + (
+                    f"LMCache config keys for the in-process connector ({', '.join(given)}): LMCacheMPConnector does "
+                    "not read them (the server's command line configures its pool)",))
+            return backend("lmcache_mp").estimate(replace(layout, offload=replace(layout.offload, lmcache_mp=mpl)),
+                                                  stage)
+        lc = plan_lmcache(layout, stage.behaviour)
+        if layout.offload.lmcache_mp is not None and layout.offload.lmcache_mp.server is not None:
+            lc = replace(lc, notes=lc.notes + (
+                f"vLLM {stage.behaviour.version} runs the in-process {CONNECTOR} for --kv-offloading-backend lmcache: "
+                "the LMCache server's settings are not used (from vLLM 0.23.0 its LMCacheMPConnector attaches to "
+                "the server)",))
+        return LMCachePool(lmcache=lc, behaviour=stage.behaviour)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:
         """The engine's budget split over its TP x PP ranks as max_local_cpu_size, as vLLM 0.14.0-0.22.1's
@@ -337,7 +349,11 @@ class LMCacheBackend:
         return replace(layout, offload=OffloadLayout(cpu_bytes_to_use=None, cpu_bytes_source=f"the {source} budget "
                                                      "/ (TP x PP)", backend="lmcache", lmcache=lm))
 
-    def size(self, layout: Layout, target: SizeTarget, plan: Callable) -> LMCacheSizeRow:
+    def size(self, layout: Layout, target: SizeTarget, plan: Callable):
+        from ..vocab.releases.vllm import behaviour_for
+
+        if handed_over(layout, behaviour_for(layout.vllm_version)):
+            return backend("lmcache_mp").size(layout, target, plan)
         return size_lmcache(layout, target, plan)
 
 

@@ -43,10 +43,10 @@ lives in (0.5.6 paths; older releases keep the same code in v1/manager.py or the
 from __future__ import annotations
 
 from ..engines.vllm.layers import pp_split
-from ..vocab.errors import StartupRefusal, UnsupportedError
+from ..vocab.errors import StartupRefusal, UnsupportedError, known
 from ..vocab.kinds import KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank
 from ..vocab.layout import Layout
-from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades
+from ..vocab.releases.lmcache import LMCacheLayout, init_failure_degrades, lmcache_of
 from ..vocab.records import field, record, replace
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import DTYPE_BYTES, round_up
@@ -56,7 +56,6 @@ ALIGN_BYTES = 4096  # v1/memory_management.py AddressManager.ALIGN_BYTES
 HUGEPAGE_BYTES = 2 << 20  # v1/distributed/config.py HUGEPAGE_SIZE_BYTES
 GIB = 1024 ** 3
 CONNECTOR = "LMCacheConnectorV1"
-MP_CONNECTOR = "LMCacheMPConnector"
 
 
 @record
@@ -93,16 +92,14 @@ class VllmFlag:
     kv_offloading_size: float = field("--kv-offloading-size, GiB for the engine")
     connector: str = field("the connector vLLM configures")
     # 0.14.0 - 0.22.1: kv_connector_extra_config = {"lmcache.local_cpu": True, "lmcache.max_local_cpu_size":
-    # size / (TP x PP)}; 0.23.0+: LMCacheMPConnector, no size passed.
-    max_local_cpu_size: float | None = field("what LMCache receives per rank (size / (TP x PP)); null: nothing "
-                                             "(0.23.0+: the multi-process connector)")
+    # size / (TP x PP)}. (0.23.0+ names LMCacheMPConnector instead: backends/lmcache_mp.py.)
+    max_local_cpu_size: float = field("what LMCache receives per rank (size / (TP x PP))")
 
 
 @record
 class LMCachePlan:
     version: str
-    connector: str  # LMCacheConnectorV1 | LMCacheMPConnector
-    modelled: bool  # False: the MP connector's pool lives in a separate LMCache server kvcalc does not model
+    connector: str  # LMCacheConnectorV1
     chunk_size: int
     use_mla: bool
     save_only_first_rank: bool  # as LMCache settles it (extra_config and use_mla)
@@ -155,7 +152,7 @@ def _model_shape(layout: Layout) -> tuple[int, int, int, int]:
         if kinds != {LayerKind.MLA}:
             raise _refuse(layout, "MLA layers next to other attention kinds: LMCache sizes every layer as MLA")
         # vLLM model_config.get_head_size for MLA: kv_lora_rank + qk_rope_head_dim; get_num_kv_heads: 1.
-        return 1, 1, m.kv_lora_rank + m.qk_rope_head_dim, dtype_bytes
+        return 1, 1, m.mla_head_size, dtype_bytes
     attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     heads = {m.num_kv_heads[i] for i in attn}
     sizes = {m.head_size[i] for i in attn} | {m.head_size_v[i] for i in attn}
@@ -186,9 +183,7 @@ def _draft_layers(layout: Layout) -> list[int]:
 def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> VllmFlag | None:
     if not lm.via_vllm_flag:
         return None
-    size = lm.kv_offloading_size
-    if behaviour.lmcache_offloading_flag == "mp":
-        return VllmFlag(kv_offloading_size=size, connector=MP_CONNECTOR, max_local_cpu_size=None)
+    size = known(lm.kv_offloading_size, "vLLM's --kv-offloading-size")  # set with via_vllm_flag
     # 0.14.0 - 0.22.1 config/vllm.py _post_init_kv_transfer_config: kv_gb_per_rank = kv_offloading_size /
     # num_kv_ranks (TP x PP), a float division, read by LMCache as float and pinned as int(x * 1024**3).
     return VllmFlag(kv_offloading_size=size, connector=CONNECTOR, max_local_cpu_size=size / (tp * pp))
@@ -196,14 +191,14 @@ def _vllm_flag(lm: LMCacheLayout, behaviour: Behaviour, tp: int, pp: int) -> Vll
 
 def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, notes: list[str]) -> tuple[bool, float]:
     """(local_cpu, max_local_cpu_size) as the connector receives them: vLLM's flag overrides the LMCache config."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     if flag is not None:
         size = flag.max_local_cpu_size
         notes.append(f"vLLM {behaviour.version}: --kv-offloading-backend lmcache --kv-offloading-size "
                      f"{flag.kv_offloading_size:g} gives LMCache max_local_cpu_size {size:g} GiB per rank "
                      f"(the size / (TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size}), config/vllm.py), "
                      "overriding the LMCache config")
-        return True, size
+        return True, known(size, "the in-process connector's size")
     if "max_local_cpu_size" not in dict(lm.provenance):
         notes.append(f"LMCache max_local_cpu_size not set: its default {lm.max_local_cpu_size:g} GiB per rank "
                      "(v1/config.py)")
@@ -213,11 +208,11 @@ def _pool_size(layout: Layout, behaviour: Behaviour, flag: VllmFlag | None, note
 def _save_only_first_rank(layout: Layout) -> bool:
     """LMCache's save_only_first_rank as it settles it (extra_config, default: the model uses MLA; v1/cache_engine.py
     `... and metadata.use_mla`), refusing the topologies where its first rank is not what kvcalc can name."""
-    lm, par, use_mla = layout.offload.lmcache, layout.parallel, layout.model.is_mla
+    lm, par, use_mla = lmcache_of(layout), layout.parallel, layout.model.is_mla
     sofr = (use_mla if lm.save_only_first_rank is None else lm.save_only_first_rank) and use_mla
     if sofr and par.pipeline_parallel_size > 1:
-        raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores (v1/metadata.py "
-                              "first_rank = 0), so the other stages' layers are never stored; set "
+        raise _refuse(layout, "save_only_first_rank with pipeline parallelism: only global rank 0 stores "
+                              "(v1/metadata.py first_rank = 0), so the other stages' layers are never stored; set "
                               "extra_config.save_only_first_rank false")
     if sofr and par.distributed_executor_backend == "external_launcher" and par.data_parallel_size > 1:
         raise _refuse(layout, "save_only_first_rank under external_launcher with DP > 1: every DP rank shares one "
@@ -229,7 +224,7 @@ def _save_only_first_rank(layout: Layout) -> bool:
 def _storing_ranks(layout: Layout, sofr: bool) -> tuple[int, ...]:
     """The ranks of one engine that allocate a pool (v1/cache_engine.py post_init): every rank, unless
     save_only_first_rank: rank 0, the lookup servers' and (with enable_controller) the LMCache workers' ranks."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     if not sofr or lm.use_layerwise:
         return tuple(range(world))
@@ -246,7 +241,7 @@ def _storing_ranks(layout: Layout, sofr: bool) -> tuple[int, ...]:
 def _stages(layout: Layout, shape: tuple[int, int, int, int], storing: tuple[int, ...], pool: int,
             local_cpu: bool, drafts: list[int]) -> list[LMCacheStage]:
     """One entry per PP stage: its chunk (the target's and the drafter's layers alike), and what a pool holds."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     kv_size, heads, head_size, dtype_bytes = shape
     align = lm.pinned_align_bytes or ALIGN_BYTES
     per_layer = kv_size * lm.chunk_size * heads * head_size * dtype_bytes  # one layer's slice of a chunk
@@ -316,7 +311,7 @@ def _startup_failure(lm: LMCacheLayout, max_size: float, first_size: float | Non
 def _failed(layout: Layout, behaviour: Behaviour, failure: tuple[str, str], plan: LMCachePlan) -> LMCachePlan:
     """LMCache's start-up failed on its storing ranks: 0.3.14+ logs it and stores nothing (vLLM starts); earlier
     releases stop vLLM's worker (vocab/releases/lmcache.py init_failure_degrades)."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     what, phase = failure
     if not init_failure_degrades(lm.version):
         raise StartupRefusal(f"LMCache {lm.version} raises in rank 0's {phase}, which vLLM {behaviour.version}'s "
@@ -340,7 +335,7 @@ def _resident(layout: Layout, storing: tuple[int, ...], pools: list[int], hidden
     """Host bytes each rank of one engine keeps resident: its KV pool (whole host pages, 2 MiB with
     local_cpu_use_hugepages) and its hidden-state pool (whole host pages); a scheduler's hidden-state pool is
     counted on rank 0, whose node runs it."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     page = HUGEPAGE_BYTES if lm.local_cpu_use_hugepages else layout.host.page_size
     out = [0] * world
@@ -357,7 +352,7 @@ def _hidden_pools(layout: Layout) -> tuple[int, int]:
     """(processes of one engine that pin a hidden-state pool, its bytes): every worker's LMCacheEngine, and the
     scheduler's with enable_scheduler_bypass_lookup (integration/vllm/vllm_service_factory.py:166-217 builds one
     there only then)."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     if not lm.enable_hidden_state_cache:
         return 0, 0
     world = par.tensor_parallel_size * par.pipeline_parallel_size
@@ -365,16 +360,10 @@ def _hidden_pools(layout: Layout) -> tuple[int, int]:
 
 
 def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     notes: list[str] = list(lm.notes)
     warnings: list[str] = []
     flag = _vllm_flag(lm, behaviour, par.tensor_parallel_size, par.pipeline_parallel_size)
-    if flag is not None and flag.connector == MP_CONNECTOR:
-        warnings.append(
-            f"vLLM {behaviour.version} maps --kv-offloading-backend lmcache to {MP_CONNECTOR} and passes no size "
-            f"(config/vllm.py, from 0.23.0): --kv-offloading-size {flag.kv_offloading_size:g} has no effect; the "
-            "standalone LMCache server's own configuration sizes the pool, which kvcalc does not model")
-        return _unmodelled(lm, layout, flag, notes, warnings)
     local_cpu, max_size = _pool_size(layout, behaviour, flag, notes)
     if lm.lazy_allocator:
         raise _refuse(layout, f"enable_lazy_memory_allocator: LMCache {lm.version} (0.3.10 - 0.3.12) pins the pool "
@@ -404,12 +393,13 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
     _pool_notes(layout, flag, sofr, storing, local_cpu, max_size, per_rank_pool, stages, worst, notes, warnings)
     _hidden_note(layout, hidden_pools, hidden, notes)
     out = LMCachePlan(
-        version=lm.version, connector=CONNECTOR, modelled=True, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
+        version=lm.version, connector=CONNECTOR, chunk_size=lm.chunk_size, use_mla=layout.model.is_mla,
         save_only_first_rank=sofr, local_cpu=local_cpu, use_layerwise=lm.use_layerwise, max_local_cpu_size=max_size,
         first_rank_max_local_cpu_size=first_size, alignment=lm.pinned_align_bytes or ALIGN_BYTES, stages=tuple(stages),
         storing_ranks=len(storing), storing_rank_ids=storing, pool_bytes_per_storing_rank=per_rank_pool,
         first_rank=first, pool_bytes_per_engine=sum(pools), resident_bytes_per_engine=sum(resident),
-        resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node), tokens_per_engine=tokens,
+        resident_bytes_per_node=node_peak(resident, par.nodes_per_engine, par.engines_per_node),
+        tokens_per_engine=tokens,
         disk_bytes_per_rank=disk, disk_chunks_per_rank=disk // worst if worst else 0, vllm_flag=flag,
         notes=tuple(notes), warnings=tuple(warnings), hidden_state_pools=hidden_pools, hidden_state_bytes=hidden)
     failure = _startup_failure(lm, max_size, first_size)
@@ -418,7 +408,7 @@ def plan_lmcache(layout: Layout, behaviour: Behaviour) -> LMCachePlan:
 
 def _hidden_note(layout: Layout, pools: int, each: int, notes: list[str]) -> None:
     if pools:
-        lm = layout.offload.lmcache
+        lm = lmcache_of(layout)
         notes.append(f"LMCache enable_hidden_state_cache: {pools} process(es) (every worker, MLA ranks that store no "
                      f"KV included{', and the scheduler' if lm.enable_scheduler_bypass_lookup else ''}) each pin a "
                      f"hidden-state pool of max_hidden_state_cpu_size {lm.max_hidden_state_cpu_size:g} GiB = "
@@ -430,7 +420,7 @@ def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tupl
                 max_size: float, per_rank_pool: int, stages: list[LMCacheStage], worst: int, notes: list[str],
                 warnings: list[str]) -> None:
     """What the pool's settings mean, in the order a reader meets them."""
-    lm, par = layout.offload.lmcache, layout.parallel
+    lm, par = lmcache_of(layout), layout.parallel
     world = par.tensor_parallel_size * par.pipeline_parallel_size
     if sofr:
         notes.append(f"LMCache save_only_first_rank (MLA): only rank(s) {', '.join(map(str, storing))} of "
@@ -457,17 +447,6 @@ def _pool_notes(layout: Layout, flag: VllmFlag | None, sofr: bool, storing: tupl
                         f"{worst:,} B: the CPU tier stores nothing")
     if lm.ignored:
         notes.append("LMCache keys that do not change the CPU pool: " + ", ".join(lm.ignored))
-
-
-def _unmodelled(lm: LMCacheLayout, layout: Layout, flag: VllmFlag, notes, warnings) -> LMCachePlan:
-    return LMCachePlan(
-        version=lm.version, connector=MP_CONNECTOR, modelled=False, chunk_size=lm.chunk_size,
-        use_mla=layout.model.is_mla, save_only_first_rank=False, local_cpu=lm.local_cpu, use_layerwise=lm.use_layerwise,
-        max_local_cpu_size=lm.max_local_cpu_size, first_rank_max_local_cpu_size=None, alignment=ALIGN_BYTES,
-        stages=(), storing_ranks=0, storing_rank_ids=(), pool_bytes_per_storing_rank=0, first_rank=None,
-        pool_bytes_per_engine=0, resident_bytes_per_engine=0, resident_bytes_per_node=0, tokens_per_engine=0,
-        disk_bytes_per_rank=0, disk_chunks_per_rank=0,
-        vllm_flag=flag, notes=tuple(notes), warnings=tuple(warnings))
 
 
 def check_hma(preference: str, version: str) -> None:

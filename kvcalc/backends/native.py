@@ -12,7 +12,7 @@ from ..engines.vllm import GpuStage, hma_model_veto
 from ..engines.vllm.specs import ChunkedLocalAttentionSpec
 from ..engines.vllm.tensors import GpuPlan
 from ..vocab.layout import Layout, OffloadLayout
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import InternalError, KvcalcError, known
 from ..vocab.keys import KEY
 from ..vocab.records import cached, record, replace
 from ..vocab.releases.vllm import FAMILIES, Behaviour, decide_hma
@@ -50,10 +50,13 @@ class OffloadPlan:
         own = self.behaviour.formula
         checks = dict((self.selected_check,) if self.selected_check else ())  # local: the plan stays as it was
         for fam in self.families:
+            out: FormulaResult | str | None
             if fam == own:
                 out = self.selected
+                if out is None:  # plan_offload evaluates the selected family when it is one of the columns
+                    raise InternalError(f"family {own}: a column without its result")
             else:
-                rule = FAMILIES[fam].rule
+                rule = FAMILIES[fam].formula_rule
                 if rule.chunks not in checks:
                     checks[rule.chunks] = startup_check(rule, self.gpu, self.settings)
                 out = evaluate(fam, self.gpu, self.settings, family_behaviour(fam, self.behaviour),
@@ -81,7 +84,7 @@ class OffloadPlan:
     def warnings(self) -> tuple[str, ...]:
         s, behaviour = self.settings, self.behaviour
         warnings: list[str] = []
-        if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].rule.chunks:
+        if s.blocks_per_chunk is not None and not FAMILIES[behaviour.formula].formula_rule.chunks:
             # 0.25.1 v1/kv_offload/base.py reads extra_config.get("block_size") only: an unknown key is ignored.
             warnings.append(f"vLLM {behaviour.version} ignores kv_connector_extra_config.blocks_per_chunk (read "
                             "from 0.26.0): one GPU block per CPU block; use offload.block_size on this release")
@@ -111,7 +114,7 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
     own = behaviour.formula
     sel = check = None
     if own in families:
-        rule = FAMILIES[own].rule
+        rule = FAMILIES[own].formula_rule
         check = (rule.chunks, startup_check(rule, gpu, s))  # the start-up check depends only on the chunk rule
         sel = evaluate(own, gpu, s, behaviour, check[1])
         if isinstance(sel, str):
@@ -211,8 +214,7 @@ class NativePool(Pool):
         r = self.result
         worst = None if r is None else min((s for s in r.stages if s.out_of_bounds),
                                            key=lambda s: s.count.num_blocks, default=None)
-        return None if worst is None else OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0],
-                                                      last=worst.bad_ids[1])
+        return None if worst is None else worst.ids
 
     @property
     def empty(self) -> bool:
@@ -261,7 +263,7 @@ class NativePool(Pool):
 
     @property
     def kept(self) -> str:
-        host = self.result.host
+        host = known(self.result, "the pool's figures").host  # read by the host_memory gate, of a pool that has them
         rounding = host.pinned_rounding
         if rounding == "none":
             how = "no allocator rounding" + (": one shared /dev/shm region" if host.shared_region else "")
@@ -283,9 +285,10 @@ class NativePool(Pool):
         oob = None
         if isinstance(sel, FormulaResult) and sel.out_of_bounds:
             worst = min((s for s in sel.stages if s.out_of_bounds), key=lambda s: s.count.num_blocks)
+            ids = known(worst.ids, "an out-of-bounds stage's ids")
             who = f"PP stage {worst.pp_rank}'s workers" if self.offload.settings.pp > 1 else "the workers"
             oob = (f"vLLM {self.offload.behaviour.version}: the scheduler can hand out CPU block ids "
-                   f"{worst.bad_ids[0]:,}..{worst.bad_ids[1]:,} that {who} never allocated: out-of-bounds stores")
+                   f"{ids.first:,}..{ids.last:,} that {who} never allocated: out-of-bounds stores")
         return self.offload.warnings + ((oob,) if oob else ())
 
     @property
@@ -312,7 +315,8 @@ def native_verdict(pool: NativePool) -> str:
     if pool.budget_bytes is None:
         return (f"Verdict: vLLM {v}, the GPU side only: give a CPU budget (--cpu-bytes) for the CPU counts, or "
                 "`kvcalc size --cpu-tokens N` for the budget a token target needs.")
-    sel, ids = pool.result, pool.out_of_bounds
+    # A budget, and the connector starts: the selected family's counts.
+    sel, ids = known(pool.result, "the selected family's counts"), pool.out_of_bounds
     unit = f"CPU {pool.unit}"
     if sel.scheduler.num_blocks == 0:
         first = f"Verdict: vLLM {v} gets 0 {unit}: offloading is configured but stores nothing."
@@ -387,7 +391,8 @@ class NativeBackend:
     no_offload_info = None  # it publishes vllm:kv_offload_config_info (0.33+)
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-        return decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager, wants_off_reason=hma_model_veto(layout.model))
+        return decide_hma(behaviour, layout.cache.hybrid_kv_cache_manager,
+                          wants_off_reason=hma_model_veto(layout.model))
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> NativePool:
         """The selected release's family, and (unless `selected_only`: a sweep row shows no other column) the old

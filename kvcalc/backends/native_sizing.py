@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
 from ..vocab.releases.vllm import FAMILIES, family_of, parse_release
@@ -56,7 +56,7 @@ def size_row(pool: NativePool, target: SizeTarget, max_model_len: int) -> SizeRo
     fam, version = pool.family, pool.offload.behaviour.version
     if pool.startup_error:
         return refused_row(fam, version, pool.startup_error)
-    r = pool.offload.selected_result
+    r = known(pool.offload.selected_result, "the selected family's counts")  # it starts, and a budget was given
     sides = [r.scheduler.aligned_bytes] + [c.aligned_bytes for c in r.stage_counts]
     if min(sides) == 0:
         return refused_row(fam, version, "0 bytes per CPU block (the GPU has 0 blocks): no budget helps")
@@ -73,12 +73,12 @@ def size_row(pool: NativePool, target: SizeTarget, max_model_len: int) -> SizeRo
         # Resident grows with the budget: a binary search over the block count, each step re-running only the
         # offload stage (NativePool.with_budget).
         limit = target.resident
-        need = largest(limit // worst, lambda n: pool.with_budget(n * worst).resident_bytes_per_node <= limit)
+        need = largest(limit // worst, lambda n: known(pool.with_budget(n * worst).resident_bytes_per_node) <= limit)
     elif target.units is not None:
         need = target.units
     else:
-        per = r.chunks_per_group
-        need = cdiv(target.tokens * sum(per), max_model_len) if per else 0
+        per = r.chunks_per_group  # (a size target sets one of resident, units, tokens)
+        need = cdiv(known(target.tokens, "a size target") * sum(per), max_model_len) if per else 0
     cpu = need * worst
     if cpu > MAX_BUDGET:
         return refused_row(fam, version, f"the target needs {cpu:,} B, more than a budget kvcalc accepts "
@@ -86,7 +86,7 @@ def size_row(pool: NativePool, target: SizeTarget, max_model_len: int) -> SizeRo
     at = pool.with_budget(cpu)
     return SizeRow(family=fam, vllm_version=version, startup_error=None, cpu_bytes_to_use=cpu,
                    kv_offloading_size_gib=smallest_gib(cpu), num_blocks=need, unit=unit,
-                   tokens=at.result.tokens(need) or 0, aligned_bytes=worst, out_of_bounds_at_any_budget=False,
+                   tokens=known(at.result).tokens(need) or 0, aligned_bytes=worst, out_of_bounds_at_any_budget=False,
                    resident_bytes_per_node=at.resident_bytes_per_node, shm_bytes_per_node=at.shm_bytes_per_node,
                    note=None)
 

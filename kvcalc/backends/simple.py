@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..engines.vllm import GpuStage, hma_model_veto
-from ..vocab.errors import StartupRefusal
+from ..engines.vllm import GpuStage
 from ..vocab.layout import Layout, OffloadLayout
 from ..vocab.records import record, replace
-from ..vocab.releases.simple import SimpleLayout
+from ..vocab.releases.simple import SimpleLayout, simple_budget
 from ..vocab.releases.vllm import Behaviour
 from ..vocab.units import exact_bytes
 from .base import HostMemory, OutOfBounds, Pool, SizeTarget, node_peak
+from .hma import supports_hma
 from .simple_plan import SimplePlan, plan_simple
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class SimplePool(Pool):
 
     @property
     def budget_bytes(self) -> int:
-        return self.layout.offload.cpu_bytes_to_use
+        return simple_budget(self.layout)
 
     @property
     def units_scheduler(self) -> int:
@@ -117,7 +117,8 @@ class SimplePool(Pool):
         return HostMemory(
             requested_bytes_per_engine=self.budget_bytes,
             resident_bytes_per_worker=tuple(st.resident_bytes_per_worker for st in sp.stages),
-            resident_bytes_per_engine=sp.resident_bytes_per_engine, resident_bytes_per_node=self.resident_bytes_per_node,
+            resident_bytes_per_engine=sp.resident_bytes_per_engine,
+            resident_bytes_per_node=self.resident_bytes_per_node,
             shm_bytes_per_engine=0, shm_bytes_per_node=0, host_page_size=self.layout.host.page_size,
             pinned_rounding="none", allocations_per_worker=sp.allocations, shared_region=False)
 
@@ -164,25 +165,6 @@ def simple_verdict(pool: SimplePool) -> str:
             f"on every rank ({sp.tokens or 0:,} tokens), {where}.")
 
 
-def decide_hma(layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-    """The hybrid manager with SimpleCPUOffloadConnector: it subclasses SupportsHMA from 0.19.0
-    (simple_cpu_offload_connector.py:45), so forcing the manager on is allowed on every release that has it;
-    by default vLLM turns the manager off whenever a connector is set before 0.22.0, and keeps it on for a SupportsHMA
-    connector from 0.22.0 (config/vllm.py, STEPS['hma_default_with_connector'])."""
-    preference, veto = layout.cache.hybrid_kv_cache_manager, hma_model_veto(layout.model)
-    if preference == "off":
-        return False, "disabled by the user (--disable-hybrid-kv-cache-manager)"
-    if preference == "on":
-        if veto:
-            raise StartupRefusal(f"vLLM {behaviour.version} refuses to start: HMA forced on but {veto}")
-        return True, "forced on by the user (--no-disable-hybrid-kv-cache-manager; the connector supports it)"
-    if veto:
-        return False, veto
-    if behaviour.hma_default_with_connector:
-        return True, "on: SimpleCPUOffloadConnector supports the hybrid manager (0.22.0+)"
-    return False, "off: vLLM disables the hybrid manager whenever a KV connector is set (before 0.22.0)"
-
-
 class SimpleBackend:
     """vLLM's SimpleCPUOffloadConnector (0.19.0+): per-rank CPU (or disk, 0.28.0+) blocks mirroring the GPU's."""
 
@@ -191,7 +173,7 @@ class SimpleBackend:
     no_offload_info = "SimpleCPUOffloadConnector publishes its own metrics"
 
     def hma(self, layout: Layout, behaviour: Behaviour) -> tuple[bool, str]:
-        return decide_hma(layout, behaviour)
+        return supports_hma(layout, behaviour, "SimpleCPUOffloadConnector")
 
     def estimate(self, layout: Layout, stage: GpuStage, *, selected_only: bool = False) -> SimplePool:
         return SimplePool(simple=plan_simple(layout, stage), layout=layout, hash_block_size=stage.gpu.hash_block_size)

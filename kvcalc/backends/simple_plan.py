@@ -8,6 +8,7 @@ from ..engines.vllm import GpuStage
 from ..engines.vllm.specs import AttentionSpec, FullAttentionSpec, UniformTypeKVCacheSpecs
 from ..engines.vllm.runs import ordered
 from ..engines.vllm.tensors import WorkerConfig, log_numbers
+from ..vocab.errors import known
 from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace
@@ -70,7 +71,8 @@ class SimplePlan:
     allocations: tuple[tuple[Allocation, ...], ...] = field(json=False)  # per stage, one worker's
 
 
-def regions(worker: WorkerConfig, rule: str, kv_first: bool, num_blocks: int | None) -> tuple[tuple[int, ...], str | None]:
+def regions(worker: WorkerConfig, rule: str, kv_first: bool,
+            num_blocks: int | None) -> tuple[tuple[int, ...], str | None]:
     """(bytes per block of each unique region the worker copies, the error its register_kv_caches raises):
     "storages" 0.19.0-0.28.0: one per KV cache tensor's storage, K and V apart when the first layer's view puts them
     outermost (FlashAttention's (2, num_blocks, ...)); "first_view" 0.29.0: the one backing allocation viewed as
@@ -101,7 +103,7 @@ def regions(worker: WorkerConfig, rule: str, kv_first: bool, num_blocks: int | N
 
 def refusal(layout: Layout, stage: GpuStage, sb: sr.SimpleBehaviour) -> str | None:
     """What the connector refuses at start-up on this release, before any count (vLLM's messages)."""
-    s, version = layout.offload.simple, stage.behaviour.version
+    s, version = sr.simple_of(layout), stage.behaviour.version
     if not sb.available:
         return (f"vLLM {version} has no SimpleCPUOffloadConnector (it is in 0.19.0 and later): 'Unsupported "
                 "connector type: SimpleCPUOffloadConnector' (kv_connector/factory.py)")
@@ -124,9 +126,10 @@ def refusal(layout: Layout, stage: GpuStage, sb: sr.SimpleBehaviour) -> str | No
 
 def capacity(layout: Layout, sb: sr.SimpleBehaviour, warnings: list[str]) -> tuple[int, int, str, str]:
     """(the worker's capacity per rank, the scheduler's, where it came from, the mode)."""
-    s, world = layout.offload.simple, layout.parallel.world_size
-    cpu = layout.offload.cpu_bytes_to_use // world
-    cpu_from = f"cpu_bytes_to_use // world_size ({layout.offload.cpu_bytes_to_use:,} // {world})"
+    s, world = sr.simple_of(layout), layout.parallel.world_size
+    budget = sr.simple_budget(layout)
+    cpu = budget // world
+    cpu_from = f"cpu_bytes_to_use // world_size ({budget:,} // {world})"
     if s.cpu_bytes_to_use_per_rank is not None:
         if s.cpu_bytes_to_use_per_rank != cpu:
             warnings.append(f"cpu_bytes_to_use_per_rank ({s.cpu_bytes_to_use_per_rank / (1 << 30):.2f} GB) != "
@@ -196,7 +199,7 @@ def disk_files(layout: Layout, mode: str) -> tuple[str, ...]:
         return ()
     par = layout.parallel
     per_node = cdiv(par.workers_per_engine, par.nodes_per_engine)
-    return tuple(f"{layout.offload.simple.disk_path}.rank_{i}" for i in range(per_node))
+    return tuple(f"{sr.simple_of(layout).disk_path}.rank_{i}" for i in range(per_node))
 
 
 def kv_first(layout: Layout) -> bool:
@@ -205,7 +208,7 @@ def kv_first(layout: Layout) -> bool:
 
 def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
     """The connector's pool of one engine on the stage's release."""
-    b, s = stage.behaviour, layout.offload.simple
+    b, s = stage.behaviour, sr.simple_of(layout)
     sb = sr.simple_behaviour(b.release)
     warnings: list[str] = []
     notes = [f"SimpleCPUOffloadConnector's budget: {layout.offload.cpu_bytes_source}"] if s.budget_default else []
@@ -242,7 +245,8 @@ def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
         resident_bytes_per_engine=sum(st.resident_bytes_per_worker for st in stages)
         * layout.parallel.tensor_parallel_size,
         disk_path=s.disk_path if mode == "disk" else None, disk_files=disk_files(layout, mode),
-        disk_bytes_per_rank=max((st.disk_bytes_per_rank for st in stages), default=None) if mode == "disk" else None,
+        disk_bytes_per_rank=max((known(st.disk_bytes_per_rank) for st in stages), default=None) if mode == "disk"
+        else None,
         lazy_offload=s.lazy_offload, startup_error=error, warnings=tuple(warnings), notes=tuple(notes),
         allocations=allocations)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable
 
+from ..vocab.errors import known
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace, to_json
-from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR
+from ..vocab.releases.simple import CONNECTOR, DEFAULT_DISK_BYTES, ENV_VAR, simple_budget, simple_of
 from ..vocab.units import format_bytes, smallest_gib
 from .base import SizeTarget, largest, pod_resources
 from .native import gib_spelling
@@ -24,7 +25,7 @@ MAX_BUDGET = 1 << 62  # inputs.values.Reader.size's bound: plan refuses more
 def extra_config(layout: Layout) -> dict:
     """kv_connector_extra_config that reproduces the plan: the budget, then the keys that differ from vLLM's
     defaults (simple_cpu_offload_connector.py)."""
-    s = layout.offload.simple
+    s = simple_of(layout)
     extra: dict = {"cpu_bytes_to_use": layout.offload.cpu_bytes_to_use}
     if s.cpu_bytes_to_use_per_rank is not None:
         extra["cpu_bytes_to_use_per_rank"] = s.cpu_bytes_to_use_per_rank
@@ -48,7 +49,7 @@ def simple_args(pool: SimplePool, layout: Layout, common: list[str], notes: list
     --kv-offloading-size with VLLM_USE_SIMPLE_KV_OFFLOAD=1 in the environment when a float of GiB says the budget
     exactly and no other key is needed (config/vllm.py _post_init_kv_transfer_config: cpu_bytes_to_use =
     kv_offloading_size * (1 << 30))."""
-    sp, cpu = pool.simple, layout.offload.cpu_bytes_to_use
+    sp, cpu = pool.simple, simple_budget(layout)
     extra = extra_config(layout)
     transfer = {"kv_connector": CONNECTOR, "kv_role": "kv_both", "kv_connector_extra_config": extra}
     with_json = common + ["--kv-transfer-config", json.dumps(transfer, separators=(",", ":"))]
@@ -119,10 +120,10 @@ def _none(version: str, mode: str, key: str, **kw) -> SimpleSize:
 
 def _at(layout: Layout, per_rank: int) -> Layout:
     """The layout with `per_rank` bytes of capacity on every rank (the engine's budget, or the disk's)."""
-    off = layout.offload
-    if off.simple.kv_offload_backend == "disk":
-        return replace(layout, offload=replace(off, simple=replace(off.simple, disk_capacity_bytes=per_rank)))
-    simple = replace(off.simple, cpu_bytes_to_use_per_rank=None, budget_default=False)
+    off, s = layout.offload, simple_of(layout)
+    if s.kv_offload_backend == "disk":
+        return replace(layout, offload=replace(off, simple=replace(s, disk_capacity_bytes=per_rank)))
+    simple = replace(s, cpu_bytes_to_use_per_rank=None, budget_default=False)
     return replace(layout, offload=replace(off, cpu_bytes_to_use=per_rank * layout.parallel.world_size,
                                            simple=simple))
 
@@ -153,7 +154,7 @@ def size_simple(layout: Layout, target: SizeTarget, plan: Callable) -> SimpleSiz
     elif target.units is not None:
         n = target.units
     else:
-        n = _blocks_for(p, target.tokens, MAX_BUDGET // worst)
+        n = _blocks_for(p, known(target.tokens, "a size target"), MAX_BUDGET // worst)  # resident, units or tokens
     per_rank = n * worst
     if per_rank * layout.parallel.world_size > MAX_BUDGET:
         return _none(sp.vllm_version, sp.mode, key, note=f"the target needs {per_rank:,} B per rank, more than a "

@@ -6,27 +6,31 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
-try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones raised here
+if TYPE_CHECKING:  # the copy typer ships (the type checker's typer is the one pyproject.toml installs)
     from typer import _click as click
-except ImportError:  # pragma: no cover - older typer uses click itself
-    import click
+else:
+    try:  # typer >= 0.2x ships its own copy of click; its exceptions are the ones raised here
+        from typer import _click as click
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        import click
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from .app import APP_SETTINGS, app, root_callback
 from .console import encodable_streams, err, quiet_stdout
-from .options import grouped_command_class
+from .options import FlagCommand, grouped_command_class
 
 
 def app_for(args: list[str]) -> typer.Typer:
     """The full app, or one holding only the command asked for: typer builds every command's parameters
     before it parses, which costs more start-up time than planning the model."""
-    commands = {(c.name or c.callback.__name__.replace("_", "-")): c for c in app.registered_commands}
+    commands = {(c.name or known(c.callback).__name__.replace("_", "-")): c for c in app.registered_commands}
     helped = any(a in ("-h", "--help") for a in args[1:])
     for name, c in commands.items():
-        if hasattr(c.callback, "select"):  # a layout command: only the flags this line spells are built
+        if isinstance(c.callback, FlagCommand):  # a layout command: only the flags this line spells are built
             c.callback.select(args[1:] if args and name == args[0] and not helped else None)
     if not args or args[0] not in commands:
         return app  # --help, completion, an unknown command: the full app answers
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         rc = _run(args)
     finally:
         for c in app.registered_commands:  # the next caller (the full app, an API user) sees every flag again
-            if hasattr(c.callback, "select"):
+            if isinstance(c.callback, FlagCommand):
                 c.callback.select(None)
     return 74 if rc == 0 and LOST else rc
 

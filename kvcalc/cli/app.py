@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import typer
 
-from ..vocab.errors import KvcalcError, StartupRefusal
+from ..vocab.errors import KvcalcError, StartupRefusal, known
 from ..vocab.units import SIZE_HELP
 from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
                       write_sweep)
@@ -17,8 +17,11 @@ from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, ch
                       format_option, gate, given_paths, layout_flags, plan_or_refusal, releases_of, size_flag,
                       verified)
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-APP_SETTINGS = dict(
+
+APP_SETTINGS: dict[str, Any] = dict(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
@@ -54,8 +57,9 @@ def plan(
                                  "lines and Verdict (and the Checks with --check)", rich_help_panel="output"),
     compare_versions: Optional[str] = typer.Option(
         None, "--compare-versions", help="comma-separated releases: one column per release", rich_help_panel="release"),
-    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache and simple side by "
-                                          "side for the same host budget", rich_help_panel="offload"),
+    compare_backends: bool = typer.Option(False, "--compare-backends", help="native, LMCache, the LMCache MP server "
+                                          "and simple side by side for the same host budget",
+                                          rich_help_panel="offload"),
     compare_engines: bool = typer.Option(False, "--compare-engines", help="vLLM and SGLang side by side on the same "
                                          "model, GPUs and host", rich_help_panel="release"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
@@ -79,7 +83,11 @@ def plan(
                                                 help="--check: host memory a node needs besides the CPU pool (default: "
                                                      f"an estimate of 3 GiB per GPU worker). SIZE: {SIZE_HELP}",
                                                 rich_help_panel="checks"),
-    flags: dict = None,
+    server_memory: Optional[str] = typer.Option(None, "--server-memory",
+                                                help="--check: the memory limit of the LMCache MP server's container "
+                                                     f"(its pinned L1 must fit). SIZE: {SIZE_HELP}",
+                                                rich_help_panel="checks"),
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from ..pipeline import decimal_budget_note
@@ -87,7 +95,7 @@ def plan(
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
-    limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check)
+    limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check, server_memory)
     loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
         from ..inputs.files import read_bytes
@@ -137,7 +145,7 @@ def init(
     serve: Optional[str] = serve_option(),
     k8s: Optional[str] = k8s_option(),
     container: Optional[str] = container_option(),
-    flags: dict = None,
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """Write the layout YAML a config.json (or a vllm serve line, or a manifest) maps to, with where each value came
     from."""
@@ -145,7 +153,8 @@ def init(
     from ..report.yaml import render
 
     if config is not None and not (os.path.isdir(config) or config.endswith(".json") or not os.path.exists(config)):
-        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json, a directory holding one or a hub id")
+        raise KvcalcError(f"{config}: kvcalc init reads a Hugging Face config.json, a directory holding one or a hub "
+                          "id")
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
     validate(top, source=source, overrides=overrides)
@@ -207,7 +216,7 @@ def vllm_args(
                                                       "bounds, or vLLM would not start)", rich_help_panel="output"),
     pod: bool = typer.Option(False, "--pod", help="also print the pod's resources block: memory limit and the "
                                                   "/dev/shm emptyDir, in Gi", rich_help_panel="output"),
-    flags: dict = None,
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """The exact vLLM flags for this layout, in both spellings of the CPU budget, ready to paste; with --k8s, the
     patch the manifest needs (its container's memory limit and /dev/shm)."""
@@ -255,13 +264,14 @@ def size_cmd(
     cpu_blocks: Optional[int] = typer.Option(None, "--cpu-blocks", help="CPU blocks (chunks from 0.26) to hold",
                                              rich_help_panel="offload"),
     resident: Optional[str] = typer.Option(None, "--resident", help="the largest budget whose resident host memory "
-                                           f"(one node) stays under this. SIZE: {SIZE_HELP}", rich_help_panel="offload"),
+                                           f"(one node) stays under this. SIZE: {SIZE_HELP}",
+                                           rich_help_panel="offload"),
     gpu_tokens: Optional[str] = typer.Option(None, "--gpu-tokens", help="GPU KV tokens to hold (2M = 2,097,152)",
                                              rich_help_panel="gpu"),
     concurrency: Optional[float] = typer.Option(None, "--concurrency", help="max_model_len requests held at once",
                                                 rich_help_panel="gpu"),
     fmt: OutputFormat = format_option(rich_help_panel="output"),
-    flags: dict = None,
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """The smallest cpu_bytes_to_use that holds --cpu-tokens (or --cpu-blocks), or the largest whose resident host
     memory fits --resident, for every vLLM family, with the resident bytes and /dev/shm it implies."""
@@ -305,7 +315,7 @@ def sweep(
     max_points: int = typer.Option(1_000_000, "--max-points", min=1,
                                    help="refuse a grid of more points than this, before planning any",
                                    rich_help_panel="output"),
-    flags: dict = None,
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
     from ..tools.sweep import COLUMNS, SHOWN, grid, run
@@ -342,7 +352,7 @@ def sweep(
         for path in ("offload.cpu_bytes_to_use", "offload.kv_offloading_size"):
             base.pop(path, None)
     points = grid(axes)  # lazy: the first row is out before the cross product is walked
-    rows = run(top, source, points, base)
+    rows: Iterable[dict] = run(top, source, points, base)
     if total > 200 and sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import track
@@ -363,7 +373,7 @@ def check_cmd(
                                           "vllm:kv_offload_config_info, vllm:cache_config_info)",
                                           rich_help_panel="input"),
     fmt: OutputFormat = format_option(rich_help_panel="output"),
-    flags: dict = None,
+    *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """Compare the numbers kvcalc predicts with the ones a real vLLM server logged (--log) or publishes on
     /metrics (--metrics); exit 1 on a mismatch."""
@@ -374,7 +384,7 @@ def check_cmd(
     if log is not None and metrics is not None:
         raise KvcalcError("check: give --log or --metrics, one at a time")
     loaded = load_any(layout, serve, k8s, container, flags)
-    source = log or metrics
+    source = log if log is not None else known(metrics, "--metrics")
     text = decode(read_bytes(source, "a readable file"), source)
     if metrics is not None:
         from ..tools.metricscheck import check as check_metrics
@@ -396,6 +406,7 @@ def check_cmd(
         if not result["match"]:
             raise typer.Exit(1)
         return
+    log = source  # not --metrics: --log
     from ..tools.logcheck import check
 
     with naming(loaded.source):

@@ -1,5 +1,6 @@
-"""The streams and the renderers' entry points: stdout for data, stderr for diagnostics, ASCII spellings for a stream that cannot encode kvcalc's
-characters, and the console renderers print on (a fixed width when piped, no colour unless a terminal)."""
+"""The streams and the renderers' entry points: stdout for data, stderr for diagnostics, ASCII spellings for a stream
+that cannot encode kvcalc's characters, and the console renderers print on (a fixed width when piped, no colour unless
+a terminal)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def console(width_when_piped: int):
         text = os.environ.get(name, "")
         if text and not (text.isascii() and text.isdigit() and len(text) <= 5):
             del os.environ[name]
+    width: int | None
     if usable:
         width = int(columns)
     elif sys.stdout.isatty():
@@ -112,7 +114,7 @@ class AsciiStream:
 
 def encodable_streams() -> None:
     if sys.stdout is None:
-        sys.stdout = ClosedStream()  # type: ignore[assignment]
+        sys.stdout = ClosedStream()
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None or isinstance(stream, ClosedStream):

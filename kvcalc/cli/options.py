@@ -105,8 +105,8 @@ class FlagCommand:
     def __signature__(self):
         return self._built[1]
 
-    @property
-    def __annotations__(self):
+    @property  # what Typer reads of a callable, built on first read (a property where functions have a dict)
+    def __annotations__(self):  # type: ignore[override]
         return self._built[2]
 
     def __call__(self, **kwargs):
@@ -147,17 +147,21 @@ def given_paths(flags: dict) -> frozenset[str]:
 
 
 def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: str | None,
-                 host_overhead: str | None, check: bool) -> dict:
+                 host_overhead: str | None, check: bool, server_memory: str | None = None) -> dict:
     """The gates' limits the flags give (tools/gates.Gates fields); a warning when they are given without --check,
     which alone uses them."""
     out: dict = {}
-    if host_memory is None and shm_size is None and host_overhead is None and min_cpu_tokens is None:
+    if host_memory is None and shm_size is None and host_overhead is None and min_cpu_tokens is None \
+            and server_memory is None:
         return out  # the common case: nothing to import (start-up time is a target)
     from ..inputs.values import Reader
     from ..tools.gates import Limit
 
     if host_memory is not None:
         out["host_memory"] = Limit(value=size_flag("--host-memory", host_memory), source="--host-memory (a node)")
+    if server_memory is not None:
+        out["server_memory"] = Limit(value=size_flag("--server-memory", server_memory), pod=True,
+                                     source="--server-memory (the LMCache server's container)")
     if shm_size is not None:
         out["shm"] = Limit(value=size_flag("--shm-size", shm_size), source="--shm-size")
     if host_overhead is not None:
@@ -166,7 +170,8 @@ def check_limits(host_memory: str | None, min_cpu_tokens: str | None, shm_size: 
         out["min_cpu_tokens"] = Reader("--min-cpu-tokens", {}).human_int(min_cpu_tokens, "value", minimum=0)
     if out and not check:
         given = [f for f, v in (("--host-memory", host_memory), ("--shm-size", shm_size),
-                                ("--host-overhead", host_overhead), ("--min-cpu-tokens", min_cpu_tokens)) if v]
+                                ("--host-overhead", host_overhead), ("--min-cpu-tokens", min_cpu_tokens),
+                                ("--server-memory", server_memory)) if v]
         err(f"warning: {', '.join(given)} set --check's limits; without --check nothing is gated")
     return out
 
@@ -181,7 +186,8 @@ def grouped_command_class():
 
     class GroupedCommand(TyperCommand):
         def format_options(self, ctx, formatter) -> None:
-            args, groups = [], {}
+            args: list = []
+            groups: dict[str, list] = {}
             for param in self.get_params(ctx):
                 rv = param.get_help_record(ctx)
                 if rv is None:
@@ -272,7 +278,7 @@ def backends_of(loaded):
     require(loaded, "compare-backends", "--compare-backends")
     if not loaded.offload.budget_given:
         raise KvcalcError(f"{loaded.source}: --compare-backends needs a budget: give --cpu-bytes or "
-                          "--kv-offloading-size (or an LMCache config)")
+                          "--kv-offloading-size (or an LMCache config, or the LMCache server's --lmcache-server)")
     return backend_entries(every_backend(loaded))
 
 

@@ -122,7 +122,8 @@ def strict_loader(fast: bool):
 
     base = yaml.CSafeLoader if fast else yaml.SafeLoader
 
-    class Strict(base):
+    # The base is chosen at run time (libyaml's C parser when it is there): mypy takes no variable as a base class.
+    class Strict(base):  # type: ignore[valid-type,misc]
         def construct_mapping(self, node, deep=False):
             seen: dict = {}
             for key_node, _ in node.value:
@@ -227,7 +228,7 @@ def octal_loader(fast: bool):
 
     strict = strict_loader(fast)
 
-    class Octal(strict):
+    class Octal(strict):  # type: ignore[valid-type,misc]  # a base chosen at run time, as Strict's
         def construct_yaml_int(self, node):
             if len(node.value) > MAX_INT_DIGITS:
                 raise StrictYAMLError(node.start_mark.line + 1, f"an integer of at most {MAX_INT_DIGITS} digits",

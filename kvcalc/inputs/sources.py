@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 
 Say = Callable[[str], None]
 
@@ -35,9 +35,10 @@ def split_overrides(flags: dict, say: Say = _quiet) -> tuple[dict, dict]:
     from .values import overrides
 
     own = overrides(flags)
+    server = {} if flags.get("lmcache_server") is None else _server_line(flags["lmcache_server"])
     config, env, env_file = (flags.get(n) for n in ("lmcache_config", "lmcache_env", "lmcache_env_file"))
     if config is None and not env and env_file is None:
-        return {}, own
+        return server, own
     from .layout.lmcache_sources import overrides as lmcache_sources
     from .layout.lmcache_sources import read_env_file
 
@@ -53,7 +54,16 @@ def split_overrides(flags: dict, say: Say = _quiet) -> tuple[dict, dict]:
         say(f"note: {n}")
     which = "--lmcache-config" if config is not None else "--lmcache-env" if env else "--lmcache-env-file"
     base.setdefault("offload.backend", ("lmcache", which))
-    return base, own
+    return {**base, **server}, own
+
+
+def _server_line(line: str) -> dict:
+    """--lmcache-server: the LMCache MP server's command line, read as its own parser reads it
+    (inputs/serve/lmcache_mp.py) -> offload.lmcache_mp.* overrides (kvcalc's own flags win over them)."""
+    from .serve.lmcache_mp import parse
+    from .serve.vllm import split
+
+    return parse(split(line))
 
 
 def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, limits: dict,
@@ -95,6 +105,8 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         on, text = grant.use_simple_kv_offload
         base = {"offload.use_simple_kv_offload": (on, f"VLLM_USE_SIMPLE_KV_OFFLOAD={text} (the manifest's env)"),
                 **base}
+    if grant.lmcache_server is not None:
+        base = _server_container(grant.lmcache_server, base, limits, say)
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources
@@ -105,6 +117,24 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         for n in pod_notes:
             say(f"note: {n}")
     return shlex.join(grant.argv), base
+
+
+def _server_container(srv, base: dict, limits: dict, say: Say) -> dict:
+    """A container of the manifest that runs LMCache's MP server: its command line sets the server's settings (under
+    --lmcache-server and kvcalc's flags); as a sidecar of the vLLM pod its memory limit is the server's gate limit
+    (tools/gates.py: its pinned L1 is charged to its own container)."""
+    from ..vocab.limits import Limit
+    from .serve.lmcache_mp import parse
+
+    say(f"note: the LMCache MP server: {srv.source}")
+    if srv.same_pod:
+        limits.setdefault("server_memory", Limit(
+            value=srv.memory_limit, pod=True, source=f"the LMCache server container's memory limit ({srv.source})"
+            if srv.memory_limit is not None else f"{srv.source} sets no memory limit: pass --server-memory"))
+    else:
+        say(f"note: the LMCache server runs in another workload ({srv.source}): its memory is gated with "
+            "--server-memory, not the vLLM pod's limit")
+    return {**parse(srv.argv, srv.source), **base}
 
 
 def _release_of_image(grant, overrides: dict, base: dict, say: Say) -> None:
@@ -141,7 +171,7 @@ def load_input(layout: str | None, serve: str | None, overrides: dict, base: dic
                           "one of them")
     if layout is not None:
         return load_layout(layout, overrides={**(base or {}), **overrides})
-    return read_line(serve, overrides, base, say)
+    return read_line(known(serve, "the server line"), overrides, base, say)  # no layout: a line (checked above)
 
 
 def load(layout: str | None = None, *, serve: str | None = None, k8s: str | None = None,
@@ -170,7 +200,7 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
         serve, base = from_manifest(k8s, container, overrides, base, {}, say)
     if serve is None:
         merged = {**base, **overrides}
-        top, origin, source = read_input(layout, overrides=merged if merge else None)
+        top, origin, source = read_input(known(layout, "the layout"), overrides=merged if merge else None)  # one_input
         return top, origin, source, merged
     from .serve.servers import line_reader
     from .serve.vllm import split

@@ -105,7 +105,8 @@ class Reader:
     def per_layer(self, value: Any, path: str, n: int, *, minimum: int) -> tuple[int, ...]:
         if isinstance(value, list):
             if len(value) != n:
-                raise self.fail(path, f"an integer or a list of {n} integers (one per layer)", f"a list of {len(value)}")
+                raise self.fail(path, f"an integer or a list of {n} integers (one per layer)",
+                                f"a list of {len(value)}")
             return tuple(self.int_(v, f"{path}[{i}]", minimum=minimum) for i, v in enumerate(value))
         return (self.int_(value, path, minimum=minimum),) * n
 

@@ -85,7 +85,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
     t = _table(f"{os.path.basename(metrics)} against {os.path.basename(layout_source)} (vLLM {result['vllm_version']})",
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
-        match = ("yes" if r["match"] else "NO") + (" (taken from the scrape: not a check)" if r.get("from_scrape") else "")
+        match = (("yes" if r["match"] else "NO")
+                 + (" (taken from the scrape: not a check)" if r.get("from_scrape") else ""))
         t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
@@ -127,6 +128,8 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
     out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
            + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
            for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
+    if doc.get("server_command"):
+        out.append("# the LMCache server (one per node, started before vLLM):\n" + doc["server_command"] + "\n")
     if doc["lmcache_yaml"]:
         out.append("# LMCache config (the file LMCACHE_CONFIG_FILE names):\n" + doc["lmcache_yaml"])
         out.append("# or as environment variables:\n" + "\n".join(doc["lmcache_env"]) + "\n")
@@ -140,7 +143,7 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
 
 def boundaries() -> list[dict]:
     """Every behaviour flag's steps: value, first and last release, evidence (`kvcalc versions --boundaries`)."""
-    rows = []
+    rows: list[dict] = []
     for fam in FAMILIES.values():
         rs = fam.releases if fam.rule is not None else ()
         rows.append({"flag": "family", "value": fam.id, "first": rs[0] if rs else None,
@@ -188,7 +191,8 @@ def gpu_size_text(doc: dict) -> str:
              f"({doc['kv_cache_size_tokens']:,} tokens, {doc['max_concurrency']:.2f}x)",
              f"--kv-cache-memory-bytes {doc['kv_cache_memory_bytes']} (per GPU)"]
     if doc["gpu_memory_utilization"] is not None:
-        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU ({doc['utilization_note']})")
+        lines.append(f"--gpu-memory-utilization {doc['gpu_memory_utilization']} on this GPU "
+                     f"({doc['utilization_note']})")
     elif doc["utilization_note"]:
         lines.append(f"no utilization reaches it on this GPU: {doc['utilization_note']}")
     par = doc["smallest_parallel"]

@@ -3,8 +3,13 @@ its GPU tokens, or the refusal). Pure."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..vocab.errors import KvcalcError
 from ..vocab.records import field, record
+
+if TYPE_CHECKING:
+    from ..pipeline import EnginePlan
 
 
 @record
@@ -21,7 +26,7 @@ class EngineEntry:
     refusal: str | None = field("why that engine would not start (or cannot be planned) on this layout, or null")
 
 
-def engine_entries(results: list[tuple[str, object]]) -> list[EngineEntry]:
+def engine_entries(results: list[tuple[str, EnginePlan | KvcalcError]]) -> list[EngineEntry]:
     """--compare-engines: one entry per engine (pipeline.compare_engines: a plan, or the refusal)."""
     out = []
     for engine, p in results:

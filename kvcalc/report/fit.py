@@ -87,7 +87,7 @@ class FitTable(Table):
     def __rich_console__(self, console, options):
         title, caption = self.title, self.caption
         if title:
-            yield Text(title, style=self.title_style or "")
+            yield Text(str(title), style=self.title_style or "")  # (kvcalc's titles are text)
         widths = self.fit(options.max_width)
         if widths is None and self.columns:
             yield from ([self.narrow()] if self.narrow is not None else self._vertical())
@@ -100,10 +100,10 @@ class FitTable(Table):
                 yield from super().__rich_console__(console, options)
             finally:
                 self.title, self.caption = title, caption
-                for col, w in zip(self.columns, saved):
-                    col.width = w
+                for col, was in zip(self.columns, saved):
+                    col.width = was
         if caption:
-            yield Text(caption)
+            yield Text(str(caption))
 
     def _block(self, heading, rows: list[tuple]) -> list:
         t = FitTable(box=None, show_header=False, show_edge=False, pad_edge=False)

@@ -19,8 +19,9 @@ class LMCacheSection:
     """LMCache's CPU pool (offload.backend lmcache): per rank, as LMCache sizes it."""
 
     lmcache_version: str = field("the LMCache release whose rules apply")
-    connector: str = field("LMCacheConnectorV1 | LMCacheMPConnector")
-    modelled: bool = field("false: the multi-process connector's pool lives in the LMCache server (not modelled)")
+    connector: str = field("LMCacheConnectorV1")
+    modelled: bool = field("true (vLLM 0.23+'s --kv-offloading-backend lmcache is the MP server's pool: "
+                           "offload.lmcache_mp)")
     chunk_size: int = field("tokens per chunk")
     use_mla: bool = field("the model uses MLA (one latent per token, replicated on every TP rank)")
     save_only_first_rank: bool = field("only rank 0 (and lookup/worker ids) store, as LMCache settles it")
@@ -49,12 +50,12 @@ class LMCacheSection:
 class BackendEntry:
     """One backend's CPU tier for --compare-backends."""
 
-    backend: str = field("native | lmcache | simple")
+    backend: str = field("native | lmcache | lmcache_mp | simple")
     pool_bytes_per_engine: int | None = field("host bytes the pool takes, one engine")
     resident_bytes_per_engine: int | None = field("host bytes resident, one engine")
     resident_bytes_per_node: int | None = field("the node's")
-    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage; simple: "
-                               "every rank)")
+    tokens: int | None = field("CPU tokens held (native: group-aware, every worker; LMCache: every stage; "
+                               "LMCache MP server: this engine's share of the node's L1; simple: every rank)")
     unit_bytes: int | None = field("bytes one CPU block/chunk takes (worst stage)")
     tokens_per_unit: int | None = field("tokens per CPU block/chunk")
     startup_error: str | None = field("why it would not start, or null")
@@ -104,6 +105,7 @@ class RefusedRelease:
     startup_error: str = field("the refusal")
     offload: None = field("null")
     simple = None  # (no SimpleCPUOffloadConnector section: refused)
+    warning = None  # (no note on how it was modelled: it was not)
 
 
 @record

@@ -26,7 +26,8 @@ def manifest_patch(grant, pod: dict | None, overhead: int) -> dict | None:
     mem_ok = grant.memory_limit is not None and grant.memory_limit >= memory
     shm_ok = not shm or (grant.shm.size is not None and grant.shm.size >= shm)
     lines = [f"# {grant.source}",
-             f"# needs: memory limit >= {format_bytes(memory)} (the CPU pool's resident bytes + {format_bytes(overhead)}"
+             f"# needs: memory limit >= {format_bytes(memory)} (the CPU pool's resident bytes + "
+             f"{format_bytes(overhead)}"
              f" of process memory, an estimate)" + (f", /dev/shm >= {format_bytes(shm)}" if shm else ""),
              f"# grants: {now_mem} ({'enough' if mem_ok else 'NOT enough'}); {now_shm}"
              + ("" if not shm else f" ({'enough' if shm_ok else 'NOT enough'})"),

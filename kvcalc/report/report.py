@@ -7,25 +7,29 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..engines.vllm.specs import KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
+from ..engines.vllm.specs import AttentionSpec, KVCacheSpec, MambaSpec, UniformTypeKVCacheSpecs
 from ..pipeline import Plan
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
 from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSummary, FamilyEntry, GpuSection,
                        GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
                        TensorEntry, WorkerSection)
-from ..backends.base import OutOfBounds
 from .verdict import verdict
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from ..pipeline import EnginePlan
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
 
+    _Summary = TypeVar("_Summary", bound=SpecSummary)
 
-def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
+
+def spec_summary(spec: KVCacheSpec, cls: type[_Summary], **extra: Any) -> _Summary:
     kw: dict = {"kind": spec.kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
     if isinstance(spec, UniformTypeKVCacheSpecs):
         kw["member_kinds"] = sorted({s.kind for s in spec.distinct_specs})
@@ -35,6 +39,7 @@ def spec_summary(spec: KVCacheSpec, cls=SpecSummary, **extra) -> SpecSummary:
         kw["state_dtypes"] = list(spec.dtypes)
         kw["real_page_size_bytes"] = spec.real_page_size_bytes
     else:
+        assert isinstance(spec, AttentionSpec)  # every other spec is an attention layer's
         kw.update(num_kv_heads=spec.num_kv_heads, head_size=spec.head_size, dtype=spec.dtype,
                   sliding_window=getattr(spec, "sliding_window", None),
                   attention_chunk_size=getattr(spec, "attention_chunk_size", None),
@@ -59,8 +64,7 @@ def family_entry(plan: Plan, name: str, notes: dict[str, str]) -> FamilyEntry | 
         num_blocks_workers=[s.count.num_blocks for s in r.stages],
         kv_bytes_per_block_workers=[s.count.kv_bytes_per_block for s in r.stages],
         cpu_tokens_scheduler=r.tokens_scheduler, cpu_tokens_safe=r.tokens_safe, out_of_bounds=r.out_of_bounds,
-        out_of_bounds_ids=None if worst is None else OutOfBounds(pp_rank=worst.pp_rank, first=worst.bad_ids[0],
-                                                                 last=worst.bad_ids[1]),
+        out_of_bounds_ids=None if worst is None else worst.ids,
         pinned_bytes_per_worker=[s.pinned_bytes_per_worker for s in r.stages],
         pinned_bytes_per_engine=r.pinned_bytes_per_engine,
         pinned_bytes_all_replicas=r.pinned_bytes_per_engine * dp,
@@ -74,7 +78,7 @@ def family_entry(plan: Plan, name: str, notes: dict[str, str]) -> FamilyEntry | 
     )
 
 
-def _one(values: tuple) -> object:
+def _one(values: tuple[int, ...]) -> int | list[int]:
     """A per-layer tuple shown as one value when every layer agrees."""
     return values[0] if len(set(values)) == 1 else list(values)
 
@@ -94,7 +98,7 @@ def model_fields(plan: Plan) -> list[ModelField]:
     """The model fields the numbers rest on, with where each came from, for checking against a config."""
     m = plan.layout.model
     prov = dict(plan.layout.provenance)
-    rows: list[tuple[str, object]] = [("dtype", m.dtype)]
+    rows: list[tuple[str, int | str | list[int]]] = [("dtype", m.dtype)]
     attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     if attn:
         rows += [("num_kv_heads", _one(tuple(m.num_kv_heads[i] for i in attn))),
@@ -129,7 +133,7 @@ def gpu_section(plan: Plan) -> GpuSection:
         log_family=plan.behaviour.log_family, log_lines=[] if plan.logs is None else list(plan.logs.lines),
         grouping=plan.grouping.rule,
         groups=[spec_summary(g.spec, GroupSummary, layers=list(g.layer_names)) for g in plan.grouping.groups],
-        scheduler_groups=[spec_summary(g.spec) for g in gpu.scheduler_groups],
+        scheduler_groups=[spec_summary(g.spec, SpecSummary) for g in gpu.scheduler_groups],
         workers=[
             WorkerSection(
                 pp_rank=w.pp_rank, decoder_layers=list(plan.layers.stages[w.pp_rank].decoder_layers),
@@ -161,37 +165,37 @@ def gpu_memory(plan: Plan):
         from ..engines.vllm.memory import given
 
         memory = given(plan.layout, "flag")
+        if memory is None:  # num_gpu_blocks_override: a block count, no budget in bytes
+            return None
     from ..engines.vllm.tensors import largest_fitting_len
 
-    budgets = [w.kv_cache_bytes for w in memory.workers] or [memory.kv_cache_bytes] * len(plan.gpu.workers)
+    budgets: list[int | None] = [w.kv_cache_bytes for w in memory.workers]
+    budgets = budgets or [memory.kv_cache_bytes] * len(plan.gpu.workers)
     fits = [largest_fitting_len(w.groups, plan.layers.usage, w.num_tensors, b, FIT_SEARCH)
             for w, b in zip(plan.gpu.workers, budgets) if w.groups and b is not None and b > 0]
     return replace(memory, max_model_len_that_fits=min(fits) if fits else None)
 
 
 def lmcache_section(plan: Plan) -> LMCacheSection:
-    """LMCache's pool (offload.backend lmcache): figures null when the multi-process connector keeps it."""
+    """LMCache's in-process pool (offload.backend lmcache; from vLLM 0.23.0 its flag's pool is the MP server's:
+    lmcache_mp_section)."""
+    from ..backends.lmcache import LMCachePool  # that backend's reports only (start-up time is a target)
+    from ..vocab.releases.lmcache import lmcache_of
     from .optional import LMCacheSection
 
-    lc = plan.pool.lmcache
-    m = lc.modelled
+    lc = LMCachePool.of(plan.pool)
     dp = plan.layout.parallel.data_parallel_size
-
-    def known(value):
-        return value if m else None
-
     return LMCacheSection(
-        lmcache_version=lc.version, connector=lc.connector, modelled=m, chunk_size=lc.chunk_size, use_mla=lc.use_mla,
+        lmcache_version=lc.version, connector=lc.connector, modelled=True, chunk_size=lc.chunk_size, use_mla=lc.use_mla,
         save_only_first_rank=lc.save_only_first_rank, local_cpu=lc.local_cpu, use_layerwise=lc.use_layerwise,
         max_local_cpu_size=lc.max_local_cpu_size, first_rank_max_local_cpu_size=lc.first_rank_max_local_cpu_size,
-        alignment=lc.alignment, stages=lc.stages, storing_ranks=known(lc.storing_ranks),
-        storing_rank_ids=list(lc.storing_rank_ids), pool_bytes_per_storing_rank=known(lc.pool_bytes_per_storing_rank),
-        first_rank=lc.first_rank, pool_bytes_per_engine=known(lc.pool_bytes_per_engine),
-        pool_bytes_all_replicas=known(lc.pool_bytes_per_engine * dp),
-        resident_bytes_per_engine=known(lc.resident_bytes_per_engine),
-        resident_bytes_per_node=known(lc.resident_bytes_per_node), tokens_per_engine=known(lc.tokens_per_engine),
-        disk_bytes_per_rank=known(lc.disk_bytes_per_rank), disk_chunks_per_rank=known(lc.disk_chunks_per_rank),
-        vllm_flag=lc.vllm_flag, config_from=dict(plan.layout.offload.lmcache.provenance),
+        alignment=lc.alignment, stages=lc.stages, storing_ranks=lc.storing_ranks,
+        storing_rank_ids=list(lc.storing_rank_ids), pool_bytes_per_storing_rank=lc.pool_bytes_per_storing_rank,
+        first_rank=lc.first_rank, pool_bytes_per_engine=lc.pool_bytes_per_engine,
+        pool_bytes_all_replicas=lc.pool_bytes_per_engine * dp, resident_bytes_per_engine=lc.resident_bytes_per_engine,
+        resident_bytes_per_node=lc.resident_bytes_per_node, tokens_per_engine=lc.tokens_per_engine,
+        disk_bytes_per_rank=lc.disk_bytes_per_rank, disk_chunks_per_rank=lc.disk_chunks_per_rank,
+        vllm_flag=lc.vllm_flag, config_from=dict(lmcache_of(plan.layout).provenance),
     )
 
 
@@ -211,7 +215,7 @@ def representative_entry(plan: Plan, name: str) -> tuple[FamilyEntry | None, str
     """The `name` family's column planned whole on its representative release (vocab FAMILIES[name].representative,
     as `kvcalc size` does): that release's own hybrid manager, groups, tensors and GPU blocks, not the selected
     release's. (entry, None), or (None, why that release refuses the layout or its connector)."""
-    version = FAMILIES[name].representative
+    version = known(FAMILIES[name].representative, "the family's representative")  # old and fixed name one
     alt = plan.representative(version)  # planned by the pipeline (engines/vllm/plan.py), read here
     if isinstance(alt, KvcalcError):
         return None, f"vLLM {version} refuses this layout at startup: {alt.one_line()}"
@@ -282,6 +286,15 @@ def pool_section(plan: Plan, families: dict[str, FamilyEntry] | None,
                            startup_error=plan.pool.startup_error, errors={}, lmcache=None)
 
 
+def lmcache_mp_offload_section(plan: Plan, families, backends) -> OffloadSection:
+    """The LMCache MP server's pool: no native counts, the server's own section (offload.lmcache_mp)."""
+    from ..backends.lmcache_mp import LMCacheMPPool  # that backend's reports only
+
+    return replace(_without_counts(plan, backends, block_size=plan.gpu.hash_block_size, factor=1,
+                                   startup_error=plan.pool.startup_error, errors={}, lmcache=None),
+                   backend=plan.pool.backend, lmcache_mp=LMCacheMPPool.of(plan.pool))
+
+
 def simple_offload_section(plan: Plan, families, backends) -> OffloadSection:
     from .simple_section import simple_section  # that backend's reports only (start-up time is a target)
 
@@ -296,10 +309,10 @@ def no_offload_section(plan: Plan, families, backends) -> None:
 # The offload section of each backend's pool (a detail renderer: the pools differ in what they show); a backend
 # without an entry gets pool_section.
 OFFLOAD_SECTIONS = {"native": native_section, "lmcache": lmcache_offload_section, "simple": simple_offload_section,
-                    "none": no_offload_section}
+                    "lmcache_mp": lmcache_mp_offload_section, "none": no_offload_section}
 
 
-def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[BackendEntry]:
+def backend_entries(results: list[tuple[str, EnginePlan | KvcalcError]]) -> list[BackendEntry]:
     """--compare-backends: one entry per backend (pipeline.compare_backends), from each plan's Pool."""
     from .optional import BackendEntry
 
@@ -311,7 +324,7 @@ def backend_entries(results: list[tuple[str, Plan | KvcalcError]]) -> list[Backe
 
     out = []
     for name, p in results:
-        if not isinstance(p, Plan):
+        if isinstance(p, KvcalcError):
             out.append(without_figures(name, p.one_line()))
             continue
         pool = p.pool

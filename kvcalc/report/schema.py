@@ -11,13 +11,14 @@ def output_schema() -> dict:
     """The JSON Schema of `kvcalc plan --format json`, generated from the report records (kvcalc.report). The
     sections name records their modules import for type checkers only (shown on request, LMCache's): all are
     given to the generator."""
-    from ..backends import lmcache_plan, simple_plan
+    from ..backends import lmcache_mp_plan, lmcache_plan, simple_plan
     from ..engines.base import hook
     from ..engines.vllm import memory
     from ..vocab.layout import ENGINES
 
     reports = [hook(name, "report") for name in ENGINES]  # each engine's report module: its REPORT record
-    types = {name: value for module in (sections, optional, lmcache_plan, simple_plan, memory, *reports)
+    types = {name: value for module in (sections, optional, lmcache_plan, lmcache_mp_plan, simple_plan, memory,
+                                                       *reports)
              for name, value in vars(module).items() if is_record(value)}
     defs: dict = {}
     first = json_schema(reports[0].REPORT, defs=defs, extra_types=types)

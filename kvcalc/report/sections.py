@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..backends.base import Capacity, HostMemory, OutOfBounds
+from ..vocab.errors import InternalError
 from ..vocab.records import field, record
 
 if TYPE_CHECKING:  # the sections shown on request, defined in optional.py (start-up time is a target)
+    from ..backends.lmcache_mp_plan import MPPlan
     from ..backends.simple_plan import SimplePlan
     from ..engines.vllm.memory import GpuMemory
     from .optional import BackendEntry, Check, LMCacheSection, PlannedRelease, RefusedRelease, VerifySection
@@ -87,14 +89,16 @@ class SpecSummary:
     block_size: int = field("tokens per GPU block of this spec")
     page_size_bytes: int = field("bytes one layer of this spec needs per GPU block")
     member_kinds: list[str] | None = field("uniform_type: the member specs' kinds", omit_if_none=True, default=None)
-    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True, default=None)
+    member_pages: list[int] | None = field("uniform_type: the member specs' distinct pages", omit_if_none=True,
+                                           default=None)
     state_shapes: list[list[int]] | None = field("mamba: per-sequence state shapes", omit_if_none=True, default=None)
     state_dtypes: list[str] | None = field("mamba: their dtypes", omit_if_none=True, default=None)
     real_page_size_bytes: int | None = field("mamba: the page before padding", omit_if_none=True, default=None)
     num_kv_heads: int | None = field("attention: KV heads per rank", omit_if_none=True, default=None)
     head_size: int | None = field("attention: key head size", omit_if_none=True, default=None)
     dtype: str | None = field("attention: element dtype", omit_if_none=True, default=None)
-    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True, default=None)
+    sliding_window: int | None = field("sliding window (or the folded window with HMA off)", omit_if_none=True,
+                                       default=None)
     attention_chunk_size: int | None = field("chunked local attention chunk", omit_if_none=True, default=None)
     cache_dtype_str: str | None = field("MLA: the cache-dtype string", omit_if_none=True, default=None)
 
@@ -197,8 +201,8 @@ class FamilyEntry:
 class OffloadSection:
     """The CPU offload pool: the native offloading connector's, or LMCache's (offload.lmcache)."""
 
-    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
-                         "(SimpleCPUOffloadConnector)")
+    backend: str = field("native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | lmcache_mp "
+                         "(LMCacheMPConnector and the LMCache server) | simple (SimpleCPUOffloadConnector)")
     cpu_bytes_to_use: int | None = field("the CPU budget of one engine, bytes (null: none given, no CPU counts)")
     cpu_bytes_source: str = field("what the budget was given as")
     block_size: int = field("offloaded block size in tokens (selected family)")
@@ -220,10 +224,14 @@ class OffloadSection:
     families: dict[str, FamilyEntry] | None = field("with --compare-versions: one entry per family",
                                                     omit_if_none=True, default=None)
     lmcache: LMCacheSection | None = field("offload.backend lmcache: LMCache's pool; null for the native backend")
-    backends: list[BackendEntry] | None = field("with --compare-backends: native, LMCache and simple side by side",
+    backends: list[BackendEntry] | None = field("with --compare-backends: native, LMCache, the LMCache MP server "
+                                                "and simple side by side",
                                                 omit_if_none=True, default=None)
     simple: SimplePlan | None = field("offload.backend simple: SimpleCPUOffloadConnector's pool (absent for the other "
                                       "backends)", omit_if_none=True, default=None)
+    lmcache_mp: MPPlan | None = field("offload.backend lmcache_mp (and vLLM 0.23+'s --kv-offloading-backend lmcache): "
+                                      "the LMCache MP server's pool (absent for the other backends)", omit_if_none=True,
+                                      default=None)
 
 
 @record
@@ -259,3 +267,11 @@ class Report:
     error: str | None = field("the selected release would not start: why (kvcalc exits 2, or 1 under --check)",
                               omit_if_none=True, default=None)
     verdict: str = field(json=False)  # the pool's headline, for people (the table's first screen)
+
+
+def offload_of(report: Report) -> OffloadSection:
+    """The report's offload section, for the renderers of a connector's pool (only a plan without a KV connector
+    has none, and its report never reaches them)."""
+    if report.offload is None:
+        raise InternalError(f"{report.source}: a connector's renderer was given a report without a connector")
+    return report.offload

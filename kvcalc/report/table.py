@@ -3,11 +3,14 @@ function takes the report records and a `Style`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..vocab.errors import known
 from ..vocab.records import record
 from .fit import FitTable
 from .report import collapse_layers
@@ -15,6 +18,9 @@ from .sections import Report
 from .verdict import gib
 from .table_offload import native_table, refusals, release_columns
 from ..vocab.units import exact_bytes, format_bytes
+
+if TYPE_CHECKING:
+    from .optional import BackendEntry, LMCacheSection, PlannedRelease, RefusedRelease
 
 
 @record
@@ -43,7 +49,7 @@ def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
-def _table(style: Style, title: str, *columns: str, header: bool = True, by: str | None = None) -> Table:
+def _table(style: Style, title: str, *columns: str, header: bool = True, by: str | None = None) -> FitTable:
     """A table that never cuts a number (report/fit.py); `by`: how it goes vertical when the width is too small
     (default: one block per column when the first column is an unnamed label column, else one per row)."""
     if by is None:
@@ -101,7 +107,7 @@ def render(report: Report, style: Style = Style()) -> list[RenderableType]:
         g.add_row("log", line)
     out += [g, _offload_table(report, style)]
     if report.offload is not None and report.offload.backends:
-        out.append(_backends_table(report, style))
+        out.append(_backends_table(report.offload.backends, style))
     bars = memory_bars(report, style)
     if bars is not None:
         out.append(bars)
@@ -222,14 +228,14 @@ def summary(report: Report, style: Style) -> list[RenderableType]:
         row("CPU tokens held (every worker)", lambda e: e.cpu_tokens_safe)
         row("host memory resident, node", lambda e: e.host.resident_bytes_per_node, gib)
         row("/dev/shm region, node", lambda e: e.host.shm_bytes_per_node, lambda b: gib(b) if b else "none")
-        red = None if style.plain else "bold red"
+        red = "" if style.plain else "bold red"
         t.add_row("out of bounds", *((Text("YES", style=red) if e.out_of_bounds else "no") if e else "refused (below)"
                                      for _, e, _ in cols))
         out += [t, *refusals(report, cols)]
     out += gpu_memory_lines(report)
     text = report.verdict
     unsafe = "UNSAFE" in text or "would not start" in text or "WOULD NOT START" in text
-    out.append(Text(text, style=None if style.plain else ("bold red" if unsafe else "bold green")))
+    out.append(Text(text, style="" if style.plain else ("bold red" if unsafe else "bold green")))
     return out
 
 
@@ -245,18 +251,21 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
         if m is not None and m.kv_cache_bytes is not None:
             return [Text(f"GPU KV budget: {_gib(m.kv_cache_bytes)} GiB per GPU (--kv-cache-memory)")]
         return []
+    # Per-stage figures: a predicted budget, whose terms are all known.
+    total, requested, kv = known(m.total_bytes), known(m.requested_bytes), known(m.kv_cache_bytes)
     out: list[RenderableType] = []
     for w in m.workers:
         parts = [("W", w.weights_bytes), ("A", w.activation_peak_bytes), ("N", w.non_torch_bytes),
                  ("G", w.cudagraph_bytes), ("K", max(w.kv_cache_bytes, 0)),
-                 (".", max(m.total_bytes - m.requested_bytes, 0))]
-        bar = "".join(ch * (b * width // m.total_bytes) for ch, b in parts)[:width].ljust(width, ".")
+                 (".", max(total - requested, 0))]
+        bar = "".join(ch * (b * width // total) for ch, b in parts)[:width].ljust(width, ".")
         stage = f"stage {w.pp_rank} " if len(m.workers) > 1 else ""
-        out.append(Text(f"GPU {stage}[{bar}] {_gib(m.total_bytes)} GiB: W {_gib(w.weights_bytes)} + A "
+        out.append(Text(f"GPU {stage}[{bar}] {_gib(total)} GiB: W {_gib(w.weights_bytes)} + A "
                         f"{_gib(w.activation_peak_bytes)} + N {_gib(w.non_torch_bytes)} + G {_gib(w.cudagraph_bytes)}"
-                        f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(m.total_bytes - m.requested_bytes)}"))
-    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, utilization {m.utilization}): "
-                    f"{_gib(m.kv_cache_bytes)} GiB per GPU; weights exact, activation/graphs estimates "
+                        f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(total - requested)}"))
+    out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, "
+                    f"utilization {m.utilization}): "
+                    f"{_gib(kv)} GiB per GPU; weights exact, activation/graphs estimates "
                     "(JSON gpu.memory.terms)"))
     return out
 
@@ -264,11 +273,12 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
 def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:
     """A bar per memory tier of one engine: GPU KV cache, CPU resident, CPU budget unused (selected release)."""
     off, gpu = report.offload, report.gpu
-    sel = None if off is None else off.selected
-    if sel is None:
+    if off is None or off.selected is None:
         return None
+    sel = off.selected
     world = report.parallel.world_size
-    gpu_bytes = sum(w.total_bytes for w in gpu.workers) * report.parallel.tensor_parallel_size \
+    # With a block count every stage's bytes are known (a stage's total_bytes is null only without one).
+    gpu_bytes = sum(w.total_bytes or 0 for w in gpu.workers) * report.parallel.tensor_parallel_size \
         if gpu.num_blocks is not None else None
     tiers = [("GPU KV cache (engine)", gpu_bytes), ("CPU resident", sel.host.resident_bytes_per_engine),
              ("CPU budget unused", max(sel.unused_bytes, 0))]
@@ -285,13 +295,10 @@ def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> Rend
     return t
 
 
-def _lmcache_table(report: Report, style: Style) -> RenderableType:
-    lc = report.offload.lmcache
+def _lmcache_table(report: Report, lc: LMCacheSection, style: Style) -> RenderableType:
     head = (f"CPU offload through LMCache {lc.lmcache_version} ({lc.connector}): chunk {lc.chunk_size} tokens, "
             f"max_local_cpu_size {lc.max_local_cpu_size:g} GiB per rank")
-    if not lc.modelled:
-        return Group(Text(head, style="bold"), Text("the multi-process connector's pool lives in the standalone "
-                                                    "LMCache server: not modelled", style="bold"))
+    storing = known(lc.storing_ranks, "a pool's storing ranks")  # null only in no report of this table
     t = _table(style, head, "", *(f"stage {st.pp_rank}" for st in lc.stages))
 
     def row(label: str, get) -> None:
@@ -306,9 +313,10 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
     row("chunks per storing rank", lambda st: _n(st.chunks_per_rank))
     row("tokens per storing rank", lambda st: _n(st.tokens_per_rank))
     e = _table(style, "LMCache, one engine", "", "", header=False)
-    e.add_row("storing ranks", f"{lc.storing_ranks} of {report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size}"
+    ranks = report.parallel.tensor_parallel_size * report.parallel.pipeline_parallel_size
+    e.add_row("storing ranks", f"{storing} of {ranks}"
               + (" (save_only_first_rank: MLA stored once)" if lc.save_only_first_rank else ""))
-    if lc.first_rank is None or lc.storing_ranks > 1:
+    if lc.first_rank is None or storing > 1:
         e.add_row("pool per storing rank" + (" (not rank 0)" if lc.first_rank else ""),
                   _b(lc.pool_bytes_per_storing_rank))
     if lc.first_rank is not None:
@@ -326,8 +334,7 @@ def _lmcache_table(report: Report, style: Style) -> RenderableType:
     return Group(t, e)
 
 
-def _backends_table(report: Report, style: Style) -> RenderableType:
-    entries = report.offload.backends
+def _backends_table(entries: list[BackendEntry], style: Style) -> RenderableType:
     t = _table(style, "Backends, the same host budget", "", *(e.backend for e in entries))
     t.add_row("pool, engine", *(_b(e.pool_bytes_per_engine) for e in entries))
     t.add_row("resident, engine", *(_b(e.resident_bytes_per_engine) for e in entries))
@@ -344,20 +351,23 @@ def _offload_table(report: Report, style: Style) -> RenderableType:
     if off is None:
         return Text(f"CPU offload: none ({report.offload_reason})", style="bold")
     if off.lmcache is not None:
-        return _lmcache_table(report, style)
+        return _lmcache_table(report, off.lmcache, style)
     if off.simple is not None:
         from .table_simple import simple_table  # that backend's reports only
 
-        return simple_table(report, style, _table)
+        return simple_table(off, off.simple, style, _table)
+    if off.lmcache_mp is not None:
+        from .table_lmcache_mp import lmcache_mp_table  # that backend's reports only
+
+        return lmcache_mp_table(off.lmcache_mp, style, _table)
     if off.cpu_bytes_to_use is None:
         return Text("CPU offload: no CPU budget given (--cpu-bytes or --kv-offloading-size): no CPU counts",
                     style="bold")
     return native_table(report, style, _table)
 
 
-def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
+def render_comparison(rels: list[PlannedRelease | RefusedRelease], style: Style = Style()) -> RenderableType:
     """--compare-versions: one column per release."""
-    rels = report.releases
     t = _table(style, "The same layout, release by release", "", *(r.vllm_version for r in rels))
 
     def row(label: str, get) -> None:
@@ -389,7 +399,7 @@ def render_comparison(report: Report, style: Style = Style()) -> RenderableType:
         row("simple: CPU blocks, every rank", sp(lambda s: _n(s.num_cpu_blocks_per_rank)))
         row("simple: out of bounds", sp(lambda s: "YES" if s.out_of_bounds else "no"))
     notes = [Text(f"{r.vllm_version}: {r.startup_error}") for r in rels if r.startup_error]
-    notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if getattr(r, "warning", None)]
+    notes += [Text(f"{r.vllm_version}: {r.warning}") for r in rels if r.warning]
     return Group(t, *notes)
 
 

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ..vocab.releases.vllm import FAMILIES
 from ..vocab.units import exact_bytes, format_bytes
-from .sections import FamilyEntry, Report
+from .sections import FamilyEntry, Report, offload_of
 
 
 _b = exact_bytes
@@ -23,7 +23,7 @@ def release_columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]
     """(header, entry, family id): old and fixed always, then the selected release's family if it is another. Each
     column is its family on one release (JSON offload.old/fixed.vllm_version): the selected release for its own
     family, else the family's representative release planned whole (report.representative_entry)."""
-    off = report.offload
+    off = offload_of(report)
 
     def head(fam: str) -> str:
         return f"{fam} {report.vllm_version if fam == report.family else FAMILIES[fam].representative}"
@@ -37,14 +37,14 @@ def release_columns(report: Report) -> list[tuple[str, FamilyEntry | None, str]]
 def refusals(report: Report, cols) -> list[Text]:
     """Under a table of release columns: why a column has no numbers (its release refuses the layout, or its
     offloading connector fails at start-up), in that release's words."""
-    return [Text(f"{h}: {report.offload.errors[fam]}") for h, e, fam in cols
-            if e is None and fam in report.offload.errors]
+    errors = offload_of(report).errors
+    return [Text(f"{h}: {errors[fam]}") for h, e, fam in cols if e is None and fam in errors]
 
 
 def native_table(report: Report, style, table) -> RenderableType:
     """`CPU offload: …`: the title with the budget, then the columns' figures (or the selected release's start-up
     failure)."""
-    off = report.offload
+    off = offload_of(report)
     f = off.block_size_factor
     title = (f"CPU offload: cpu_bytes_to_use = {_b(off.cpu_bytes_to_use)}, from {off.cpu_bytes_source!r}; "
              f"offloaded block {off.block_size} tokens ({f} GPU block{'s' if f > 1 else ''})")
@@ -58,7 +58,7 @@ def native_table(report: Report, style, table) -> RenderableType:
 
 def _rows(report: Report, t, cols) -> None:
     """Every figure of every column, one row each (per PP stage where the stages differ)."""
-    off = report.offload
+    off = offload_of(report)
     live = [c for c in cols if c[1] is not None]
 
     def row(label: str, get) -> None:

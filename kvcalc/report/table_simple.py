@@ -6,18 +6,22 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from typing import TYPE_CHECKING
+
 from ..vocab.units import exact_bytes
-from .sections import Report
+
+if TYPE_CHECKING:
+    from ..backends.simple_plan import SimplePlan
+    from .sections import OffloadSection
 
 
 def _n(n: int | None) -> str:
     return "—" if n is None else f"{n:,}"
 
 
-def simple_table(report: Report, style, table) -> RenderableType:
-    """The connector's pool per PP stage, then the engine's; `table`: table.py's table maker."""
-    off = report.offload
-    sp = off.simple
+def simple_table(off: OffloadSection, sp: SimplePlan, style, table) -> RenderableType:
+    """The connector's pool (`sp`: the offload section's `simple`) per PP stage, then the engine's; `table`: table.py's
+    table maker."""
     head = (f"CPU offload through {sp.connector} (vLLM {sp.vllm_version}, {sp.mode} mode, selected by "
             f"{sp.selected_by}): cpu_bytes_to_use = {exact_bytes(off.cpu_bytes_to_use)}, from "
             f"{off.cpu_bytes_source!r}")
@@ -50,7 +54,7 @@ def simple_table(report: Report, style, table) -> RenderableType:
     if sp.mode == "disk":
         e.add_row("disk files (one node)", ", ".join(sp.disk_files))
     ids = sp.out_of_bounds
-    red = None if style.plain else "bold red"
+    red = "" if style.plain else "bold red"
     e.add_row("out-of-bounds CPU stores", Text(f"YES ids {ids.first:,}–{ids.last:,} (PP stage {ids.pp_rank})",
                                                style=red) if ids else "no")
     return Group(t, e)

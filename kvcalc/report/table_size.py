@@ -106,9 +106,16 @@ def _simple(answer, target, style: Style) -> RenderableType:
     return render_simple_sizing(answer, target, style, _table)
 
 
+def _lmcache_mp(answer, target, style: Style) -> RenderableType:
+    from .table_lmcache_mp import render_mp_sizing
+
+    return render_mp_sizing(answer, target, style, _table)
+
+
 # A backend's answer -> its own table (a backend without one: its JSON answer as rows).
 SIZE_RENDERERS = {
     "native": lambda a, t, style: render_sizing(a.rows, t.tokens, t.units, t.resident, style),
     "lmcache": lambda a, t, style: render_lmcache_sizing(a, t.tokens, t.units, t.resident, style),
+    "lmcache_mp": _lmcache_mp,
     "simple": _simple,
 }

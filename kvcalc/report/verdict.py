@@ -25,9 +25,9 @@ def gib(n: int) -> str:
 def other_release(plan: Plan, off: OffloadSection | None) -> str:
     """The verdict's word on the other formula's column, read from the same entries the Summary shows: how to get
     out of bounds on an old release, or that the old formula's release would go out of bounds on this layout."""
-    sel = None if off is None else off.selected
-    if sel is None:
+    if off is None or off.selected is None:
         return ""
+    sel = off.selected
     if plan.selected == "old":
         fixed = off.fixed
         if not sel.out_of_bounds:
@@ -68,6 +68,8 @@ def _granted(plan: Plan, limits: dict, memory: int, shm: int) -> tuple[list[str]
     stop = None
     limit = limits.get("host_memory")
     if limit is not None:
+        if limit.pod and plan.pool.server_resident_bytes is not None:
+            memory -= plan.pool.server_resident_bytes  # a standalone server pins it in its own container
         if limit.value is None:
             words.append(f"memory unknown ({limit.source})")
         elif limit.value >= memory:
@@ -76,6 +78,15 @@ def _granted(plan: Plan, limits: dict, memory: int, shm: int) -> tuple[list[str]
             kill = "the pod is OOM-killed" if limit.pod else "the node runs out of memory"
             words.append(f"memory {gib(limit.value)} from {limit.source}: short by {gib(memory - limit.value)}, {kill}")
             stop = "UNSAFE in this pod"
+    limit, pinned = limits.get("server_memory"), plan.pool.server_resident_bytes
+    if limit is not None and pinned is not None:
+        if limit.value is None:
+            words.append(f"the server's memory unknown ({limit.source})")
+        else:
+            short = limit.value < pinned
+            words.append(f"the server's memory {gib(limit.value)} from {limit.source}: "
+                         + (f"short by {gib(pinned - limit.value)}, the server is OOM-killed" if short else "enough"))
+            stop = stop or ("UNSAFE in this pod" if short else None)
     limit = limits.get("shm")
     if limit is not None and shm:
         b, v = plan.behaviour, plan.behaviour.version

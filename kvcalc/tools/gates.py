@@ -12,7 +12,8 @@ from __future__ import annotations
 from ..backends.base import OVERHEAD_BASIS, OVERHEAD_PER_WORKER, Pool, shm_refusal, workers_on_node  # noqa: F401
 from ..report.optional import Check
 from ..vocab.limits import Limit  # noqa: F401 - the gates' limits, named here too
-from ..vocab.records import record
+from ..vocab.errors import known
+from ..vocab.records import record, replace
 from ..vocab.units import format_bytes
 
 GATES = ("startup", "out_of_bounds", "zero_cpu_blocks", "cpu_smaller_than_gpu", "host_memory", "shm", "min_cpu_tokens")
@@ -23,6 +24,8 @@ class Gates:
     """What the gates compare against. A limit of None: not asked for."""
 
     host_memory: Limit | None = None
+    # the LMCache MP server's container (or host): --server-memory, a sidecar's limit
+    server_memory: Limit | None = None
     shm: Limit | None = None
     min_cpu_tokens: int | None = None
     overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
@@ -59,9 +62,10 @@ def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, 
     refuses to start when /dev/shm is short (0.28+); `shm_message_named`: its message names the allocation (0.31+);
     `engine`: how the startup gate names the engine (vLLM, SGLang)."""
     if pool.not_modelled is not None:
+        # The pool lives outside the engine and its settings were not given: nothing can pass, nothing failed.
         nm = pool.not_modelled
-        return refused(version, f"kvcalc cannot gate it: vLLM hands offloading to {nm.connector}, whose pool lives in "
-                                f"{nm.home}")
+        unknown = f"not evaluated: vLLM hands offloading to {nm.connector}, whose pool lives in {nm.home}"
+        return [_check(name, "unknown", unknown) for name in GATES]
     if pool.startup_error:
         return refused(version, pool.startup_error)
     shm = gates.shm
@@ -90,13 +94,14 @@ def _check(name: str, status: str, reason: str, **numbers) -> Check:
 
 
 def _measured(name: str, need: int, limit: Limit, what: str) -> Check:
-    margin = limit.value - need
+    value = known(limit.value, "a gate's limit")  # its caller turned an unknown limit into an unknown status
+    margin = value - need
     ok = margin >= 0
     return _check(name, "pass" if ok else "fail",
-                  f"{what}; {limit.source}: {limit.value:,} B ({format_bytes(limit.value)}); "
+                  f"{what}; {limit.source}: {value:,} B ({format_bytes(value)}); "
                   + (f"margin {margin:,} B ({format_bytes(margin)})" if ok else
                      f"short by {-margin:,} B ({format_bytes(-margin)})"),
-                  limit=limit.value, limit_from=limit.source, need=need, margin=margin)
+                  limit=value, limit_from=limit.source, need=need, margin=margin)
 
 
 def _out_of_bounds(pool: Pool) -> Check:
@@ -128,10 +133,12 @@ def _cpu_vs_gpu(gpu_tokens: int | None, cpu: int | None) -> Check:
 
 
 def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_node: int) -> Check:
-    limit = gates.host_memory
+    """The node's (or vLLM pod's) memory, and the memory of a standalone server's own container where the pool is
+    that server's (its pinned bytes are charged to its own cgroup, not vLLM's pod)."""
+    limit, server = gates.host_memory, _server_memory(pool, gates.server_memory)
     if limit is None:
-        return _check("host_memory", "skipped", "no limit given: --host-memory SIZE (a node), or --k8s with a "
-                                                "memory limit")
+        return server or _check("host_memory", "skipped", "no limit given: --host-memory SIZE (a node), or --k8s with "
+                                                          "a memory limit")
     if limit.value is None:
         return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
     if pool.resident_bytes_per_node is None:
@@ -140,12 +147,28 @@ def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_no
         overhead, basis = OVERHEAD_PER_WORKER * workers_per_node, f"{workers_per_node} worker(s), {OVERHEAD_BASIS}"
     else:
         overhead, basis = gates.overhead, "--host-overhead"
-    need = pool.resident_bytes_per_node + overhead
+    elsewhere = limit.pod and pool.server_resident_bytes is not None  # a vLLM pod's limit: the server pins apart
+    pooled = 0 if elsewhere else pool.resident_bytes_per_node
     where = "the pod" if limit.pod else "the node"
-    what = (f"{engines_per_node} engine(s) in {where} keep {pool.resident_bytes_per_node:,} B "
-            f"({format_bytes(pool.resident_bytes_per_node)}) {pool.kept}, plus {overhead:,} B "
-            f"({format_bytes(overhead)}) of process memory ({basis})")
-    return _measured("host_memory", need, limit, what)
+    what = (f"{engines_per_node} engine(s) in {where} keep {pooled:,} B ({format_bytes(pooled)}) "
+            + (f"(the LMCache server's L1 is its own container's{'' if server else ': not gated (--server-memory)'})"
+               if elsewhere else pool.kept)
+            + f", plus {overhead:,} B ({format_bytes(overhead)}) of process memory ({basis})")
+    node = _measured("host_memory", pooled + overhead, limit, what)
+    if server is None or node.status == "fail":
+        return node
+    return server if server.status != "pass" else replace(node, reason=f"{node.reason}; {server.reason}")
+
+
+def _server_memory(pool: Pool, limit: Limit | None) -> Check | None:
+    """A standalone server's pinned pool against its own container's (or host's) memory limit."""
+    need = pool.server_resident_bytes
+    if limit is None or need is None:
+        return None
+    if limit.value is None:
+        return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
+    return _measured("host_memory", need, limit, f"the standalone server's pool: {need:,} B ({format_bytes(need)}) "
+                                                 f"{pool.kept}")
 
 
 def _shm_gate(pool: Pool, shm: Limit | None, *, checked: bool) -> Check:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ..pipeline import plan
-from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError
+from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
+from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError, known
 from ..vocab.layout import Layout
 from ..vocab.records import replace
 
@@ -17,16 +17,16 @@ TP_CHOICES = (1, 2, 4, 8, 16)
 PP_CHOICES = (1, 2, 4, 8)
 
 
-def _meets(p, tokens: int | None, concurrency: float | None) -> bool:
+def _meets(p: Plan, tokens: int | None, concurrency: float | None) -> bool:
     logs = p.logs
     if logs is None:
         return False
     if tokens is not None:
         return logs.kv_cache_size_tokens >= tokens
-    return logs.max_concurrency >= concurrency
+    return logs.max_concurrency >= known(concurrency, "a concurrency target")  # no token target: this one
 
 
-def blocks_needed(layout: Layout, tokens: int | None, concurrency: float | None) -> tuple[int, object]:
+def blocks_needed(layout: Layout, tokens: int | None, concurrency: float | None) -> tuple[int, Plan]:
     """The fewest GPU blocks whose logged KV cache size (or maximum concurrency) reaches the target, and its plan:
     a binary search over num_gpu_blocks_override (the logged numbers grow with the blocks)."""
     base = replace(layout, cache=replace(layout.cache, kv_cache_memory=None),
@@ -52,12 +52,12 @@ def blocks_needed(layout: Layout, tokens: int | None, concurrency: float | None)
 def smallest_utilization(layout: Layout, blocks: int, bytes_per_block: list[int]) -> tuple[float | None, str]:
     """The smallest utilization (4 decimals, vLLM's float) whose predicted budget gives `blocks` on every stage."""
     probe = replace(layout, gpu=replace(layout.gpu, memory_utilization=1.0))
-    memory = plan(probe).memory
-    total = memory.total_bytes
+    memory = known(plan(probe).memory, "the predicted budget")  # the layout's GPU predicts one, every term known
+    total, requested = known(memory.total_bytes), known(memory.requested_bytes)
     # Each stage's non-KV terms are requested - its budget; they do not depend on the utilization.
-    need = max(blocks * b + memory.requested_bytes - w.kv_cache_bytes for w, b in zip(memory.workers, bytes_per_block))
+    need = max(blocks * b + requested - w.kv_cache_bytes for w, b in zip(memory.workers, bytes_per_block))
     if need > total:
-        return None, f"even utilization 1.0 leaves {memory.kv_cache_bytes:,} B of KV cache on the binding stage"
+        return None, f"even utilization 1.0 leaves {known(memory.kv_cache_bytes):,} B of KV cache on the binding stage"
     u = math.ceil(need * 10000 / total) / 10000
     while math.ceil(total * u) < need:  # the float product, as vLLM's request_memory takes it
         u = round(u + 0.0001, 4)
@@ -79,20 +79,22 @@ def smallest_parallel(layout: Layout, tokens: int | None, concurrency: float | N
                 continue
             if _meets(p, tokens, concurrency):
                 return {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpu_blocks": p.gpu.num_blocks,
-                        "kv_cache_size_tokens": p.logs.kv_cache_size_tokens,
-                        "kv_cache_bytes": p.memory.kv_cache_bytes}
+                        "kv_cache_size_tokens": known(p.logs).kv_cache_size_tokens,  # _meets read them
+                        "kv_cache_bytes": known(p.memory).kv_cache_bytes}  # the layout's GPU predicts it
     return None
 
 
 def size_gpu(layout: Layout, tokens: int | None, concurrency: float | None) -> dict:
     """The answer as a JSON-ready document."""
     blocks, p = blocks_needed(layout, tokens, concurrency)
+    logs = known(p.logs, "the logged KV cache size")  # blocks_needed's plan meets the target: it has them
     per_block = [w.bytes_per_block for w in p.gpu.workers]
-    doc = {"source": layout.source, "vllm_version": p.behaviour.version, "gpu_tokens": tokens,
-           "concurrency": concurrency, "max_model_len": layout.cache.max_model_len, "num_gpu_blocks": blocks,
-           "kv_cache_size_tokens": p.logs.kv_cache_size_tokens, "max_concurrency": round(p.logs.max_concurrency, 2),
-           "kv_cache_memory_bytes": blocks * max(per_block), "gpu_memory_utilization": None, "utilization_note": None,
-           "smallest_parallel": None}
+    doc: dict = {
+        "source": layout.source, "vllm_version": p.behaviour.version, "gpu_tokens": tokens,
+        "concurrency": concurrency, "max_model_len": layout.cache.max_model_len, "num_gpu_blocks": blocks,
+        "kv_cache_size_tokens": logs.kv_cache_size_tokens, "max_concurrency": round(logs.max_concurrency, 2),
+        "kv_cache_memory_bytes": blocks * max(per_block), "gpu_memory_utilization": None, "utilization_note": None,
+        "smallest_parallel": None}
     if layout.gpu.predicts:
         doc["gpu_memory_utilization"], doc["utilization_note"] = smallest_utilization(layout, blocks, per_block)
         doc["smallest_parallel"] = smallest_parallel(layout, tokens, concurrency)

@@ -17,8 +17,8 @@ from math import ceil, floor
 
 from ..engines.vllm.tensors import log_numbers
 from ..inputs.logs.vllm import StartupLog, parse as parse_log
-from ..pipeline import plan
-from ..vocab.errors import KvcalcError, UnsupportedError
+from ..pipeline import plan_vllm as plan  # vLLM's operation: its plan
+from ..vocab.errors import KvcalcError, UnsupportedError, known
 from ..vocab.layout import NO_CONNECTOR, Layout
 from ..vocab.records import replace
 
@@ -102,7 +102,23 @@ def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str])
     return layout, taken
 
 
-def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int, int, str]:
+def _unmodelled_run(layout: Layout, logged: StartupLog, source: str) -> None:
+    """Refuse a log whose server ran what the layout lacks and kvcalc cannot add: a drafter of a method kvcalc does
+    not model (its KV layers count in the logged numbers), or, for DeepSeek-V4, the MXFP4 indexer cache."""
+    import re
+
+    spec = logged.setting("speculative_config")
+    method = re.search(r"method['\"]?\s*[:=]\s*['\"]([\w-]+)", spec) if isinstance(spec, str) else None
+    if method and layout.model.draft is None and method.group(1) not in ("ngram", "suffix"):
+        raise UnsupportedError(f"{source}: the server ran a {method.group(1)} drafter ({spec[:80]}), whose KV layers "
+                               "the logged numbers include; the layout has none (give --speculative / "
+                               "--draft-config where kvcalc models the method)")
+    if layout.model.is_dsv4 and "use_fp4_indexer_cache=True" in str(logged.args):
+        raise UnsupportedError(f"{source}: the server ran DeepSeek-V4 with use_fp4_indexer_cache (the MXFP4 68-byte "
+                               "indexer row, models/deepseek_v4/attention.py:1019-1023 @0.33.0): not modelled")
+
+
+def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int | None, int | None, str]:
     """(the smallest and largest GPU block count the log's memory allows, where the memory came from)."""
     gibs = logged.available_gib or ((logged.reserved_gib,) if logged.reserved_gib else ())
     if gibs:
@@ -131,8 +147,9 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     connector_missing = (layout.offload.budget_given and layout.offload != NO_CONNECTOR and bool(logged.args)
                          and not any(k in dict(logged.args) for k in CONNECTOR_ARGS))
     layout, taken = with_log_settings(layout, logged, given | ({"vllm.version"} if version_given else set()))
+    _unmodelled_run(layout, logged, source)
     n_lo, n_hi, memory_source = _memory_range(layout, logged, source)
-    if n_lo is None or n_hi - n_lo > MAX_CANDIDATES:
+    if n_lo is None or n_hi is None or n_hi - n_lo > MAX_CANDIDATES:
         raise KvcalcError(f"{source}: the logged memory allows too many GPU block counts to check")
     stated = logged.num_gpu_blocks
     if stated is not None:
@@ -146,7 +163,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     family, device = base.behaviour.log_family, base.logs.device if base.logs else None
     best, matching = None, []
     for n in candidates or [n_lo]:
-        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device)
+        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device, base.behaviour.concurrency_sum)
         rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
         score = sum(r["match"] is True for r in rows)
         if candidates and all(r["match"] is not False for r in rows):
@@ -154,7 +171,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
             score += len(rows) + 1  # a count that reproduces every line beats one that reproduces more of them
         if best is None or score > best[0]:
             best = (score, n, rows)
-    _, n_best, rows = best
+    _, n_best, rows = known(best, "the best candidate")  # one candidate at least
     p = base if n_best == n_lo else plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_best)))
     if stated is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
@@ -216,7 +233,8 @@ def _refuse_changed(layout: Layout, logged: StartupLog, given: frozenset[str], s
         mine = getattr(getattr(layout, section), leaf)
         if str(stated).removeprefix("torch.").strip("'") != str(mine):
             raise KvcalcError(f"{source}: --kv-cache-memory-from-log: the log's budget was measured with {key} "
-                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu instead")
+                              f"{stated}; {mine} changes the memory besides the KV cache: predict it with --gpu "
+                              "instead")
 
 
 def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset[str] = frozenset()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..backends.base import backend
 from ..vocab.errors import LayoutError, UnsupportedError
 from ..vocab.layout import Layout
-from ..pipeline import Plan, plan
+from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
 from ..vocab.records import replace
 
 OFFLOAD_INFO = "vllm:kv_offload_config_info"
@@ -98,7 +98,8 @@ def _predicted(p: Plan) -> dict[str, dict[str, str | None]]:
     }}
     c = p.pool.capacity
     if c is not None:
-        out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks), "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
+        out[OFFLOAD_INFO] = {"cpu_num_chunks": str(c.cpu_num_chunks),
+                             "cpu_blocks_per_chunk": str(c.cpu_blocks_per_chunk),
                              "cpu_kv_cache_size_bytes": str(c.cpu_kv_cache_size_bytes),
                              "cpu_kv_cache_size_tokens": "None" if c.cpu_kv_cache_size_tokens is None
                              else str(c.cpu_kv_cache_size_tokens)}

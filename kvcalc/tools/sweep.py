@@ -15,19 +15,20 @@ from ..pipeline import plan, shared_stage
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
 # result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
-RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "unit",
-           "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine", "unused_bytes", "resident_bytes_per_node",
-           "shm_bytes_per_node", "error")
+RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler",
+           "cpu_blocks_worst_worker", "unit", "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine",
+           "unused_bytes", "resident_bytes_per_node", "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
 # The result columns the table shows beside the axes that vary (CSV and JSON lines have every column).
 SHOWN = ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "out_of_bounds", "unused_bytes", "error")
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 
-def grid(axes: dict[str, list]) -> Iterator[dict]:
+def grid(axes: dict[str, list | None]) -> Iterator[dict]:
     """The points of the cross product, one at a time (a large grid is never held in memory)."""
-    names = [k for k in AXES if axes.get(k)]
-    return (dict(zip(names, values)) for values in itertools.product(*(axes[n] for n in names)))
+    chosen = [(k, v) for k in AXES if (v := axes.get(k))]
+    names = [k for k, _ in chosen]
+    return (dict(zip(names, values)) for values in itertools.product(*(v for _, v in chosen)))
 
 
 def run(top: dict, source: str, points: Iterable[dict], base_flags: dict | None = None) -> Iterator[dict]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..vocab.errors import KvcalcError, UnsupportedError
 from ..vocab.kinds import KVQuant
 from ..report.optional import VerifySection
-from ..engines.vllm.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec, UniformTypeKVCacheSpecs
+from ..engines.vllm.specs import (AttentionSpec, FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec,
+                                  UniformTypeKVCacheSpecs)
 
 
 class VerifyError(KvcalcError):
@@ -36,7 +37,7 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
             tdt = dt[dtype]
             es = torch.empty((), dtype=tdt).element_size()
             typed = raw.view(tdt)
-            contiguous = []
+            contiguous: list[int] = []
             stride = 1
             for dim in reversed(shape):
                 contiguous.insert(0, stride)
@@ -50,6 +51,7 @@ def _layer_views(torch, raw, spec: KVCacheSpec, n: int):
         if spec.cache_dtype_str == "fp8_ds_mla":
             return [(raw.view(torch.uint8).view(n, spec.block_size, 656), 0)], 0
         return [(raw.view(dt[spec.dtype]).view(n, spec.block_size, spec.head_size), 0)], 0
+    assert isinstance(spec, AttentionSpec)  # a layer's own spec: Mamba's (above) or an attention layer's
     if spec.kv_quant is not KVQuant.NONE:
         return [(raw.view(torch.uint8).view(n, spec.page_size_bytes), 0)], 0
     d, dv = spec.head_size, getattr(spec, "head_size_v", spec.head_size)
@@ -79,7 +81,8 @@ def verify_plan(plan) -> VerifySection:
             tensors += 1
             for name in t.shared_by:
                 spec = by_layer[name]
-                if not isinstance(spec, (FullAttentionSpec, MambaSpec)) and spec.kv_quant is KVQuant.NONE \
+                if isinstance(spec, AttentionSpec) and not isinstance(spec, FullAttentionSpec) \
+                        and spec.kv_quant is KVQuant.NONE \
                         and spec.page_size_padded is not None:  # pragma: no cover - no such layout today
                     raise VerifyError(f"{name}: padded attention pages are not modelled by --verify")
                 if n == 0:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..vocab.records import replace
 
-from ..vocab.errors import KvcalcError
+from ..vocab.errors import KvcalcError, known
 from ..vocab.keys import KEYS, Key
 from ..vocab.layout import Layout, base_block_size
-from ..pipeline import Plan, plan
+from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
 
 
 def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
@@ -41,7 +41,7 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
         first_plan = first_plan or p
     if first_plan is not None:
         return first_plan, []
-    raise first_error
+    raise known(first_error, "the first refusal")  # every candidate refused (there is at least one)
 
 
 # The value vllm-args spells for a key whose row says vllm_args "plan": worked out from the plan (None: not spelled).

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
+
 
 class KvcalcError(Exception):
     """Base class: every refusal kvcalc makes on purpose derives from this."""
 
     exit_code = 2
+    document_printed = False  # with --format json: the command already printed a document that carries the error
 
     def one_line(self) -> str:
         """The message on one line, with every character a terminal could act on (escape sequences, other
@@ -45,6 +53,19 @@ class UnsupportedError(KvcalcError):
 
 class StartupRefusal(KvcalcError):
     """vLLM itself would refuse this configuration at startup (the message says which rule)."""
+
+
+class InternalError(Exception):
+    """A kvcalc bug, not a refusal: a stage was handed what its caller never gives it (an engine's or a backend's own
+    module asked for the section of a layout of another kind). Not a KvcalcError: no input can cause it."""
+
+
+def known(value: _T | None, what: str = "a figure") -> _T:
+    """`value`, where the caller's own invariant says it is set (a pool with a budget has its bytes; a size target
+    sets one of its three): the typed form of that invariant, an InternalError if it ever breaks."""
+    if value is None:
+        raise InternalError(f"{what} that is always set here is missing")
+    return value
 
 
 def _short(value: object, limit: int = 60) -> str:

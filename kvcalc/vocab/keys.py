@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
-from .layout import DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES, PLATFORMS
+from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
+                     PLATFORMS)
 from .records import MISSING, fields, record
 from .keys_sglang import sglang_rows
 from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
@@ -22,10 +23,10 @@ from .units import MODEL_DTYPES, SIZE_HELP
 # Help groups, in the order `--help` shows them.
 GROUPS = ("input", "parallelism", "cache", "gpu", "offload", "release", "output", "checks")
 
-# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are read by
-# their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human (vLLM's
-# human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows), const,
-# path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
+# How a key's value is read (inputs/layout/validate.py) and described (inputs/layout/schema.py). The simple kinds are
+# read by their row alone: int (within minimum .. maximum or cap), choice (one of choices), str (text), bool, human
+# (vLLM's human_readable_int, at least minimum). The others need code that knows them: section (a mapping of rows),
+# const, path (a config.json), size (bytes: 64GiB), sizes (a size, or one per worker), gib (vLLM's GiB float), per_layer
 # (an integer, or one per layer), kinds (layer kinds; minimum: the fewest items), ints (a list of integers),
 # indices (layer indices or one of choices), choice_or_bool (YAML 1.1 reads on/off as booleans), version (a vLLM
 # release), mamba (kind plus that kind's Hugging Face fields, vocab/kinds.MAMBA_KINDS), config (a connector's own
@@ -127,6 +128,14 @@ def _k(path: str, kind: str, doc: str, **kw) -> Key:
 
 _MAMBA_DTYPES = ("auto", *MODEL_DTYPES)
 
+
+def _mp(flag: str, doc: str, own: str = "") -> dict:
+    """An LMCache MP server option's row: its doc and kvcalc flag (the server's own spelling, or `own`)."""
+    spelled = own or flag
+    first = spelled.split("/")[0]
+    return {"doc": f"{doc}: the server's {flag.split('/')[0]}", "flag": (spelled,), "panel": "offload", "label": first,
+            "name": first[2:].replace("-", "_"), "help": f"LMCache MP server: {doc} (its {flag})"}
+
 # In this order: a section's keys in `kvcalc init`'s YAML, in its unknown-key message and (by help group) in --help;
 # the keys vllm-args spells, in its output. The sweep's columns follow `sweep`, not this order.
 KEYS: tuple[Key, ...] = (
@@ -156,9 +165,13 @@ KEYS: tuple[Key, ...] = (
     _k("model.kv_lora_rank", "int", "MLA: latent size (one unsharded head of kv_lora_rank + qk_rope_head_dim)",
        minimum=1, nullable=True),
     _k("model.qk_rope_head_dim", "int", "MLA: rope part of the head", minimum=0, nullable=True),
+    _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
+       "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
        nullable=True),
     _k("model.max_position_embeddings", "int", "default for cache.max_model_len", minimum=1, nullable=True),
+    _k("model.kv_cache_dtype_auto", "bool", "true when the model's attention is built without vLLM's cache config "
+       "(Falcon): its KV cache keeps the model dtype whatever cache.kv_cache_dtype says", default=False),
     _k("model.kv_head_replication", "bool", "false when the model's attention divides KV heads by TP without "
        "replicating (gpt-oss)", default=True),
     _k("model.mamba", "mamba", "the Mamba layers' state: kind and that kind's Hugging Face fields"),
@@ -197,8 +210,8 @@ KEYS: tuple[Key, ...] = (
        cap=65536, flag=("--nnodes",), name="nnodes",
        help="the nodes of the whole deployment (DP x PP x TP ranks over them), as vLLM's --nnodes",
        panel="parallelism", vllm=("--nnodes",), vllm_parse="int"),
-    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM infers "
-       "from --nnodes)", minimum=1,
+    _k("parallel.data_parallel_size_local", "int", "engines on one node (default: every DP replica, or what vLLM "
+       "infers from --nnodes)", minimum=1,
        nullable=True, flag=("--data-parallel-size-local",), name="dp_local",
        help="DP replicas (engines) on one node: the node pays their host memory (default: every replica)",
        panel="parallelism", vllm=("--data-parallel-size-local", "-dpl"), vllm_parse="int"),
@@ -307,12 +320,14 @@ KEYS: tuple[Key, ...] = (
     _k("offload.blocks_per_chunk", "int", "0.26+: GPU blocks per CPU chunk (instead of block_size)", minimum=1,
        nullable=True, flag=("--blocks-per-chunk",), name="blocks_per_chunk", help="0.26+: GPU blocks per CPU chunk",
        panel="offload"),
-    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple "
-       "(SimpleCPUOffloadConnector) | none (no KV connector; absent: none when no budget, LMCache key or connector "
-       "setting is given, else native)", default="native", choices=OFFLOAD_CHOICES, flag=("--offload-backend",),
-       name="offload_backend", help="native (vLLM's OffloadingConnector, the default with a budget) | lmcache "
-       "(LMCacheConnectorV1: LMCache's pool per rank) | simple (SimpleCPUOffloadConnector) | none (no KV connector, "
-       "the default without a budget)", panel="offload"),
+    _k("offload.backend", "choice", "native (vLLM's OffloadingConnector) | lmcache (LMCacheConnectorV1; with "
+       "kv_offloading_size, vLLM's --kv-offloading-backend lmcache) | lmcache_mp (LMCacheMPConnector: the LMCache "
+       "server's pool) | simple (SimpleCPUOffloadConnector) | none (no KV connector; absent: none when no budget, "
+       "LMCache key or connector setting is given, else native)", default="native", choices=OFFLOAD_CHOICES,
+       flag=("--offload-backend",), name="offload_backend", help="native (vLLM's OffloadingConnector, the default with "
+       "a budget) | lmcache (LMCacheConnectorV1: LMCache's pool per rank; with --kv-offloading-size, vLLM's flag) | "
+       "lmcache_mp (LMCacheMPConnector: the LMCache server's pool per node) | simple (SimpleCPUOffloadConnector) | "
+       "none (no KV connector, the default without a budget)", panel="offload"),
     _k("offload.use_simple_kv_offload", "bool", "VLLM_USE_SIMPLE_KV_OFFLOAD=1 in the engine's environment: with "
        "kv_offloading_size, vLLM 0.19.0+ starts SimpleCPUOffloadConnector instead of OffloadingConnector",
        default=False),
@@ -340,6 +355,24 @@ KEYS: tuple[Key, ...] = (
        choices=LMCACHE_RELEASES, flag=("--lmcache-version",), name="lmcache_version", panel="offload",
        help=f"LMCache release whose rules apply, {LMCACHE_RELEASES[0]} - {LMCACHE_RELEASES[-1]} (default "
             f"{DEFAULT_LMCACHE_VERSION})"),
+    # backend lmcache_mp: the LMCache MP server's options under their argparse names (any option of its parser:
+    # vocab/releases/lmcache_mp_flags.py); these have kvcalc flags, the server's own spellings.
+    _k("offload.lmcache_mp", "server", "the LMCache MP server behind LMCacheMPConnector (offload.backend lmcache_mp, "
+       "or lmcache through vLLM 0.23+'s flag): its options under their argparse names (l1_size_gb, ...)"),
+    _k("offload.lmcache_mp.l1_size_gb", "number", **_mp("--l1-size-gb", "the node server's L1, GiB (required)")),
+    _k("offload.lmcache_mp.l1_init_size_gb", "int", **_mp("--l1-init-size-gb", "lazy: GiB pinned at start (an int)"),
+       default=20),
+    _k("offload.lmcache_mp.l1_use_lazy", "bool", **_mp("--l1-use-lazy/--no-l1-use-lazy", "pin the L1 lazily (the "
+       "rest in the background)"), default=True),
+    _k("offload.lmcache_mp.l1_align_bytes", "int", **_mp("--l1-align-bytes", "each object's alignment"), default=4096),
+    _k("offload.lmcache_mp.l1_use_hugepages", "bool", **_mp("--l1-use-hugepages/--no-l1-use-hugepages", "the L1 on "
+       "2 MiB hugepages (eager)"), default=False),
+    _k("offload.lmcache_mp.eviction_policy", "choice", **_mp("--eviction-policy", "LRU | ARC | IsolatedLRU | noop "
+       "(required)"), choices=("LRU", "ARC", "IsolatedLRU", "noop")),
+    _k("offload.lmcache_mp.eviction_trigger_watermark", "number", **_mp("--eviction-trigger-watermark", "usage that "
+       "starts eviction"), default=0.8),
+    _k("offload.lmcache_mp.chunk_size", "int", **_mp("--chunk-size", "tokens per chunk", "--lmcache-chunk-size"),
+       default=256),
 
     _k("host", "section", "the host the CPU tier lives on"),
     _k("host.page_size", "int", "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)", default=4096,
@@ -355,6 +388,9 @@ KEYS: tuple[Key, ...] = (
        name="pinned_round_threshold_mb", panel="offload",
        help="PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb: pinned allocations above it are not rounded to a power "
             "of two (torch 2.13+, vLLM 0.27+; torch 2.9.1 - 2.11.0 always round)"),
+    _k("host.free_hugepages", "int", "2 MiB hugepages free on a node (LMCache's MP server checks them at start)",
+       minimum=0, nullable=True, flag=("--free-hugepages",), name="free_hugepages", panel="offload",
+       help="the node's free 2 MiB hugepages: LMCache's MP server refuses --l1-use-hugepages with fewer"),
 )
 
 # Flags that set no single key: LMCache's own config sources (inputs/layout/lmcache_sources.py turns them into
@@ -366,6 +402,9 @@ SOURCE_FLAGS: tuple[Key, ...] = (
        help="read LMCACHE_* variables (and LMCACHE_CONFIG_FILE) from this process's environment"),
     _k("", "path", "", flag=("--lmcache-env-file",), name="lmcache_env_file", panel="offload",
        help="read LMCACHE_* variables from a .env-style file (NAME=VALUE lines)"),
+    _k("", "str", "", flag=("--lmcache-server",), name="lmcache_server", panel="offload",
+       help="the LMCache MP server's command line ('lmcache server --l1-size-gb 100 --eviction-policy LRU ...'), read "
+            "as its parser reads it: the pool of LMCacheMPConnector"),
 )
 
 

@@ -22,6 +22,11 @@ class LayerKind(str, Enum):
     MAMBA = "mamba"
     NONE = "none"
     FULL_MAMBA = "full_attention+mamba"  # Falcon-H1: attention, then Mamba, in every layer
+    # DeepSeek-V4 (engines/vllm/dsv4.py): a sliding-window MLA cache in every layer; compress ratio 4 ("CSA": with
+    # the lightning indexer) or 128 ("HCA") adds a compressed MLA cache and its compressor's state.
+    DSV4_SWA = "dsv4_swa"
+    DSV4_CSA = "dsv4_csa"
+    DSV4_HCA = "dsv4_hca"
 
     # str's own hash and equality (Enum's __hash__ is a Python call: kinds are hashed per run in hot paths);
     # LayerKind.FULL == "full_attention" either way.
@@ -43,9 +48,15 @@ class LayerKind(str, Enum):
         """Owns a Mamba / linear-attention state."""
         return self in _OWNS_MAMBA
 
+    @property
+    def dsv4(self) -> bool:
+        """A DeepSeek-V4 layer."""
+        return self in _DSV4
+
 
 _STD_ATTENTION = frozenset({LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.FULL_MAMBA})
 _OWNS_MAMBA = frozenset({LayerKind.MAMBA, LayerKind.FULL_MAMBA})
+_DSV4 = frozenset({LayerKind.DSV4_SWA, LayerKind.DSV4_CSA, LayerKind.DSV4_HCA})
 LAYER_KINDS = tuple(k.value for k in LayerKind)
 
 
@@ -137,7 +148,8 @@ def _mamba2(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
     # extra_groups_for_head_shards: groups that do not shard evenly are replicated up to TP (1 group, TP 4 -> 4).
     groups = groups if groups % tp == 0 else tp
     conv_dim = inter + 2 * groups * d_state
-    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")), (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
+    return [(g["conv_kernel"] - 1 + ns, exact(conv_dim, tp, "conv dim")),
+            (exact(nh, tp, "mamba_num_heads"), hd, d_state)]
 
 
 def _gated_delta_net(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
@@ -171,7 +183,7 @@ class MambaKind:
     refuses_float32: bool  # vLLM refuses a float32 state for it
     # Other Hugging Face configs' names for the same fields (state-spaces MambaConfig, Mamba2Config, FalconH1Config),
     # accepted in a layout and read as the field they name; giving both spellings with two values is refused.
-    aliases: dict = None  # type: ignore[assignment]
+    aliases: dict[str, str]  # (the builder below gives {} when there are none)
     # Config-file fields that determine no state shape but must agree with those that do (Mamba2Config /
     # NemotronHConfig: intermediate = expand x hidden_size = mamba_num_heads x mamba_head_dim): accepted, checked.
     checked: tuple[str, ...] = ()

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import InternalError
 from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
 from .records import cached, field, record
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .releases.lmcache import LMCacheLayout
+    from .releases.lmcache_mp import MPLayout
     from .releases.sglang import SglangLayout
     from .releases.simple import SimpleLayout
     from .weights import WeightsSpec
+
+    _Sig = TypeVar("_Sig")
 
 DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
 # Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
@@ -27,7 +33,8 @@ HMA_CHOICES = ("auto", "on", "off")
 EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 PLATFORMS = ("cuda", "rocm", "xpu")
 MAMBA_CACHE_MODES = ("auto", "none", "align", "all")
-OFFLOAD_BACKENDS = ("native", "lmcache", "simple")  # the connectors (--compare-backends puts them side by side)
+# the connectors (--compare-backends puts them side by side)
+OFFLOAD_BACKENDS = ("native", "lmcache", "lmcache_mp", "simple")
 # offload.backend: a connector, or none (vLLM without a KV connector: no budget, no connector, no LMCache key)
 OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
@@ -77,8 +84,15 @@ class DraftLayout:
     head_size_v: int | None = None
     num_speculative_tokens: int = 1
 
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(KV heads, head size, value head size) of an eagle drafter's own attention (validation requires them)."""
+        if self.num_kv_heads is None or self.head_size is None:
+            raise InternalError(f"a {self.method} drafter has no attention shape of its own")
+        return self.num_kv_heads, self.head_size, self.head_size_v or self.head_size
 
-def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
+
+def _runs(sig: tuple[_Sig, ...]) -> tuple[tuple[_Sig, range], ...]:
     """Per-layer signatures -> the fewest (signature, range) runs that cover them in order: contiguous runs, or
     one strided run per offset of the sequence's period when that is fewer (Gemma-3's 5 sliding + 1 full
     repeated over 62 layers: 6 strided runs instead of 21 contiguous ones)."""
@@ -87,7 +101,7 @@ def _runs(sig: tuple) -> tuple[tuple[object, range], ...]:
         return ()
     if len(set(sig)) == 1:
         return ((sig[0], range(0, n)),)
-    contiguous = []
+    contiguous: list[tuple[_Sig, range]] = []
     start = 0
     for i in range(1, n + 1):
         if i == n or sig[i] != sig[start]:
@@ -126,6 +140,9 @@ class ModelLayout:
     draft: DraftLayout | None = None
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
+    # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
+    kv_cache_dtype_auto: bool = False
+    mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
 
     @cached
     def kinds(self) -> frozenset[LayerKind]:
@@ -134,7 +151,13 @@ class ModelLayout:
 
     @cached
     def is_mla(self) -> bool:
-        return LayerKind.MLA in self.kinds
+        """vLLM's use_mla: MLA layers, or DeepSeek-V4's (transformers_utils/model_arch_config_convertor.py:302
+        @0.33.0)."""
+        return LayerKind.MLA in self.kinds or self.is_dsv4
+
+    @cached
+    def is_dsv4(self) -> bool:
+        return any(k.dsv4 for k in self.kinds)
 
     @cached
     def has_mamba(self) -> bool:
@@ -146,10 +169,31 @@ class ModelLayout:
         return next((i for i, t in enumerate(self.layer_types) if t.attention), None)
 
     @cached
+    def mla_head_size(self) -> int:
+        """One MLA latent "head": kv_lora_rank + qk_rope_head_dim (validation requires both with MLA layers)."""
+        if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+            raise InternalError(f"{self.name}: an MLA spec was asked of a model without MLA layers")
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def mamba_section(self) -> MambaLayout:
+        """`mamba`, where the model has Mamba layers (validation sets it with them)."""
+        if self.mamba is None:
+            raise InternalError(f"{self.name}: a Mamba spec was asked of a model without Mamba layers")
+        return self.mamba
+
+    @property
+    def draft_section(self) -> DraftLayout:
+        """`draft`, where the model has a drafter."""
+        if self.draft is None:
+            raise InternalError(f"{self.name}: a drafter's layers were asked of a model without one")
+        return self.draft
+
+    @cached
     def layer_runs(self) -> tuple[tuple[tuple[LayerKind, int, int, int], range], ...]:
         """Decoder layers as runs of one (kind, KV heads, head size, value head size); the heads and sizes of
         layers without standard attention are ignored (0)."""
-        sig = tuple((k, h, d, dv) if k.attention else (k, 0, 0, 0)
+        sig = tuple((k, h, d, dv) if k.attention else (k, 0, d, 0) if k.dsv4 else (k, 0, 0, 0)
                     for k, h, d, dv in zip(self.layer_types, self.num_kv_heads, self.head_size, self.head_size_v))
         return _runs(sig)
 
@@ -237,15 +281,20 @@ class OffloadLayout:
     cpu_bytes_written: str | None = None  # cpu_bytes_to_use as written ("64GB"), without where it came from
     block_size: int | None = None  # offloaded block size in tokens
     blocks_per_chunk: int | None = None  # 0.26+: GPU blocks per CPU chunk (exclusive with block_size)
-    backend: str = "native"  # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    # native (OffloadingConnector) | lmcache (LMCacheConnectorV1) | simple (SimpleCPU...) | none
+    backend: str = "native"
     lmcache: LMCacheLayout | None = None  # backend lmcache: LMCache's config
     simple: SimpleLayout | None = None  # backend simple: SimpleCPUOffloadConnector's config
+    # backend lmcache_mp (or lmcache through vLLM's flag on 0.23+): the LMCache MP server the connector attaches to
+    lmcache_mp: MPLayout | None = None
     notes: tuple[str, ...] = ()  # what validation decided about the connector, for stderr
 
     @property
     def budget_given(self) -> bool:
-        """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config."""
-        return self.cpu_bytes_to_use is not None or self.lmcache is not None
+        """A budget for the pool: cpu_bytes_to_use, or a backend that sizes its pool from its own config (LMCache's, or
+        the LMCache server's command line)."""
+        return self.cpu_bytes_to_use is not None or self.lmcache is not None or (
+            self.lmcache_mp is not None and self.lmcache_mp.server is not None)
 
 
 @record
@@ -279,6 +328,7 @@ class HostLayout:
 
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
+    free_hugepages: int | None = None  # 2 MiB hugepages free on the node (LMCache's MP server checks it at start)
 
 
 @record

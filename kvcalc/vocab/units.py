@@ -103,7 +103,8 @@ def _unit_multiplier(unit: str) -> int:
             return _BINARY[unit]
         if unit.upper() in _BINARY:
             # vLLM reads lowercase as decimal, Kubernetes `m` as milli: too ambiguous to accept.
-            raise SizeError(f"an unambiguous unit: '{unit}' is refused; write {unit.upper()}iB (2^n) or {unit.upper()}B (10^n)")
+            raise SizeError(f"an unambiguous unit: '{unit}' is refused; write {unit.upper()}iB (2^n) or "
+                            f"{unit.upper()}B (10^n)")
     if len(unit) == 2 and unit[1] == "i" and unit[0] in _BINARY:
         return _BINARY[unit[0]]
     low = unit.lower()

@@ -245,11 +245,19 @@ def test_kv_offloading_backend_lmcache_on_serve_lines(tmp_path, capsys):
     lc = json.loads(out)["offload"]["lmcache"]
     assert (lc["connector"], lc["vllm_flag"]["max_local_cpu_size"], lc["pool_bytes_per_engine"]) == \
         ("LMCacheConnectorV1", 8.0, 64 * GIB)
+    # 0.23.0+: LMCacheMPConnector, whose pool is the LMCache server's (issue 33: backends/lmcache_mp.py). Without
+    # the server's command line there are no pool figures, but the per-chunk cost is known: 8 ranks x 2 x 32 x 256
+    # x 1 x 128 x 2 = 33,554,432 B a chunk.
     code, out, err = run(capsys, "plan", "--vllm-version", "0.33.0", "--format", "json", *line)
     assert code == 0, err
-    lc = json.loads(out)["offload"]["lmcache"]
-    assert (lc["connector"], lc["modelled"], lc["pool_bytes_per_engine"]) == ("LMCacheMPConnector", False, None)
-    assert "--kv-offloading-size 64 has no effect" in err
+    off = json.loads(out)["offload"]
+    assert (off["backend"], off["lmcache"]) == ("lmcache_mp", None)
+    m = off["lmcache_mp"]
+    assert (m["connector"], m["server_given"], m["pool"], m["kv_offloading_size"]) == \
+        ("LMCacheMPConnector", False, None, 64.0)
+    assert (m["objects_per_chunk"], m["bytes_per_chunk"]) == (8, 33554432)
+    assert "--kv-offloading-size 64 selects the connector and sizes nothing" in err
+    assert "give it (--lmcache-server" in err
 
 
 def test_a_manifests_lmcache_env_is_read(tmp_path, capsys):
@@ -389,10 +397,15 @@ def test_compare_backends_uses_the_same_budget(capsys):
     code, out, err = run(capsys, "plan", "examples/llama-3.1-8b-lmcache-tp8.yaml", "--compare-backends",
                          "--format", "json")
     assert code == 0, err
-    native, lm, simple = json.loads(out)["offload"]["backends"]
+    native, lm, mp, simple = json.loads(out)["offload"]["backends"]
     assert (native["backend"], native["pool_bytes_per_engine"], native["tokens"]) == ("native", 4 * 1024 * GIB,
                                                                                       33554432)
     assert (lm["backend"], lm["tokens"], lm["unit_bytes"]) == ("lmcache", 33554432, 4194304)
+    # The LMCache MP server given the engine's 4 TiB as its L1 (--l1-size-gb 4096, lazy; a 64 MiB multiple, so the
+    # heap is all of it): one chunk is the 8 ranks' objects, 8 x 4,194,304 = 33,554,432 B; 4 TiB // that = 131,072
+    # chunks = 33,554,432 tokens, the same tokens as the per-rank pools (issue 33).
+    assert (mp["backend"], mp["unit_bytes"], mp["pool_bytes_per_engine"], mp["tokens"]) == \
+        ("lmcache_mp", 33554432, 4 * 1024 * GIB, 33554432)
     # SimpleCPUOffloadConnector with the same 4 TiB for the engine: 4 TiB // 8 ranks = 512 GiB a rank; a worker's
     # block is 32 layers x 16 x 1 head x (128 + 128) x 2 = 262,144 B: 549,755,813,888 // 262,144 = 2,097,152 blocks,
     # pinned exactly (cudaHostRegister), 2,097,152 x 16 = 33,554,432 tokens.
@@ -420,7 +433,7 @@ def test_compare_backends_from_a_native_mla_layout(capsys):
     code, out, err = run(capsys, "plan", "examples/kimi-k2.5-eagle3-tp4.yaml", "--vllm-version", "0.33.0",
                          "--compare-backends", "--format", "json")
     assert code == 0, err
-    native, lm, simple = json.loads(out)["offload"]["backends"]
+    native, lm, mp, simple = json.loads(out)["offload"]["backends"]
     assert native["tokens"] == 3765 * 64 == 240960
     assert (lm["pool_bytes_per_engine"], lm["tokens"]) == (16 * GIB, 939 * 256)
     # SimpleCPUOffloadConnector: 64 GiB // 4 ranks = 16 GiB a rank; a worker's block is 61 MLA layers x 73,728 B +

@@ -24,6 +24,7 @@ from kvcalc.engines.vllm.specs import (
     FullAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
     interned,
@@ -43,7 +44,9 @@ _ATTN = dict(block_size=16, num_kv_heads=8, head_size=128, head_size_v=128, dtyp
 # Every field of every spec class with a value, and another value for each (what a dropped key field would conflate).
 BASES = {
     FullAttentionSpec: dict(_ATTN, sliding_window=None, attention_chunk_size=None),
-    MLAAttentionSpec: dict(_ATTN, sliding_window=None, attention_chunk_size=None, cache_dtype_str="auto"),
+    MLAAttentionSpec: dict(_ATTN, sliding_window=None, attention_chunk_size=None, cache_dtype_str="auto",
+                           alignment=None, compress_ratio=1, model_version=None),
+    SlidingWindowMLASpec: dict(_ATTN, sliding_window=128, cache_dtype_str=None, alignment=None, model_version=None),
     SlidingWindowSpec: dict(_ATTN, sliding_window=4096),
     ChunkedLocalAttentionSpec: dict(_ATTN, attention_chunk_size=8192),
     CrossAttentionSpec: {k: v for k, v in _ATTN.items() if k != "head_size_v"},
@@ -54,7 +57,8 @@ BASES = {
 OTHER = dict(block_size=32, num_kv_heads=4, head_size=64, head_size_v=96, dtype="uint8", page_size_padded=1 << 20,
              kv_quant=KVQuant.PER_TOKEN_HEAD, sliding_window=1024, attention_chunk_size=2048,
              cache_dtype_str="fp8_ds_mla", shapes=((3, 1024), (16, 128, 128)), dtypes=("float16", "float32"),
-             mamba_type="gated_delta_net", num_speculative_blocks=2, num_prefill_checkpoint_blocks=1)
+             mamba_type="gated_delta_net", num_speculative_blocks=2, num_prefill_checkpoint_blocks=1, alignment=576,
+             compress_ratio=4, model_version="deepseek_v4")
 
 
 def test_the_bases_name_every_field_of_every_spec_class():

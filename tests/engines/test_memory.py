@@ -206,6 +206,17 @@ def test_a_safetensors_index_sets_the_total(tmp_path):
     assert "total_size" in next(t for t in m.terms if t.name == "weights").source
 
 
+def test_a_gpu_with_a_block_count_override_has_no_budget_to_show(capsys):
+    # --num-gpu-blocks-override with --gpu: vLLM takes the count, no budget in bytes is predicted or given, so the
+    # report has no gpu.memory (it used to fail: AttributeError on the missing budget, found by mypy).
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "H100", "--num-gpu-blocks-override", "1000",
+                         "--max-model-len", "8192", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert "memory" not in doc["gpu"]
+    assert doc["gpu"]["num_blocks"] == 1000
+
+
 def test_memory_other_processes_hold_refuses_as_vllm_does(capsys):
     # Issue 30: vLLM's request_memory (v1/worker/utils.py, every release): free < ceil(total x utilization) is a
     # ValueError. H100 (79.19 GiB = 85,029,615,042 B) at 0.9: ceil(x 0.9) = 71.27 GiB requested; 20 GiB used leaves

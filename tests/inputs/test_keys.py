@@ -30,7 +30,7 @@ KIMI = os.path.join(CONFIGS, "kimi-k2.5.json")
 MINIMAL = {"model": {"num_layers": 2, "num_kv_heads": 8, "head_size": 128, "max_position_embeddings": 4096}}
 KINDS = {"section", "const", "int", "choice", "str", "bool", "human", "path", "size", "sizes", "gib", "fraction", "number",
          "per_layer",
-         "kinds", "ints", "indices", "choice_or_bool", "version", "mamba", "config"}
+         "kinds", "ints", "indices", "choice_or_bool", "version", "mamba", "config", "server"}
 
 
 def _with(path: str, value) -> dict:
@@ -57,7 +57,7 @@ def test_every_row_is_a_whole_key_record():
 def test_rows_are_consistent():
     for k in KEYS:
         assert k.kind in KINDS, k.path
-        assert k.parent == "" or KEY[k.parent].kind in ("section", "mamba", "config"), k.path
+        assert k.parent == "" or KEY[k.parent].kind in ("section", "mamba", "config", "server"), k.path
         assert bool(k.flag) == bool(k.name) == bool(k.panel) == bool(k.help), k.path
         assert not k.panel or k.panel in GROUPS, k.path
         assert bool(k.vllm) == bool(k.vllm_parse), k.path

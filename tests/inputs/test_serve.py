@@ -111,7 +111,7 @@ def test_hf_home_is_the_fallback(tmp_path, monkeypatch):
                                                                                      "valid JSON"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--frobnicate", "3"], "--frobnicate: expected an option of vLLM 0.33.0's `vllm serve` (vLLM stops with 'unrecognized arguments')"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'],
-     "kvcalc models OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector"),
+     "kvcalc models OffloadingConnector, LMCacheConnectorV1, LMCacheMPConnector and SimpleCPUOffloadConnector"),
     (["vllm", "serve", "moonshotai/Kimi-K2.5", "--kv-offloading-backend", "lmcache", "--kv-offloading-size", "8",
       "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'], "give one of them"),
     # config/kv_transfer.py __post_init__: a connector without kv_role is a ValueError at start-up (issue 22).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...vocab.errors import UnsupportedError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
-from ...vocab.releases.sglang import SglangBehaviour
+from ...vocab.releases.sglang import SglangBehaviour, sglang_of
 from ...vocab.weights import WeightsSpec
 from .memory import (GIB, Reserve, attention_backend, budget, default_fraction, free_before, requests,
                      stage_tokens)
@@ -64,7 +64,7 @@ class SglangStage:
 
 
 def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, ...], str]:
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if sg.weights_bytes is not None:
         return (sg.weights_bytes,) * len(ranges), "flag"
     spec = layout.weights
@@ -80,7 +80,7 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
 
 
 def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str) -> tuple[float, Reserve | None]:
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if sg.mem_fraction_static is not None:
         return sg.mem_fraction_static, None
     if sg.capacity_mib is None:
@@ -96,7 +96,7 @@ def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: st
 
 def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     """Layout -> SGLang's pools, budget and tokens on one engine."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture), behaviour.hybrid_swa_stage_layers)
     if sg.kv_budget_bytes is not None:  # --compare-engines: vLLM's --kv-cache-memory as the budget itself
         return _given_budget(layout, behaviour, model, sg.kv_budget_bytes)
@@ -125,7 +125,7 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
 
 def _given_budget(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, kv: int) -> SglangStage:
     """A budget given in bytes (vLLM's --kv-cache-memory for --compare-engines): the pool SGLang builds from it."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     backend, page = attention_backend(layout, sg.device.arch if sg.device else "sm90", model.kind == "mla")
     return _tokens(layout, behaviour, model, kv, page, SglangGpu(
         attention_backend=backend, page_size=page, capacity_mib=sg.capacity_mib, mem_fraction_static=None,
@@ -142,7 +142,7 @@ def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, budg
     from ...vocab.errors import StartupRefusal
     from ...vocab.records import replace
 
-    sg = layout.sglang
+    sg = sglang_of(layout)
     ratio = sg.swa_full_tokens_ratio
     per = [stage_tokens(model, s.pp_rank, budget_bytes, page, ratio) for s in model.stages]
     full, swa = min(per)
@@ -188,7 +188,8 @@ def _log_lines(model: SglangModel, s: StageCells, full: int, swa: int, page: int
 
 
 def _releases(layout: Layout) -> tuple[str, str]:
-    return layout.sglang.version, layout.sglang.version_from
+    sg = sglang_of(layout)
+    return sg.version, sg.version_from
 
 
 from ..base import Engine  # noqa: E402 - the engine door, after the stage it describes

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
-from ...vocab.releases.sglang import SglangBehaviour
+from ...vocab.releases.sglang import SglangBehaviour, sglang_of
 
 DISABLED = "disabled"
 
@@ -49,7 +49,8 @@ def decode_capture_sizes(max_bs: int, speculative: bool) -> list[int]:
     """srt/arg_groups/cuda_graph_hook.py:525-555 @0.5.23 generate_decode_cuda_graph_batch_sizes (0.5.14
     srt/server_args.py the same): the normal list, or the speculative one (less padding below 64); max_bs added."""
     if not speculative:
-        sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, max_bs + 1, 32))
+        sizes = ([1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) +
+                 list(range(512, max_bs + 1, 32)))
     else:
         sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8)) +
                  list(range(272, max_bs + 1, 16)))
@@ -59,7 +60,7 @@ def decode_capture_sizes(max_bs: int, speculative: bool) -> list[int]:
 
 def _backends(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: str) -> tuple[tuple[str, str], ...]:
     """((decode backend, from), (prefill backend, from)) after the flags and the auto-disable cascade."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     decode, prefill = ("full", "default"), (behaviour.default_prefill_backend, f"SGLang {behaviour.version}'s default")
     if sg.disable_cuda_graph:
         decode = prefill = (DISABLED, "--disable-cuda-graph")
@@ -81,7 +82,7 @@ def _backends(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: str) 
 
 def _prefill_off(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: str) -> str | None:
     """The rule of SGLang's cascade that turns the default prefill graph off, or None."""
-    b, sg = behaviour, layout.sglang
+    b, sg = behaviour, sglang_of(layout)
     if layout.parallel.pipeline_parallel_size > 1 and b.pp_prefill_graph_off:
         return f"PP > 1 ({b.evidence('pp_prefill_graph')})"
     if mla and b.mla_prefill_graph_off:
@@ -94,7 +95,7 @@ def _prefill_off(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: st
 def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int, mla: bool, backend: str) -> int:
     """memory_hook.py:233-268 @0.5.23: the prefill graphs' largest capture when --cuda-graph-max-bs-prefill is not
     given; before 0.5.17 --context-length caps any."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     top = sg.cuda_graph_max_bs_prefill
     if top is None:
         top = chunked if not mla else (2048 if behaviour.mla_prefill_max_bs == 2048 else min(8192, chunked))
@@ -112,7 +113,7 @@ def resolve_graphs(layout: Layout, behaviour: SglangBehaviour, mla: bool, backen
                    decode_max_bs: int, speculative: bool = False) -> tuple[GraphPhase, GraphPhase]:
     """(decode, prefill) CUDA graphs for this layout (`backend`: the attention backend; `decode_max_bs`: the GPU
     tier's or the flag's)."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     (dec, dec_from), (pre, pre_from) = _backends(layout, behaviour, mla, backend)
     if sg.cuda_graph_bs_decode is not None:
         decode_max_bs, n_decode = max(sg.cuda_graph_bs_decode), len(sg.cuda_graph_bs_decode)

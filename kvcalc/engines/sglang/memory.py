@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import math
 
-from ...vocab.errors import StartupRefusal, UnsupportedError
+from ...vocab.errors import StartupRefusal, UnsupportedError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
-from ...vocab.releases.sglang import FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour
+from ...vocab.releases.sglang import (FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour,
+                                      SglangLayout, sglang_of)
 from .graphs import DISABLED, GraphPhase, resolve_graphs
 from .model import SglangModel
 
@@ -54,9 +55,9 @@ class Reserve:
     mem_fraction_static: float = field("round((capacity - reserved) / capacity, 3)")
 
 
-def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
+def gpu_defaults(sg: SglangLayout, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
     """(chunked_prefill_size, decode max_bs) for the GPU tier, the flags winning (memory_hook.py:89-188)."""
-    cap = sg.capacity_mib
+    cap = known(sg.capacity_mib, "the GPU's capacity (the defaults read it)")
     for top, chunked, small, large in TIERS:
         if top is None or cap < top:
             if chunked is None:
@@ -64,17 +65,17 @@ def gpu_defaults(sg, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
             break
     max_bs = sg.cuda_graph_max_bs
     if max_bs is None:
-        max_bs = small if tp < 4 else large
+        max_bs = known(small if tp < 4 else large, "a tier's max batch")  # the last tier catches every GPU
         if behaviour.decode_max_bs_capped_by_requests and sg.max_running_requests is not None \
                 and max_bs > sg.max_running_requests:
             max_bs = sg.max_running_requests  # memory_hook.py:182-188: the default never exceeds the requests
-    return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else chunked), max_bs
+    return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else known(chunked)), max_bs
 
 
 def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str = "fa3") -> Reserve:
     """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343, reserve_for_graph_mb :357-399
     @0.5.23; 0.5.14 srt/server_args.py:3270-3310 the same terms): `backend` is the attention backend."""
-    sg, par = layout.sglang, layout.parallel
+    sg, par = sglang_of(layout), layout.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     chunked, max_bs = gpu_defaults(sg, behaviour, tp)
     decode, prefill = resolve_graphs(layout, behaviour, mla, backend, chunked, max_bs)
@@ -85,18 +86,19 @@ def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, back
         reserved += decode.max_bs * 2  # :364-368
     if prefill.backend != DISABLED:  # :380-389
         reserved += 1.5 * 1024 if mla else prefill.capture_sizes * 8
-    if sg.capacity_mib > 60 * 1024:
+    cap = known(sg.capacity_mib, "the GPU's capacity (the default reads it)")
+    if cap > 60 * 1024:
         reserved = max(reserved, 10 * 1024)  # :314-315
     return Reserve(chunked_prefill_size=chunked, activation_tokens=activation, cuda_graph_max_bs=decode.max_bs,
                    decode_graphs=decode, prefill_graphs=prefill, reserved_mib=reserved,
-                   mem_fraction_static=round((sg.capacity_mib - reserved) / sg.capacity_mib, 3))
+                   mem_fraction_static=round((cap - reserved) / cap, 3))
 
 
 def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     """(SGLang's default attention backend, its page size) on this GPU (srt/arg_groups/model_override_base.py:277-
     350 get_default_attn_backend; srt/arg_groups/overrides.py:1143-1200 page constraints, :1343-1363 default 1;
     srt/arg_groups/model_overrides/deepseek_v2.py:179-187 trtllm_mla on SM100)."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if arch == "sm90":
         backend = "fa3"
     elif arch == "sm100":
@@ -112,11 +114,12 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
 def free_before(layout: Layout) -> tuple[int, str, str]:
     """(bytes free before the weights load, basis, source): --gpu-free-memory, else nvidia-smi's capacity less the
     gap real logs show."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     if sg.gpu_free_memory is not None:
         return sg.gpu_free_memory, "flag", "--gpu-free-memory (pre_model_load_memory as SGLang measures it)"
     gap = FREE_GAP_MIB_TP1 if layout.parallel.tensor_parallel_size == 1 else FREE_GAP_MIB_TP
-    return (sg.capacity_mib - gap) * MIB, "table", f"{sg.capacity_mib:,} MiB - {gap:,} MiB: {FREE_GAP_SOURCE}"
+    cap = known(sg.capacity_mib, "the GPU's capacity (without --gpu-free-memory)")
+    return (cap - gap) * MIB, "table", f"{cap:,} MiB - {gap:,} MiB: {FREE_GAP_SOURCE}"
 
 
 def budget(pre: int, available: int, mfs: float) -> tuple[int, float]:

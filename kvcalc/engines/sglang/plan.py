@@ -8,7 +8,7 @@ from ...backends.hicache import HiCachePool, hicache_pool
 from ...vocab.errors import StartupRefusal
 from ...vocab.layout import Layout
 from ...vocab.records import record
-from ...vocab.releases.sglang import SglangBehaviour, behaviour_for
+from ...vocab.releases.sglang import SglangBehaviour, behaviour_for, sglang_of
 from . import SglangStage, build_stage
 
 
@@ -62,15 +62,16 @@ def shared_stage(layout: Layout) -> None:
 def plan(layout: Layout, stage: object = None, *, selected_only: bool = False) -> SglangPlan:
     """An SGLang layout: its pools, budget and tokens, then its HiCache host pool (`stage`, `selected_only`: the
     pipeline's arguments, which SGLang's plan does not use: it has no stage shared between budgets)."""
-    behaviour = behaviour_for(layout.sglang.version)
+    sg = sglang_of(layout)
+    behaviour = behaviour_for(sg.version)
     try:
         built = build_stage(layout, behaviour)
         pool = hicache_pool(layout, built)
     except StartupRefusal as e:  # SGLang's own message, named as vLLM's are
         raise StartupRefusal(f"SGLang {behaviour.version} refuses to start: {e.one_line()}") from None
     warnings: tuple[str, ...] = ()
-    if layout.sglang.version_from == "default":
+    if sg.version_from == "default":
         warnings = (f"no SGLang release named (no --sglang-version, sglang.version or image tag): planned as "
-                    f"{layout.sglang.version}, the newest kvcalc models; name the release you run",)
+                    f"{sg.version}, the newest kvcalc models; name the release you run",)
     return SglangPlan(layout=layout, behaviour=behaviour, stage=built, pool=pool,
                       notes=tuple(built.notes) + tuple(pool.notes), base_warnings=warnings)

@@ -13,6 +13,7 @@ from . import CellSize, SglangGpu
 from ...vocab.records import field, record
 from ...report.engines import EngineEntry
 from ...report.sections import SCHEMA_VERSION, ModelField, ModelSection, ParallelSection
+from ...vocab.releases.sglang import sglang_of
 
 if TYPE_CHECKING:
     from ...report.optional import Check
@@ -61,7 +62,7 @@ def _model(plan) -> ModelSection:
     lay = plan.layout
     m, prov = lay.model, dict(lay.provenance)
     kinds = Counter(m.layer_types)
-    rows: list[tuple[str, object]] = [("dtype", m.dtype)]
+    rows: list[tuple[str, int | str | list[int]]] = [("dtype", m.dtype)]
     attn = [i for i, k in enumerate(m.layer_types) if k.attention]
     if attn:
         heads = sorted({m.num_kv_heads[i] for i in attn})
@@ -71,7 +72,7 @@ def _model(plan) -> ModelSection:
     for key in ("sliding_window", "kv_lora_rank", "qk_rope_head_dim"):
         if getattr(m, key) is not None:
             rows.append((key, getattr(m, key)))
-    arch = lay.sglang.architecture
+    arch = sglang_of(lay).architecture
     return ModelSection(
         name=m.name, num_layers=m.num_layers, dtype=m.dtype,
         layer_kinds={k.value: n for k, n in sorted(kinds.items())},

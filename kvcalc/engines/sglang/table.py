@@ -46,7 +46,8 @@ def render(report, style) -> list[RenderableType]:
     m, h = sg.memory, sg.hicache
     head = Text()
     head.append(report.model.name, style="bold")
-    head.append(f" — SGLang {sg.version} ({'assumed: no release named' if sg.version_from == 'default' else 'from ' + sg.version_from}) — "
+    named = "assumed: no release named" if sg.version_from == "default" else "from " + sg.version_from
+    head.append(f" — SGLang {sg.version} ({named}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size}, DP {par.data_parallel_size}")
     out: list[RenderableType] = [head, gpu_line(report, style)]
     t = _table(style, "GPU token pool (SGLang)", "", "", header=False)
@@ -78,7 +79,7 @@ def render(report, style) -> list[RenderableType]:
         from ...report.table_engines import engines_table
 
         out.append(engines_table(report.engines, style))
-    out.append(Text(report.verdict, style=None if style.plain else "bold green"))
+    out.append(Text(report.verdict, style="" if style.plain else "bold green"))
     return out
 
 
@@ -114,4 +115,5 @@ def gpu_size_text(doc: dict) -> str:
     if doc["refusal"]:
         return f"SGLang {doc['sglang_version']}: {doc['refusal']}\n"
     return (f"SGLang {doc['sglang_version']}: --mem-fraction-static {doc['mem_fraction_static']} holds "
-            f"{doc['max_total_num_tokens']:,} tokens (target {doc['target_tokens']:,}; context {doc['context_length']:,})\n")
+            f"{doc['max_total_num_tokens']:,} tokens (target {doc['target_tokens']:,}; "
+            f"context {doc['context_length']:,})\n")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 
 from ...backends.base import SizeTarget, largest
-from ...pipeline import plan
-from ...vocab.errors import KvcalcError
+from ...backends.hicache import HiCacheSection
+from ...vocab.errors import KvcalcError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record, replace
+from ...vocab.releases.sglang import sglang_of
+from .plan import plan  # SGLang's own (the pipeline's plan, for an SGLang layout)
 
 MAX_GB = 1 << 20  # a petabyte per rank: past any host
 
@@ -38,27 +40,30 @@ class HiCacheSize:
 
 
 def _with(layout: Layout, **hicache) -> Layout:
-    sg = layout.sglang
+    sg = sglang_of(layout)
     h = replace(sg.hicache, enabled=True, **hicache)
     return replace(layout, sglang=replace(sg, hicache=h))
 
 
-def _section(layout: Layout):
+def _section(layout: Layout) -> HiCacheSection:
     return plan(layout).pool.section
 
 
 def size_host(layout: Layout, target: SizeTarget) -> HiCacheSize:
-    version = layout.sglang.version
+    version = sglang_of(layout).version
+    ratio: float | None = None
+    gb: int | None
     if target.resident is not None:
-        fits = lambda gb: gb == 0 or _section(_with(layout, size_gb=gb)).bytes_per_node <= target.resident  # noqa
+        limit = target.resident
+        fits = lambda gb: gb == 0 or known(_section(_with(layout, size_gb=gb)).bytes_per_node) <= limit  # noqa
         gb = largest(MAX_GB, fits)
-        ratio = None
     else:
-        want = target.tokens if target.tokens is not None else target.units
-        gb = _smallest(lambda g: _section(_with(layout, size_gb=g)).size_tokens_per_rank >= want, MAX_GB)
-        ratio = _smallest(lambda k: _section(_with(layout, ratio=k / 1000, size_gb=0)).size_tokens_per_rank >= want,
-                          1 << 40)
-        ratio = None if ratio is None else ratio / 1000
+        want = known(target.tokens if target.tokens is not None else target.units, "a size target")
+        # (HiCache on: the sections have their sizes.)
+        gb = _smallest(lambda g: known(_section(_with(layout, size_gb=g)).size_tokens_per_rank) >= want, MAX_GB)
+        thousandths = _smallest(lambda k: known(_section(_with(layout, ratio=k / 1000, size_gb=0)).size_tokens_per_rank)
+                                >= want, 1 << 40)
+        ratio = None if thousandths is None else thousandths / 1000
     if not gb:
         return HiCacheSize(sglang_version=version, hicache_size_gb=None, hicache_ratio=ratio, tokens_per_rank=None,
                            bytes_per_rank=None, bytes_per_node=None, refusal="no --hicache-size of a whole GB or more "
@@ -85,18 +90,18 @@ def _smallest(ok, hi: int) -> int | None:
 
 def size_gpu(layout: Layout, tokens: int | None, concurrency: float | None) -> dict:
     """The smallest --mem-fraction-static (thousandths) whose pool holds the target, planned at each fraction."""
-    context = layout.cache.max_model_len
-    want = tokens if tokens is not None else math.ceil(concurrency * context)
+    context, sg = layout.cache.max_model_len, sglang_of(layout)
+    want = tokens if tokens is not None else math.ceil(known(concurrency, "a GPU target") * context)
 
     def pool(k: int) -> int:
         try:
-            p = plan(replace(layout, sglang=replace(layout.sglang, mem_fraction_static=k / 1000)))
+            p = plan(replace(layout, sglang=replace(sg, mem_fraction_static=k / 1000)))
         except KvcalcError:
             return 0
         return p.stage.gpu.max_total_num_tokens
 
     k = _smallest(lambda k: pool(k) >= want, 999)
-    doc = {"engine": "sglang", "sglang_version": layout.sglang.version, "target_tokens": want,
+    doc = {"engine": "sglang", "sglang_version": sg.version, "target_tokens": want,
            "context_length": context, "mem_fraction_static": None if k is None else k / 1000,
            "max_total_num_tokens": None if k is None else pool(k), "refusal": None}
     if k is None:

@@ -1,5 +1,5 @@
-"""vLLM as the serving engine. Layout -> the GPU stage: per-rank layer specs -> KV cache groups -> tensors and GPU blocks, everything a plan
-computes before a connector's host pool enters (a sweep over budgets reuses it)."""
+"""vLLM as the serving engine. Layout -> the GPU stage: per-rank layer specs -> KV cache groups -> tensors and GPU
+blocks, everything a plan computes before a connector's host pool enters (a sweep over budgets reuses it)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,11 @@ def hma_model_veto(model: ModelLayout) -> str | None:
 def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> GpuStage:
     """Layout -> layers -> groups -> tensors and GPU blocks, the hybrid manager on or off as `hma` says (the
     connector's decision: backends/*.hma)."""
+    if layout.model.is_dsv4:
+        from .dsv4_plan import check_release
+
+        check_release(layout, behaviour)
     layer_plan = build_layers(layout, behaviour)
-    grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
     cache, memory = layout.cache, None
     if layout.gpu.predicts and cache.kv_cache_memory is None and cache.num_gpu_blocks_override is None:
         from .memory import predict  # only a predicted budget (start-up time is a target)
@@ -51,11 +54,17 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
         memory = predict(layout, behaviour, [s.decoder_layers for s in layer_plan.stages])
         tp = layout.parallel.tensor_parallel_size
         cache = replace(cache, kv_cache_memory=tuple(w.kv_cache_bytes for w in memory.workers for _ in range(tp)))
-    gpu = build_gpu_plan(
-        grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
-        memory=cache.least_memory,
-        num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
-    )
+    if layout.model.is_dsv4:
+        from . import dsv4_plan
+
+        grouping, gpu = dsv4_plan.build(layout, behaviour, layer_plan, hma, cache.least_memory)
+    else:
+        grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
+        gpu = build_gpu_plan(
+            grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
+            memory=cache.least_memory,
+            num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
+        )
     return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
                     grouping=grouping, gpu=gpu, memory=memory)
 
@@ -69,6 +78,6 @@ from ..base import OPERATIONS, Engine  # noqa: E402 - the engine door, after the
 ENGINE = Engine(name="vllm", title="vLLM", operations=frozenset(OPERATIONS), release_key="vllm.version",
                 release_flag="--vllm-version", releases=_releases,
                 budget_refusal="--check gates a CPU budget: give --cpu-bytes or --kv-offloading-size (or "
-                               "offload.cpu_bytes_to_use)",
-                init_hint=("offload", "# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine (without "
-                                      "it `kvcalc plan` shows the GPU side only)\n"))
+                               "offload.cpu_bytes_to_use; for LMCache's MP server its command line, --lmcache-server)",
+                init_hint=("offload", "# offload:\n#   cpu_bytes_to_use: 64GiB  # the CPU budget of one engine "
+                                      "(without it `kvcalc plan` shows the GPU side only)\n"))

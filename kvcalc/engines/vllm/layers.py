@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import lcm
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import InternalError, LayoutError, UnsupportedError, known
 from ...vocab.kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
                     KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank)
 from ...vocab.layout import Layout, base_block_size
@@ -24,8 +24,10 @@ from .specs import (
     UsageContext,
     interned,
 )
+from . import dsv4
+from .mamba import mamba_dtypes, mamba_mode
 from .runs import Run, clip, named_specs, progressions
-from ...vocab.units import MODEL_DTYPES, cdiv
+from ...vocab.units import cdiv
 from ...vocab.releases.vllm import Behaviour
 
 DEFAULT_MAMBA_CHUNK = 2048
@@ -125,7 +127,8 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
     row = KV_DTYPES.get(name)
     if row is None:
         raise UnsupportedError(
-            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; kvcalc models {', '.join(KV_CACHE_DTYPES)}"
+            f"{layout.source}: cache.kv_cache_dtype: unsupported KV dtype {name!r}; "
+            f"kvcalc models {', '.join(KV_CACHE_DTYPES)}"
         )
     if row.since > behaviour.release:
         raise LayoutError(layout.source, "cache.kv_cache_dtype", f"a KV dtype vLLM {behaviour.version} knows", name,
@@ -142,67 +145,6 @@ def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bo
 
 
 _KV_DTYPE_OF: dict[tuple, _KVDtype] = {}  # bounded by KV_DTYPES x the model dtypes
-
-
-def _mamba_dtypes(layout: Layout, n_states: int) -> tuple[str, ...]:
-    conv = layout.cache.mamba_cache_dtype
-    conv = layout.model.dtype if conv == "auto" else MODEL_DTYPES[conv]
-    ssm = layout.cache.mamba_ssm_cache_dtype
-    ssm = conv if ssm == "auto" else MODEL_DTYPES[ssm]
-    row = layout.model.mamba.row
-    if row.refuses_float32 and conv == "float32":
-        raise UnsupportedError(f"{layout.source}: cache.mamba_cache_dtype: float32 is refused by vLLM for "
-                               f"{row.name.replace('_', ' ')}")
-    if row.single_state or n_states == 1:
-        return (conv,)
-    return (conv, ssm)
-
-
-def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[str, ...]]:
-    """(prefix caching on, Mamba cache mode, notes) as the release settles them (spec 4.2;
-    model_executor/models/config.py MambaModelConfig.verify_and_update_config of each release)."""
-    model, cache = layout.model, layout.cache
-    prefix = cache.enable_prefix_caching
-    if not model.has_mamba:
-        return prefix is not False, "none", ()  # vLLM: prefix caching on by default
-    if prefix is None:
-        prefix = False  # vLLM: off by default for hybrid (Mamba) models
-    modes = behaviour.mamba_modes
-    mode, notes = "none", []
-    row = model.mamba.row
-    if cache.mamba_cache_mode != "auto":
-        mode = cache.mamba_cache_mode
-        if mode not in modes:
-            raise LayoutError(layout.source, "cache.mamba_cache_mode",
-                              f"one of {', '.join(m for m in ('auto',) + modes)} for vLLM {behaviour.version} "
-                              "(config/cache.py MambaCacheMode)", mode)
-    if not prefix:
-        if mode != "none":
-            # Every release: "Mamba cache mode is set to 'none' when prefix caching is disabled" (a warning).
-            notes.append(f"mamba_cache_mode {mode!r} becomes 'none': prefix caching is off (vLLM does the same)")
-        return prefix, "none", tuple(notes)
-    if cache.mamba_cache_mode == "auto":
-        if "align" not in modes:
-            # 0.14.x: no mode; models without Mamba prefix caching turn prefix caching off.
-            if not row.mode_all:
-                notes.append("vLLM turns prefix caching off for this Mamba kind (no Mamba prefix caching)")
-                return False, "none", tuple(notes)
-            mode = "all"
-        elif behaviour.mamba_default_all and row.mode_all and model.draft is not None \
-                and behaviour.mamba_align_with_drafter:
-            mode = "align"  # 0.20.0 - 0.21.0 (vocab/releases/vllm.py STEPS mamba_align_with_drafter)
-            notes.append(f"vLLM {behaviour.version} sets Mamba cache mode 'align' by default when prefix caching and "
-                         "speculative decoding are enabled")
-        elif behaviour.mamba_default_all:
-            mode = "all" if row.mode_all else "align"
-        else:
-            mode = "align"
-    if mode == "all" and not row.mode_all:
-        # "Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all'
-        # mode: falling back to 'align' mode." (0.15.0 - 0.31.0)
-        notes.append("mamba_cache_mode 'all' falls back to 'align' for this Mamba kind (vLLM does the same)")
-        mode = "align"
-    return prefix, mode, tuple(notes)
 
 
 def _split_skip(indices: range, skip: frozenset) -> tuple[list[int], list[int]]:
@@ -224,10 +166,16 @@ class _Builder:
         self.tp = layout.parallel.tensor_parallel_size
         self.block_size = block_size
         self.kv, self.kv_auto = kv, kv_auto
-        self.mamba = mamba
+        self.mamba = mamba  # with Mamba layers: their spec
         skip = layout.cache.kv_cache_dtype_skip_layers
         self.skip = frozenset(i for i in skip if isinstance(i, int)) if skip else frozenset()
         self.skip_sliding = bool(skip) and "sliding_window" in skip
+
+    @property
+    def mamba_spec(self) -> MambaSpec:
+        if self.mamba is None:
+            raise InternalError(f"{self.layout.source}: Mamba layers without their spec")
+        return self.mamba
 
     def heads(self, total: int, key: str) -> int:
         try:
@@ -249,13 +197,13 @@ class _Builder:
                         dtype=kv.storage, kv_quant=kv.quant)
 
     def mla(self) -> MLAAttentionSpec:
-        d, bs, kv = self.model.kv_lora_rank + self.model.qk_rope_head_dim, self.block_size, self.kv
+        d, bs, kv = self.model.mla_head_size, self.block_size, self.kv
         return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype=kv.storage,
                         cache_dtype_str=kv.mla_str)
 
-    def indexer(self) -> MLAAttentionSpec:
+    def indexer(self, dim: int) -> MLAAttentionSpec:
         # DeepSeek-V3.2 indexer: 1-byte keys plus one fp32 scale per 128 dims (128 -> 132 bytes/token).
-        d, bs = self.model.index_head_dim + (self.model.index_head_dim // 128) * 4, self.block_size
+        d, bs = dim + (dim // 128) * 4, self.block_size
         return interned(MLAAttentionSpec, block_size=bs, num_kv_heads=1, head_size=d, head_size_v=d, dtype="uint8",
                         cache_dtype_str=None)
 
@@ -276,35 +224,49 @@ class _Builder:
         """The KV modules of decoder layers `indices` of one kind and shape, their names under `prefix`."""
         if kind is LayerKind.NONE:
             return []
+        if kind.dsv4:
+            m = self.model
+            return dsv4.decoder_runs(kind, indices, block=self.block_size, head=d, index_head=m.index_head_dim,
+                                     window=known(m.sliding_window, "DeepSeek-V4's window"), prefix=prefix)
+        if kind is LayerKind.MLA and self.model.mla_per_layer > 1:
+            # LongCat-Flash: self_attn is a ModuleList of two DeepseekV2MLAAttention (longcat_flash.py:267-287).
+            return [Run(f"{prefix}self_attn.{j}.attn", j, indices, self.mla()) for j in range(self.model.mla_per_layer)]
         if kind is LayerKind.MLA:
             out = []
             if self.model.index_head_dim:
                 # Registered before the MLA wrapper in every read release (spec section 3.1).
-                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, self.indexer()))
+                indexer = self.indexer(self.model.index_head_dim)
+                out.append(Run(f"{prefix}self_attn.indexer.k_cache", 0, indices, indexer))
             out.append(Run(prefix + "self_attn.attn" if prefix else "self_attn.attn", 1, indices, self.mla()))
             return out
         if kind is LayerKind.MAMBA:
-            module = self.model.mamba.row.module
-            return [Run(prefix + module if prefix else module, 0, indices, self.mamba)]
+            module = self.model.mamba_section.row.module
+            return [Run(prefix + module if prefix else module, 0, indices, self.mamba_spec)]
         out = self.attention_runs(LayerKind.FULL if kind is LayerKind.FULL_MAMBA else kind, h, d, dv, indices,
                                   f"{prefix}self_attn.attn", 0, "model.num_kv_heads")
         if kind is LayerKind.FULL_MAMBA:
             # Falcon-H1: attention is built (and registered) before the Mamba mixer in every layer.
-            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba))
+            out.append(Run(f"{prefix}mamba", 1, indices, self.mamba_spec))
         return out
 
     def draft_runs(self) -> list[Run]:
-        d = self.model.draft
+        d = self.model.draft_section
         base = self.model.num_layers
         indices = range(base, base + d.num_layers)
+        if d.method == "mtp" and self.model.is_dsv4:
+            # DeepSeek-V4's MTP layer: compress ratio 1, a sliding-window cache only (0.20.0 deepseek_v4.py:900-903).
+            m = self.model
+            head = next(h for k, h in zip(m.layer_types, m.head_size) if k.dsv4)
+            return self.decoder_runs(LayerKind.DSV4_SWA, 0, head, 0, indices, "mtp_block.")
         if d.method == "mtp":
             # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
             m = self.model
             main = next(i for i, t in enumerate(m.layer_types) if t in (LayerKind.MLA, LayerKind.FULL))
             return self.decoder_runs(m.layer_types[main], m.num_kv_heads[main], m.head_size[main],
                                      m.head_size_v[main], indices, "mtp_block.")
-        return self.attention_runs(LayerKind.FULL, d.num_kv_heads, d.head_size, d.head_size_v or d.head_size,
-                                   indices, "self_attn.attn", 0, "model.draft.num_kv_heads")
+        heads, head_size, head_size_v = d.shape
+        return self.attention_runs(LayerKind.FULL, heads, head_size, head_size_v, indices, "self_attn.attn", 0,
+                                   "model.draft.num_kv_heads")
 
 
 def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
@@ -318,7 +280,7 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
     kind, h, d, dv = first[0]
     kv = b.kv
     if kind is LayerKind.MLA:
-        d = layout.model.kv_lora_rank + layout.model.qk_rope_head_dim
+        d = layout.model.mla_head_size
         return interned(MLAAttentionSpec, block_size=1, num_kv_heads=1, head_size=d, head_size_v=0, dtype=kv.storage,
                         cache_dtype_str=kv.mla_str).page_size_bytes
     heads = b.heads(h, "model.num_kv_heads")
@@ -378,7 +340,8 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
     if not layout.model.has_mamba:
         return block_size, None, None, False
     model, cache, tp = layout.model, layout.cache, layout.parallel.tensor_parallel_size
-    row, ns = model.mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
+    mamba = model.mamba_section
+    row, ns = mamba.row, (model.draft.num_speculative_tokens if model.draft else 0)
 
     def exact(a: int, b: int, what: str) -> int:
         if a % b:
@@ -386,15 +349,15 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
                               a)
         return a // b
 
-    shapes = tuple(row.shapes(model.mamba.values, tp, ns, exact))
-    dtypes = _mamba_dtypes(layout, len(shapes))
+    shapes = tuple(row.shapes(mamba.values, tp, ns, exact))
+    dtypes = mamba_dtypes(layout, len(shapes))
     mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
     a1 = _attention_token_page(_Builder(layout, behaviour, block_size, kv, kv_auto, None), layout)
     mamba_block = pad = None
     raised = False
     if a1 is not None and mp > 0:
         kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
-        chunk = cache.mamba_block_size or (model.mamba.get("chunk_size") if model.mamba.has("chunk_size")
+        chunk = cache.mamba_block_size or (mamba.get("chunk_size") if mamba.has("chunk_size")
                                            else DEFAULT_MAMBA_CHUNK)
         # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
         multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
@@ -441,20 +404,40 @@ def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
     return tuple(stages)
 
 
-def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
-    """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
-    model, cache = layout.model, layout.cache
+def _kv_dtypes(layout: Layout, behaviour: Behaviour) -> tuple[_KVDtype, _KVDtype, str | None]:
+    """(the KV dtype, the one skipped layers keep, a note when the model's attention ignores the flag)."""
+    cache, model = layout.cache, layout.model
     kv = resolve_kv_dtype(layout, behaviour)
     # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
     kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
+    if not model.kv_cache_dtype_auto:
+        return kv, kv_auto, None
+    # Falcon (falcon.py:173-197, every release read): Attention without cache_config takes kv_cache_dtype "auto"
+    # (layers/attention/attention.py:276-279 @0.33.0): the model dtype, whatever --kv-cache-dtype says.
+    auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True)
+    note = None if cache.kv_cache_dtype == "auto" else (
+        f"--kv-cache-dtype {cache.kv_cache_dtype} does not reach this model's attention (built without the cache "
+        f"config): its KV cache keeps the model dtype {model.dtype}")
+    return auto, auto, note
+
+
+def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
+    """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
+    model, cache = layout.model, layout.cache
+    kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour)
     _check_cache_options(layout, behaviour)
     prefix, mode, mode_notes = mamba_mode(layout, behaviour)
-    notes = list(mode_notes)
+    notes = list(mode_notes) + ([auto_note] if auto_note else [])
     # --- block size (section 3.9) and the hybrid bump (section 4.3)
     block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
     block_note = None
     if cache.block_size is None:
         block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
+    if model.is_dsv4:
+        block_size = cache.block_size or dsv4.BLOCK_SIZE
+        if cache.block_size is None:
+            block_note = (f"block size not set: using {block_size}, DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's "
+                          "preferred block (the sliding caches keep 64 tokens, the compressor states 4 and 8)")
     block_size, mamba_block, mamba_spec, raised = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
     if raised:
         block_note = None

@@ -3,10 +3,10 @@ offline from the device and the model: `available = requested - weights - peak a
 CUDA-graph estimate`, per PP stage (every TP rank of a stage alike); the engine takes the smallest stage's blocks.
 
 Per release family (vocab/releases/steps.py memory_budget):
-  A 0.14 - 0.17  requested - (weights + torch peak increase + non-torch increase)            (gpu_worker.py:341 @0.14.0)
-  B 0.18 - 0.19  the same; CUDA graphs profiled and logged, not subtracted by default        (gpu_worker.py:417 @0.19.0)
-  C 0.20 - 0.26  minus the CUDA-graph estimate (Model Runner V1; V2 estimates 0)             (gpu_worker.py:421 @0.20.0)
-  D 0.27 - 0.33  requested - (total consumed + transient peak) - the estimate (V2's from 0.29) (gpu_worker.py:544 @0.27.0)
+  A 0.14 - 0.17  requested - (weights + torch peak increase + non-torch increase)           (gpu_worker.py:341 @0.14.0)
+  B 0.18 - 0.19  the same; CUDA graphs profiled and logged, not subtracted by default       (gpu_worker.py:417 @0.19.0)
+  C 0.20 - 0.26  minus the CUDA-graph estimate (Model Runner V1; V2 estimates 0)            (gpu_worker.py:421 @0.20.0)
+  D 0.27 - 0.33  requested - (total consumed + transient peak) - the estimate (V2's: 0.29+) (gpu_worker.py:544 @0.27.0)
 with requested = ceil(total x utilization) (v1/worker/utils.py request_memory: a float product, then math.ceil).
 
 Terms and their basis: the total (table: a logged device total, or the flag), weights (exact: the parameter
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ...vocab.errors import StartupRefusal, UnsupportedError
+from ...vocab.errors import StartupRefusal, UnsupportedError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.vllm import Behaviour
@@ -164,7 +164,8 @@ def _refuse_free(total: int, free: int, util: float, requested: int) -> None:
     """vLLM's start-up check (v1/worker/utils.py request_memory, 0.14.0:253-272 ... 0.33.0:763-771, the same words in
     every release): free memory on the device at start-up below ceil(total x utilization) is a ValueError."""
     if free < requested:
-        raise StartupRefusal(f"vLLM refuses to start (rank 0): Free memory on device cuda:0 ({_gib(free)}/{_gib(total)} GiB) on startup is less than "
+        raise StartupRefusal(f"vLLM refuses to start (rank 0): Free memory on device cuda:0 ({_gib(free)}/"
+                             f"{_gib(total)} GiB) on startup is less than "
                              f"desired GPU memory utilization ({util}, {_gib(requested)} GiB). Decrease GPU memory "
                              "utilization or reduce GPU memory used by other processes.")
 
@@ -176,9 +177,10 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
         raise UnsupportedError(f"{layout.source}: the KV budget cannot be predicted: {spec}")
     gpu, cache, par = layout.gpu, layout.cache, layout.parallel
     util = gpu.memory_utilization or behaviour.default_gpu_memory_utilization
-    requested = math.ceil(gpu.total_memory * util)  # v1/worker/utils.py request_memory: float product, ceil
+    total = known(gpu.total_memory, "the GPU's total (a predicted budget starts from it)")
+    requested = math.ceil(total * util)  # v1/worker/utils.py request_memory: float product, ceil
     if gpu.used_memory is not None:
-        _refuse_free(gpu.total_memory, gpu.total_memory - gpu.used_memory, util, requested)
+        _refuse_free(total, total - gpu.used_memory, util, requested)
     dtype_bytes = DTYPE_BYTES.get(layout.model.dtype, 2)
     weights = stage_weights(spec, dtype=layout.model.dtype, tp=par.tensor_parallel_size, stages=stages,
                             runtime_quant=gpu.quantization)
@@ -224,7 +226,8 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
               "H100 0.19.0 logs)" if bind.cudagraph_bytes else
               f"not subtracted on vLLM {behaviour.version} ({_why_no_cg(behaviour, runner)})")
     return (
-        MemoryTerm(name="total", bytes=gpu.total_memory, basis="table" if gpu.name else "flag", source=gpu.total_source),
+        MemoryTerm(name="total", bytes=known(gpu.total_memory), basis="table" if gpu.name else "flag",
+                   source=gpu.total_source),
         MemoryTerm(name="requested", bytes=requested, basis="exact",
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),
         MemoryTerm(name="weights", bytes=bind.weights_bytes, basis="estimate" if spec.has_vision or quant else "exact",
@@ -284,5 +287,6 @@ def given(layout: Layout, source: str) -> GpuMemory | None:
     kv = None if memory is None else min(memory)
     return GpuMemory(source=source, total_bytes=layout.gpu.total_memory, utilization=layout.gpu.memory_utilization,
                      requested_bytes=None, weights_bytes=None, activation_peak_bytes=None, non_torch_bytes=None,
-                     cudagraph_bytes=None, cudagraph_estimate_bytes=None, kv_cache_bytes=kv, workers=(), terms=(), family="", runner=None,
+                     cudagraph_bytes=None, cudagraph_estimate_bytes=None, kv_cache_bytes=kv, workers=(), terms=(),
+                     family="", runner=None,
                      max_num_seqs=layout.cache.max_num_seqs, max_num_batched_tokens=None, cudagraph_sizes=0)

@@ -4,10 +4,10 @@ decimal-budget note. Pure; no I/O."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...backends.base import Pool, backend
-from ...vocab.errors import KvcalcError
+from ...vocab.errors import InternalError, KvcalcError
 from ...vocab.layout import OFFLOAD_BACKENDS, Layout
 from ...vocab.records import cached, record, replace
 from ...vocab.releases.vllm import Behaviour, behaviour_for
@@ -19,6 +19,8 @@ from .tensors import GpuPlan, LogNumbers, log_numbers
 
 if TYPE_CHECKING:
     from ...backends.base import OffloadBackend
+    from ...backends.native import NativePool, OffloadPlan
+    from ...pipeline import EnginePlan
     from .memory import GpuMemory
 
 
@@ -39,6 +41,14 @@ class VllmPlan:
     memory: GpuMemory | None = None  # the KV budget predicted from the layout's gpu section (engines/vllm/memory.py)
     engine = "vllm"  # the serving engine (engines/base.engine)
 
+    @staticmethod
+    def of(p: EnginePlan) -> VllmPlan:
+        """The pipeline's plan, for vLLM's own operations (check --log / --metrics, vllm-args, size --gpu-tokens:
+        the engine record refuses them for another engine): a VllmPlan."""
+        if not isinstance(p, VllmPlan):
+            raise InternalError(f"{p.layout.source}: a vLLM operation was given a {p.layout.engine} plan")
+        return p
+
     @cached
     def logs(self) -> LogNumbers | None:
         """What vLLM logs for rank 0 (the KV cache size in tokens, the maximum concurrency), computed on first read:
@@ -46,7 +56,7 @@ class VllmPlan:
         counts does not pay for it."""
         b = self.behaviour
         device = ("XPU" if self.layout.platform == "xpu" else "GPU") if b.log_device_prefix else "GPU"
-        return log_numbers(self.gpu.workers[0], self.layers.usage, b.log_family, device)
+        return log_numbers(self.gpu.workers[0], self.layers.usage, b.log_family, device, b.concurrency_sum)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -66,9 +76,10 @@ class VllmPlan:
         return memo[version]
 
     @property
-    def offload(self):
-        """The native connector's family columns (NativePool.offload): the native detail's consumers read it."""
-        return self.pool.offload
+    def offload(self) -> OffloadPlan:
+        """The native connector's family columns (NativePool.offload): the native detail's consumers read it (another
+        backend's pool has none: AttributeError, as ever)."""
+        return cast("NativePool", self.pool).offload
 
     @property
     def selected(self) -> str:
@@ -151,9 +162,10 @@ def compare_backends(layout: Layout) -> list[tuple[str, VllmPlan | KvcalcError]]
     LMCache's config makes, or the native budget), spelled by each other backend in its own config
     (OffloadBackend.with_budget), in OFFLOAD_BACKENDS order."""
     mine = layout.offload.backend
+    own: VllmPlan | KvcalcError
     try:
-        own: VllmPlan | KvcalcError = plan(layout)
-        budget = own.pool.budget_bytes
+        own = plan(layout)
+        budget, mine = own.pool.budget_bytes, own.pool.backend  # (lmcache's flag is the MP server's from 0.23.0)
     except KvcalcError as e:
         own, budget = e, layout.offload.cpu_bytes_to_use
     out: list[tuple[str, VllmPlan | KvcalcError]] = []

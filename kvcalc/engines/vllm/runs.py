@@ -21,10 +21,6 @@ class Run(NamedTuple):
     indices: range  # decoder layer indices (drafter layers continue after the target's)
     spec: KVCacheSpec
 
-    @property
-    def count(self) -> int:
-        return len(self.indices)
-
 
 def layer_count(runs: tuple[Run, ...]) -> int:
     return sum(len(r.indices) for r in runs)

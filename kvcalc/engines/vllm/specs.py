@@ -8,12 +8,12 @@ one spec travel as runs (runs.py).
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar, cast
 
 from ...vocab.errors import StartupRefusal
 from ...vocab.kinds import KVQuant
 from ...vocab.records import cached, fields, record
-from ...vocab.units import DTYPE_BYTES, cdiv
+from ...vocab.units import DTYPE_BYTES, cdiv, round_up
 from .runs import Run, first_run, spec_counts
 
 
@@ -159,8 +159,9 @@ class FullAttentionSpec(AttentionSpec):
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         if not all(type(s) is FullAttentionSpec for s in specs):
             raise NotMergeable
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        full = cast("list[FullAttentionSpec]", specs)
+        windows = {s.sliding_window for s in full if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in full if s.attention_chunk_size is not None}
         if len(windows) > 1 or len(chunks) > 1:
             # vLLM raises a ValueError here, not an assertion: a hard startup error (trap 7).
             raise StartupRefusal(
@@ -168,8 +169,8 @@ class FullAttentionSpec(AttentionSpec):
                 f"(windows {sorted(windows)}, chunks {sorted(chunks)}); with the hybrid KV cache manager off "
                 "vLLM cannot start"
             )
-        first = specs[0]
-        for s in specs[1:]:
+        first = full[0]
+        for s in full[1:]:
             for name in _ATTENTION_FIELDS:
                 if getattr(s, name) != getattr(first, name):
                     raise NotMergeable
@@ -184,22 +185,50 @@ class FullAttentionSpec(AttentionSpec):
         return merged if merged != first else first
 
 
+# DeepSeek-V4's fp8_ds_mla row: 448 B fp8 NoPE + 128 B bf16 RoPE + 8 B (7 UE8M0 scales + 1 pad) a token
+# (0.20.0 v1/kv_cache_interface.py:330-344, :472-484; 0.29.0+ the layers' state_content_bytes=584, 0.33.0
+# models/deepseek_v4/attention.py:864-885, v1/attention/backends/mla/sparse_swa.py:120-149).
+DSV4_FP8_DS_MLA_BYTES = 584
+
+
+def _aligned(spec, real: int) -> int:
+    """vLLM's _apply_alignment_padding (0.20.0 v1/kv_cache_interface.py:277-284; 0.33.0 :719-725): the page rounded
+    up to `alignment` (FlashMLA's 576 B), unless a padded page was set."""
+    if spec.page_size_padded is None and spec.alignment:
+        return round_up(real, spec.alignment)
+    return spec._padded(real)
+
+
 @record(cache_hash=True)
 class MLAAttentionSpec(FullAttentionSpec):
     # The cache-dtype string: "auto", "fp8", "fp8_ds_mla", ...; None for the V3.2 indexer cache.
     cache_dtype_str: str | None = None
+    # DeepSeek-V4 only (0.20.0 v1/kv_cache_interface.py:313-345; 0.29.0+ compress_ratio is tokens_per_state): the
+    # page's alignment, the tokens one stored row compresses, the model's row layout.
+    alignment: int | None = None
+    compress_ratio: int = 1
+    model_version: str | None = None
 
+    # The kind depends on the cache dtype: a property where the others have a ClassVar. Only instances read it (a
+    # str either way), so the override is sound, but mypy cannot tell a ClassVar read on instances only.
     @property
-    def kind(self) -> str:
+    def kind(self) -> str:  # type: ignore[override]
         return "mla_indexer" if self.cache_dtype_str is None else "mla"
 
     @cached
     def real_page_size_bytes(self) -> int:
+        rows = self.block_size // self.compress_ratio  # storage_block_size
         if self.cache_dtype_str == "fp8_ds_mla":
+            if self.model_version == "deepseek_v4":
+                return rows * DSV4_FP8_DS_MLA_BYTES
             # 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 656 bytes per token.
             return self.block_size * 656
         # One unsharded latent "head": no K/V factor of 2, no head_size_v.
-        return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+        return rows * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return _aligned(self, self.real_page_size_bytes)
 
     @property
     def is_indexer(self) -> bool:
@@ -209,7 +238,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     def merge(cls, specs: list[KVCacheSpec]) -> KVCacheSpec:
         if not all(type(s) is MLAAttentionSpec for s in specs):
             raise NotMergeable
-        if len({s.cache_dtype_str for s in specs}) != 1:
+        if len({s.cache_dtype_str for s in cast("list[MLAAttentionSpec]", specs)}) != 1:
             raise NotMergeable
         # vLLM compares only the cache-dtype string and keeps the first layer's fields.
         return specs[0]
@@ -229,6 +258,27 @@ class SlidingWindowSpec(AttentionSpec):
         # window - 1 tokens of context plus one step's new tokens, +1 block for a window straddling blocks.
         tokens = min(self.sliding_window - 1 + ctx.max_num_batched_tokens, ctx.max_model_len)
         return (cdiv(tokens, self.block_size) + 1) * self.page_size_bytes
+
+
+@record(cache_hash=True)
+class SlidingWindowMLASpec(SlidingWindowSpec):
+    """DeepSeek-V4's sliding-window caches and compressor states: one latent vector a token (no K and V), its page
+    aligned (0.20.0 v1/kv_cache_interface.py:456-500; 0.33.0 :1008). head_size_v is 0 (0.29.0 :793-794)."""
+
+    cache_dtype_str: str | None = None
+    alignment: int | None = None
+    model_version: str | None = None
+    kind: ClassVar[str] = "sliding_window_mla"
+
+    @cached
+    def real_page_size_bytes(self) -> int:
+        if self.model_version == "deepseek_v4":
+            return self.block_size * DSV4_FP8_DS_MLA_BYTES
+        return self.block_size * self.num_kv_heads * self.head_size * DTYPE_BYTES[self.dtype]
+
+    @cached
+    def page_size_bytes(self) -> int:
+        return _aligned(self, self.real_page_size_bytes)
 
 
 @record(cache_hash=True)
@@ -353,20 +403,21 @@ def is_uniform(specs: list[KVCacheSpec]) -> bool:
     return True
 
 
-def _same_window(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_window(first: SlidingWindowSpec, s: SlidingWindowSpec) -> bool:
     return s.sliding_window == first.sliding_window
 
 
-def _same_chunk(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_chunk(first: ChunkedLocalAttentionSpec, s: ChunkedLocalAttentionSpec) -> bool:
     return s.attention_chunk_size == first.attention_chunk_size
 
 
-def _same_speculation(first: KVCacheSpec, s: KVCacheSpec) -> bool:
+def _same_speculation(first: MambaSpec, s: MambaSpec) -> bool:
     return s.num_speculative_blocks == first.num_speculative_blocks
 
 
-# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test).
-_UNIFORM_TYPE_RULES = (
+# Rule C, judged by the first spec's class: (class every spec must be an instance of, extra equality test on two
+# specs of that class).
+_UNIFORM_TYPE_RULES: tuple[tuple[type[KVCacheSpec], Callable[[Any, Any], bool] | None], ...] = (
     (FullAttentionSpec, None),  # includes MLA (vLLM's isinstance)
     (CrossAttentionSpec, None),
     (SlidingWindowSpec, _same_window),

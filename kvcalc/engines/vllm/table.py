@@ -11,7 +11,7 @@ from ...report.table import render_comparison, render_summary  # noqa: F401 - th
 def render(report, style) -> list:
     out = list(render_report(report, style))
     if report.releases is not None:
-        out.append(render_comparison(report, style))
+        out.append(render_comparison(report.releases, style))
     if report.engines is not None:
         from ...report.table_engines import engines_table
 

@@ -44,6 +44,9 @@ class WorkerConfig:
     groups: tuple[KVCacheGroup, ...]
     num_tensors: int  # len(kv_cache_tensors): one per layer (UniformType), else group_size
     bytes_per_block: int  # b_w: sum of tensor sizes / num_blocks, exact even when num_blocks is 0
+    # DeepSeek-V4 (engines/vllm/dsv4.py): each KV cache tensor's bytes per block as the offloader sees them (one
+    # packed tensor of the whole block id from 0.24.0); None: derived from the groups as below.
+    tensor_pages: tuple[int, ...] | None = None
 
     @property
     def total_bytes(self) -> int | None:
@@ -54,6 +57,8 @@ class WorkerConfig:
         """The tensor list, expanded: UniformType -> one per layer in registration order; otherwise tensor i
         is shared by layer i of every group that has one."""
         n = self.num_blocks
+        if self.tensor_pages is not None:
+            return tuple(KVCacheTensor(page_bytes=p, num_blocks=n, shared_by=()) for p in self.tensor_pages)
         if _uniform_type(self.groups):
             return tuple(KVCacheTensor(page_bytes=r.spec.page_size_bytes, num_blocks=n,
                                        shared_by=(f"model.layers.{i}.{r.module}",))
@@ -230,8 +235,8 @@ def build_gpu_plan(
                    warnings=tuple(warnings))
 
 
-def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, device: str | None = None
-                ) -> LogNumbers | None:
+def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, device: str | None = None,
+                per_group: bool = False) -> LogNumbers | None:
     """What vLLM logs for rank 0: KV cache size in tokens and the maximum concurrency (section 7).
 
     L1 (<= 0.20) and L2 (0.21-0.26) share the concurrency N / cdiv(n * sum M_g, P_0 * n); L3 (0.28+) uses
@@ -240,7 +245,7 @@ def log_numbers(worker: WorkerConfig, usage: UsageContext, log_family: str, devi
     groups = worker.groups
     if not groups or worker.num_blocks is None:
         return None
-    if log_family == "L3":
+    if log_family == "L3" or per_group:  # per_group: 0.27.0+ (Behaviour.concurrency_sum)
         blocks_per_request = sum(cdiv(g.spec.max_usage(usage), g.spec.page_size_bytes) for g in groups)
     elif len(groups) == 1:
         # One group: n x M / (P x n) blocks, the same cdiv without the sums.

@@ -18,6 +18,10 @@ _POOLING = ("a pooling model (vLLM's embedding / classification / reward registr
 _SPECIAL = {
     "mla": "`kv_lora_rank` + `qk_rope_head_dim` (one latent head on every rank)",
     "mla_indexer": "MLA, and an indexer cache of `index_head_dim` in every layer",
+    "longcat": "`num_layers` (two MLA attentions each), `kv_lora_rank` + `qk_rope_head_dim`",
+    "deepseek_v4": "`compress_ratios` (or `layer_types` + `compress_rates`), `head_dim`, `sliding_window`, "
+                   "`index_head_dim`",
+    "falcon": "`num_kv_heads` / `multi_query` / `new_decoder_architecture`; head hidden / heads; the model dtype",
     "llama4_text": "`no_rope_layers` / `no_rope_layer_interval`, `attention_chunk_size`",
     "deci": "`block_configs` (`n_heads_in_group`, `no_op`) or `num_key_value_heads_per_layer`",
     "jamba": "`attn_layer_period` / `attn_layer_offset`; `mamba_expand`, `mamba_d_state`, `mamba_d_conv`",

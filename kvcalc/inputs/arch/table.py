@@ -8,6 +8,7 @@ come from, read in the model file cited), or why it is not mapped. Built only wh
 
 from __future__ import annotations
 
+from ...vocab.errors import InternalError
 from ...vocab.records import record
 from ..hf.attention import Rule
 
@@ -28,6 +29,13 @@ class Arch:
     @property
     def mapped(self) -> bool:
         return bool(self.reader)
+
+    @property
+    def attention_rule(self) -> Rule:
+        """`rule`, for a reader that reads the attention (every row _a builds has one)."""
+        if self.rule is None:
+            raise InternalError(f"{self.name}: reader {self.reader} needs an attention rule")
+        return self.rule
 
 
 R = Rule
@@ -175,6 +183,15 @@ ROWS: tuple[Arch, ...] = (
        "models/deepseek_v32 (deepseek_v2.py:638-663 DeepseekV32IndexerCache: index_head_dim + scale bytes)"),
     _r("GlmMoeDsaForCausalLM", "deepseek_v32.GlmMoeDsaForCausalLM", "mla_indexer", "MLA + indexer cache",
        "models/deepseek_v32/__init__.py (DeepseekV32ForCausalLM)"),
+    _r("DeepseekV4ForCausalLM", "deepseek_v4.DeepseekV4ForCausalLM", "deepseek_v4", "sliding-window MLA in every "
+       "layer; compressed MLA + compressor state (ratio 4: + indexer key cache and state)",
+       "models/deepseek_v4/attention.py:238-242,286-380,860-925; compressor.py:139-192,282-283; "
+       "v1/attention/backends/mla/sparse_swa.py:85,120-166 (registry.py:99; from 0.20.0)"),
+    _r("LongcatFlashForCausalLM", "longcat_flash.LongcatFlashForCausalLM", "longcat", "MLA, two attentions per "
+       "decoder layer", "longcat_flash.py:267-287,395-396; model_arch_config_convertor.py:758-761"),
+    _r("FalconForCausalLM", "falcon.FalconForCausalLM", "falcon", "full attention, KV at the model dtype whatever "
+       "--kv-cache-dtype says", "falcon.py:107-130,173-197 (Attention without cache_config: "
+       "layers/attention/attention.py:276-279)", mlp="plain"),
     _r("SarvamMLAForCausalLM", "sarvam.SarvamMLAForCausalLM", "mla", "MLA", "sarvam.py:108-231"),
     _r("PanguUltraMoEForCausalLM", "openpangu.PanguUltraMoEForCausalLM", "mla", "MLA",
        "openpangu.py:240-374,791-810"),
@@ -246,8 +263,6 @@ ROWS: tuple[Arch, ...] = (
     _a("Starcoder2ForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS, mlp="plain"),
     _a("VaultGemmaForCausalLM", "transformers.TransformersForCausalLM", _HF, TRANSFORMERS),
     # --- not modelled by kvcalc (each for the reason given)
-    _x("FalconForCausalLM", "falcon.FalconForCausalLM", NOT_READ + "its rotary and ALiBi attention is built without "
-       "the cache config (falcon.py:173-197): the KV cache keeps the model dtype whatever --kv-cache-dtype says"),
     _x("HrmTextForCausalLM", "hrm_text.HrmTextForCausalLM", NOT_READ + "one KV cache per recurrence step of each "
        "layer (hrm_text.py:196-225)"),
     _x("IQuestLoopCoderForCausalLM", "iquest_loopcoder.IQuestLoopCoderForCausalLM", NOT_READ + "one KV cache per "
@@ -272,8 +287,6 @@ ROWS: tuple[Arch, ...] = (
     _x("Qwen4ExpForCausalLM", "qwen4_exp.Qwen4ExpForCausalLM", NOT_READ + "gated delta net, full and compressed "
        "indexed attention (CircularBufferSpec, MLAAttentionSpec) in models/qwen4_exp"),
     _x("Step5ForCausalLM", "step5.Step5ForCausalLM", NOT_READ + "CircularBufferSpec attention layers (models/step5)"),
-    _x("DeepseekV4ForCausalLM", "deepseek_v4.DeepseekV4ForCausalLM", NOT_READ + "compressed sparse attention "
-       "(SlidingWindowMLASpec with compress_ratio, models/deepseek_v4)"),
     _x("HYV4ForCausalLM", "hy_v4.HYV4ForCausalLM", NOT_READ + "MLA with a lightning indexer shared between layers "
        "(indexer_types full / shared, models/hy_v4)"),
     _x("MiniMaxM3SparseForCausalLM", "minimax_m3.MiniMaxM3SparseForCausalLM", NOT_READ + "sparse attention layers "
@@ -286,8 +299,6 @@ ROWS: tuple[Arch, ...] = (
        "models/beam/nvidia that kvcalc has not mapped"),
     _x("FlintForCausalLM", "flint.FlintForCausalLM", NOT_READ + "its attention is built by models/flint (GGUF NVFP4 "
        "kernels) that kvcalc has not mapped"),
-    _x("LongcatFlashForCausalLM", "longcat_flash.LongcatFlashForCausalLM", NOT_READ + "two MLA attentions per "
-       "decoder layer (longcat_flash.py:249-290; num_layers counts them, model_arch_config_convertor.py:758-761)"),
     _x("LongcatFlashNgramForCausalLM", "longcat_flash_ngram.LongcatFlashNgramForCausalLM", NOT_READ + "two MLA "
        "attentions per decoder layer (longcat_flash.py:249-290) and n-gram embeddings"),
     _x("MiMoV2FlashForCausalLM", "mimo_v2.MiMoV2FlashForCausalLM", NOT_READ + "K and V head sizes that differ by "

@@ -110,11 +110,12 @@ def config_layer_types(m: Mapped, cfg: Cfg, n: int) -> tuple[list[str] | None, s
     if kinds is not None:
         if not isinstance(kinds, list) or len(kinds) < n or not all(isinstance(k, str) for k in kinds):
             raise LayoutError(cfg.source, f"{cfg.prefix}{key}", f"a list of {n} layer kind names", kinds)
-        return [_LEGACY_LAYER_TYPES.get(k, k) for k in kinds[:n]], cfg.origin(key)
+        names: list[str] = kinds[:n]  # strings, checked above
+        return [_LEGACY_LAYER_TYPES.get(k, k) for k in names], cfg.origin(key)
     return class_layer_types(m.config_type, cfg, n)
 
 
-_LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}
+_LEGACY_LAYER_TYPES: dict[str, str] = {"mamba": "linear_attention", "attention": "full_attention"}
 
 
 def window_of(m: Mapped, cfg: Cfg) -> tuple[int | None, str]:

@@ -59,6 +59,16 @@ def _interval(key: str, default: int, other: str) -> Callable[[Cfg, int], list[s
 
 
 # model_type -> (how the class derives layer_types when the file has none, the rule in words)
+def _lfm2(c: Cfg, n: int) -> list[str]:
+    idxs = c.get("full_attn_idxs")
+    if idxs is None:
+        return [F] * n
+    if not isinstance(idxs, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in idxs):
+        raise LayoutError(c.source, f"{c.prefix}full_attn_idxs", "a list of layer indices", idxs)
+    full = set(idxs)
+    return [F if i in full else "conv" for i in range(n)]
+
+
 DERIVED: dict[str, tuple[Callable[[Cfg, int], list[str]], str]] = {
     "qwen2": (_qwen, "sliding iff sliding_window (use_sliding_window) and i >= max_window_layers"),
     "qwen3": (_qwen, "sliding iff sliding_window (use_sliding_window) and i >= max_window_layers"),
@@ -81,6 +91,8 @@ DERIVED: dict[str, tuple[Callable[[Cfg, int], list[str]], str]] = {
                       "full iff i == 0 or (i+1) % 6 == 0"),
     "cwm": (lambda c, n: [F if i % 4 == 0 else S for i in range(n)], "full iff i % 4 == 0"),
     "laguna": (lambda c, n: [F] * n, "every layer full"),
+    # transformers 5.24 configuration_lfm2.py:82-87: full iff i in full_attn_idxs (absent: every layer), else conv.
+    "lfm2": (_lfm2, "full iff i in full_attn_idxs (absent: every layer), else conv"),
     "qwen3_5_text": (_interval("full_attention_interval", 4, L), "full iff (i+1) % full_attention_interval == 0"),
     "qwen3_5_moe_text": (_interval("full_attention_interval", 4, L),
                          "full iff (i+1) % full_attention_interval == 0"),

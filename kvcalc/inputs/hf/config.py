@@ -62,7 +62,8 @@ def map_config(data: Any, *, source: str) -> Mapped:
         _name(m, data)
         return m
     row, inner, prefix = resolve(data, source)
-    config_type = inner.get("model_type") if isinstance(inner.get("model_type"), str) else ""
+    named = inner.get("model_type")
+    config_type = named if isinstance(named, str) else ""
     m = Mapped(model_type=config_type or row.name, config_type=config_type, arch=row.name)
     cfg = Cfg(inner, defaults_for(config_type, sizes=bool(prefix)), source, prefix, ATTRIBUTE_MAPS.get(config_type))
     _name(m, data)
@@ -82,7 +83,7 @@ def _config_ssm_dtype(m: Mapped, cfg: Cfg, top: Arch | None) -> None:
 
     hint = cfg.get("mamba_ssm_dtype")
     since = CONFIG_SSM_DTYPE.get(top.name) if top is not None else None
-    if not isinstance(hint, str) or since is None or not isinstance(m.model.get("mamba"), dict):
+    if top is None or not isinstance(hint, str) or since is None or not isinstance(m.model.get("mamba"), dict):
         return
     if first_release(top.name) in (None, since):
         m.model["mamba"]["mamba_ssm_cache_dtype"] = hint
@@ -187,7 +188,8 @@ def _unmapped(data: dict, source: str) -> str:
 
 
 def _name(m: Mapped, data: dict) -> None:
-    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
+    meta = data.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
     for value, origin in ((data.get("_name_or_path"), "_name_or_path"), (meta.get("name"), "_meta.name")):
         if isinstance(value, str) and value.strip():
             m.put("name", value.strip()[:200], origin)
@@ -240,7 +242,8 @@ def map_generic(data: Any, *, source: str, reason: str, model: dict) -> Mapped:
     gives none), and say so."""
     if not isinstance(data, dict):
         raise LayoutError(source, "(top level)", "a JSON object (a Hugging Face config.json)", type(data).__name__)
-    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    text = data.get("text_config")
+    text = text if isinstance(text, dict) else data
     m = Mapped(model_type=str(data.get("model_type") or "unmapped"))
     cfg = Cfg(text, {}, source, "text_config." if text is not data else "")
     _name(m, data)

@@ -4,9 +4,12 @@ client lays the cache out. A revision is a ref name or a commit hash, never a pa
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...vocab.errors import LayoutError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutError:
@@ -16,11 +19,11 @@ def fail(key: str, expected: str, got: Any = None, detail: str = "") -> LayoutEr
 
 def hub_cache_dirs(env: dict[str, str] | None = None) -> list[str]:
     """Where huggingface_hub keeps its cache: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    env = os.environ if env is None else env
-    if env.get("HF_HUB_CACHE"):
-        return [env["HF_HUB_CACHE"]]
-    if env.get("HF_HOME"):
-        return [os.path.join(env["HF_HOME"], "hub")]
+    found: Mapping[str, str] = os.environ if env is None else env
+    if found.get("HF_HUB_CACHE"):
+        return [found["HF_HUB_CACHE"]]
+    if found.get("HF_HOME"):
+        return [os.path.join(found["HF_HOME"], "hub")]
     return [os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub")]
 
 

@@ -4,7 +4,7 @@ state's fields as the model's `get_mamba_state_shape_from_config` passes them (l
 
 from __future__ import annotations
 
-from ...vocab.errors import LayoutError
+from ...vocab.errors import LayoutError, UnsupportedError
 from .attention import Rule, config_layer_types, layer_count, put_heads
 from .readers import Cfg, Mapped, mamba_fields
 
@@ -19,7 +19,7 @@ def kinds_of(m: Mapped, cfg: Cfg, n: int, table: dict[str, str], what: str) -> N
     m.put("layer_types", [table[k] for k in kinds], origin)
 
 
-def mamba1(m: Mapped, cfg: Cfg, rule: Rule) -> None:
+def mamba1(m: Mapped, cfg: Cfg, rule: Rule | None) -> None:  # (no attention: no rule)
     """MambaForCausalLM / FalconMambaForCausalLM (mamba.py:63-79,234-246): every layer Mamba-1 with
     intermediate_size, state_size, conv_kernel."""
     n = layer_count(m, cfg)
@@ -61,10 +61,21 @@ def lfm2(m: Mapped, cfg: Cfg, rule: Rule) -> None:
     n = layer_count(m, cfg)
     kinds, origin = config_layer_types(m, cfg, n)
     if kinds is None:
-        raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", "the per-layer kinds of LFM2 (or full_attn_idxs)")
-    m.put("layer_types", ["full_attention" if k == "full_attention" else "mamba" for k in kinds], origin)
+        # Lfm2MoeConfig derives nothing (transformers 5.24 configuration_lfm2_moe.py:87): vLLM indexes
+        # config.layer_types[layer_idx] (lfm2_moe.py:433), which fails on None.
+        raise LayoutError(cfg.source, f"{cfg.prefix}layer_types", "the per-layer kinds of LFM2-MoE (its config "
+                          "class derives none, and vLLM reads layer_types[i] at lfm2_moe.py:433)")
+    kinds = ["full_attention" if k == "full_attention" else "mamba" for k in kinds]
+    if "mamba" not in kinds:
+        # vLLM still sizes a short-conv state from conv_dim for its hybrid block alignment (lfm2.py:570-577;
+        # platforms/interface.py _align_hybrid_block_size @0.33.0), though no layer keeps one.
+        raise UnsupportedError(f"{cfg.source}: every LFM2 layer is full attention ({origin}): vLLM still aligns the "
+                               "attention block to a short-convolution state no layer keeps; not modelled")
+    m.put("layer_types", kinds, origin)
     put_heads(m, cfg, rule)
-    mamba_fields(m, cfg, "short_conv", [("hidden_size", "conv_dim"), ("conv_L_cache", "conv_L_cache")])
+    # The conv state's channels: conv_dim for LFM2 (lfm2.py:575), hidden_size for LFM2-MoE (lfm2_moe.py:565).
+    channels = "hidden_size" if m.config_type == "lfm2_moe" else "conv_dim"
+    mamba_fields(m, cfg, "short_conv", [("hidden_size", channels), ("conv_L_cache", "conv_L_cache")])
 
 
 def gdn_hybrid(m: Mapped, cfg: Cfg, rule: Rule) -> None:

@@ -7,9 +7,9 @@ config's sizes (labelled so). Parameters, not bytes: the dtype and any quantizat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from ...vocab.errors import LayoutError
+from ...vocab.errors import LayoutError, UnsupportedError
 from .config import map_config, resolve
 from ...vocab.releases.transformers import ATTRIBUTE_MAPS
 from .readers import Cfg, defaults_for
@@ -39,8 +39,15 @@ def parameter_breakdown(data: Any, *, source: str = "config.json") -> dict:
     model, notes = mapped.model, []
     n = model["num_layers"]
     kinds = model.get("layer_types") or ["mla" if model.get("kv_lora_rank") else "full_attention"] * n
+    if model.get("mla_per_layer", 1) > 1:
+        raise UnsupportedError(f"{source}: LongCat-Flash's parameter count (two MLA attentions and two MLPs a layer, "
+                               "zero-computation experts) is not modelled: give the KV cache memory instead")
+    if any(k.startswith("dsv4_") for k in kinds):
+        raise UnsupportedError(f"{source}: DeepSeek-V4's parameter count (its compressed attention, indexer, "
+                               "compressors and hyper-connections) is not modelled: give the KV cache memory "
+                               "(--kv-cache-memory, or a start-up log) instead of predicting it")
     hidden = cfg.int_("hidden_size", minimum=1) if cfg.get("hidden_size") is not None else cfg.int_("d_model")
-    out = dict.fromkeys(PARTS, 0)
+    out: dict[str, Any] = dict.fromkeys(PARTS, 0)
     # qwen3_next.py:280-330 (Qwen3-Next, Qwen3.5): q_proj also projects a gate per head, attn_output_gate default on.
     gate = row is not None and row.reader in ("qwen3_next", "gdn_hybrid") and cfg.get("attn_output_gate", True)
     vocab = cfg.int_("padded_vocab_size", minimum=1) if cfg.get("vocab_size") is None and \
@@ -82,16 +89,24 @@ def parameter_breakdown(data: Any, *, source: str = "config.json") -> dict:
 def _plain_extras(out: dict, cfg: Cfg, name: str, model: dict, kinds: list, hidden: int, vocab: int) -> None:
     """A GPT-2-style model's biases, LayerNorm biases and learned positions."""
     heads_q = cfg.int_("num_attention_heads", minimum=1)
-    norms_per_layer = 1 if name in _ONE_NORM else 2
-    if name in _ONE_NORM:
+    one_norm = name in _ONE_NORM
+    linear_bias = True
+    if name == "FalconForCausalLM":
+        # falcon.py:284-305 @0.33.0: two LayerNorms unless parallel_attn with num_ln_in_parallel_attn != 2 (2 by
+        # default with new_decoder_architecture); Linear biases only with config.bias.
+        num_ln = cfg.get("num_ln_in_parallel_attn") or (2 if cfg.get("new_decoder_architecture") else None)
+        one_norm = bool(cfg.get("parallel_attn", True)) and num_ln != 2
+        linear_bias = bool(cfg.get("bias"))
+    norms_per_layer = 1 if one_norm else 2
+    if one_norm:
         out["norms"] -= len(kinds) * hidden  # one LayerNorm per parallel block, not two
     width_key = next((k for k in ("intermediate_size", "ffn_hidden_size", "n_inner") if cfg.get(k) is not None), None)
     width = cfg.int_(width_key, minimum=1) if width_key else 4 * hidden
     for i in range(len(kinds)):
         size, kv = _at(model["head_size"], i), _at(model["num_kv_heads"], i)
-        if name not in _NO_ATTENTION_BIAS:
+        if name not in _NO_ATTENTION_BIAS and linear_bias:
             out["biases"] += heads_q * size + 2 * kv * size + hidden
-        out["biases"] += width + hidden + norms_per_layer * hidden
+        out["biases"] += (width + hidden if linear_bias else 0) + norms_per_layer * hidden
     out["biases"] += hidden + (vocab if name in _LM_HEAD_BIAS else 0)
     if name in _POSITIONS:
         key, extra = _POSITIONS[name]
@@ -211,6 +226,8 @@ def _vision(data: dict) -> int | None:
     layers = vision.get("num_hidden_layers") or vision.get("depth")
     inter = vision.get("intermediate_size") or (4 * h if isinstance(h, int) else None)
     patch, channels = vision.get("patch_size") or 14, vision.get("num_channels") or vision.get("in_channels") or 3
-    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (h, layers, inter, patch, channels)):
+    dims = (h, layers, inter, patch, channels)
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in dims):
         return None
+    h, layers, inter, patch, channels = cast("tuple[int, int, int, int, int]", dims)  # positive ints, checked
     return layers * (4 * h * h + 2 * h * inter + 4 * h) + channels * patch * patch * h

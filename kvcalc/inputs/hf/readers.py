@@ -78,7 +78,7 @@ class Mapped:
 
 
 # transformers' configuration defaults for the keys kvcalc reads, per model_type.
-DEFAULTS = {
+DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"max_position_embeddings": 2048},
     "mistral": {"num_key_value_heads": 8, "sliding_window": 4096, "max_position_embeddings": 131072},
     "qwen2": {"num_key_value_heads": 32, "max_position_embeddings": 32768, "use_sliding_window": False,
@@ -112,6 +112,9 @@ DEFAULTS = {
     "falcon_h1": {"num_key_value_heads": 8, "max_position_embeddings": 8192, "mamba_d_ssm": 1024,
                   "mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256,
                   "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256},
+    # transformers 5.24.0 models/falcon/configuration_falcon.py:64-95 (num_kv_heads None -> num_attention_heads)
+    "falcon": {"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544, "multi_query": True,
+               "new_decoder_architecture": False, "alibi": False, "max_position_embeddings": 2048},
     "deci": {},
     "nemotron-nas": {},
 }
@@ -228,7 +231,7 @@ def llama4(m: Mapped, cfg: Cfg) -> None:
 
 def mamba_fields(m: Mapped, cfg: Cfg, kind: str, pairs: list[tuple[str, str]]) -> None:
     """pairs: (layout field under model.mamba, config key)."""
-    section = {"kind": kind}
+    section: dict[str, Any] = {"kind": kind}
     m.origin["model.mamba.kind"] = f"model_type {m.model_type}"
     for field_name, key in pairs:
         section[field_name] = cfg.int_(key, minimum=1)

@@ -180,8 +180,9 @@ def _quantization(data: dict) -> tuple[str | None, tuple[int, int] | None, tuple
     if method == "mxfp4":
         return method, None, (17, 32)  # 4-bit values + one E8M0 scale per 32: 0.5 + 1/32 B
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        g = q.get("group_size", 128) if isinstance(q.get("group_size"), int) and q.get("group_size") > 0 else 128
-        bits = q.get("bits", q.get("w_bit", 4)) if isinstance(q.get("bits", q.get("w_bit", 4)), int) else 4
+        size, width = q.get("group_size"), q.get("bits", q.get("w_bit", 4))
+        g = size if isinstance(size, int) and size > 0 else 128
+        bits = width if isinstance(width, int) else 4
         return method, (bits * g + 20, 8 * g), None  # packed weights + fp16 scale + packed zero per group
     if method in ("fp8", "fbgemm_fp8"):
         return method, (1, 1), None
@@ -231,7 +232,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     if mt == "gemma3":
         cfg = {**cfg, "model_type": "gemma3_text"}
         mt = "gemma3_text"
-    rule = RULES.get(mt)
+    rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
     if rule is None:
         return f"{source}: no parameter rule for model_type {mt!r} (rules: {', '.join(sorted(RULES))})"
     needed = ["hidden_size", "vocab_size", "num_hidden_layers",

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from ...vocab.errors import LayoutError, UnsupportedError
+from ...vocab.errors import LayoutError, UnsupportedError, known
 from ...vocab.records import field, record
 from .env import PodEnv, container_env, expect
 from .pods import PodTemplate, documents, mounted_files, objects, templates
@@ -33,6 +33,16 @@ class ShmGrant:
 
 
 @record
+class ServerGrant:
+    """A container that runs LMCache's MP server (`lmcache server ...`): its command line and memory limit."""
+
+    source: str  # file: kind/name container 'name'
+    argv: list  # its command, as the kubelet and its shell run it
+    memory_limit: int | None  # resources.limits.memory, bytes
+    same_pod: bool  # a sidecar of the vLLM container's pod (else another workload's)
+
+
+@record
 class PodGrant:
     source: str  # file: kind/name container 'name'
     argv: list  # the serve command line, from `vllm serve` on
@@ -45,7 +55,9 @@ class PodGrant:
     env_unknown: dict  # variables whose value cannot be read: name -> why
     env_unread: list  # envFrom sources that cannot be read
     notes: list
-    files: dict = field(factory=dict)  # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
+    # path in the container -> text: the ConfigMaps / Secrets of the manifest it mounts
+    files: dict = field(factory=dict)
+    lmcache_server: ServerGrant | None = None  # a container of the manifest that runs the LMCache MP server
 
     @property
     def pinned_round_threshold_mb(self) -> int | None:
@@ -82,7 +94,8 @@ class PodGrant:
 
 # Kubernetes quantities (apimachinery resource.Quantity): binary Ki Mi Gi Ti Pi Ei, decimal k M G T P E, exponent
 # forms (1e9), and plain bytes. Exponents and lengths are bounded: a quantity above 2^63 bytes is no pod's.
-_QUANTITY = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)(?:([eE][0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m))?\s*$")
+_QUANTITY = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)"
+                       r"(?:([eE][0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m))?\s*$")
 _BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 _DECIMAL = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
 MAX_QUANTITY = 1 << 63
@@ -150,7 +163,7 @@ def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) 
         return [Command(words=tuple(expanded), unknown=missing, env=dict(env.values), env_unknown=dict(env.unknown))]
     text, params = script
     # Kubernetes leaves $(NAME) of an unreadable variable as written; the shell would then run NAME.
-    for name, why in unknown.items():
+    for name in unknown:
         text = text.replace(f"$({name})", "${" + name + "}")
     return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
 
@@ -222,9 +235,9 @@ def _the_container(path: str, docs: list[dict], container: str | None) -> _Found
         raise LayoutError(path, "", f"{what} in a pod template (Deployment, StatefulSet, Pod, Job, LeaderWorkerSet, "
                                     "InferenceService, or a custom resource's)", detail=_why_none(docs))
     if len(vllm) > 1:
-        names = ", ".join(f"{f.label} {f.container.get('name')!r}" for f in vllm)
+        listed = ", ".join(f"{f.label} {f.container.get('name')!r}" for f in vllm)
         raise LayoutError(path, "", "one vLLM container (name it with --container NAME or WORKLOAD/NAME)",
-                          detail=names[:200])
+                          detail=listed[:200])
     hit = vllm[0]
     if hit.engine is None:
         raise LayoutError(path, f"{hit.label} container {hit.container.get('name')!r}",
@@ -347,11 +360,36 @@ def _check_refs(path: str, label: str, argv: list[str], unknown: dict) -> list[s
     return notes
 
 
+def _lmcache_server(path: str, docs: list[dict], hit: _Found) -> ServerGrant | None:
+    """The first container of the manifest (the vLLM pod's first) whose command starts LMCache's MP server."""
+    from ..serve.lmcache_mp import split_command
+
+    objs = objects(path, docs)
+    tpls = sorted((tpl for doc in docs for tpl in templates(path, doc)), key=lambda t: t.spec is not hit.pod)
+    for tpl in tpls:
+        for j, c in enumerate(tpl.spec.get("containers") or []):
+            if not isinstance(c, dict) or c is hit.container:
+                continue
+            key = f"{tpl.label} containers[{j}]"
+            env = container_env(path, key, c, objs, tpl.env, tpl.unknown)
+            for cmd in _commands(path, key, _argv(path, key, c), env, mounted_files(path, tpl.spec, c, objs)):
+                words = list(unwrap(cmd.words)[0])
+                try:
+                    split_command(words)
+                except LayoutError:
+                    continue
+                label = f"{tpl.label} container {c.get('name')!r}"
+                return ServerGrant(source=f"{path}: {label}", argv=words, memory_limit=_resources(path, label, c)[0],
+                                   same_pod=tpl.spec is hit.pod)
+    return None
+
+
 def read(path: str, *, container: str | None = None) -> PodGrant:
     """The vLLM container of a manifest and what its pod grants; refuses a manifest without one, or with two
     (unless `container` names one)."""
-    hit = _the_container(path, documents(path), container)
-    c, cmd = hit.container, hit.command
+    docs = documents(path)
+    hit = _the_container(path, docs, container)
+    c, cmd = hit.container, known(hit.command, "the server's command")  # a container that runs a server has one
     label = f"{hit.label} container {c.get('name')!r}"
     words, added = unwrap(cmd.words)
     argv = ["vllm", "serve", *words[hit.start:]]
@@ -368,4 +406,4 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
                     env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
-                    notes=notes + env.notes, files=hit.files)
+                    notes=notes + env.notes, files=hit.files, lmcache_server=_lmcache_server(path, docs, hit))

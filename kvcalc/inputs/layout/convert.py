@@ -15,7 +15,7 @@ from ...vocab.devices import find_device
 from ...vocab.errors import UnsupportedError
 from ...vocab.layout import NO_CONNECTOR, GpuLayout, Layout, OffloadLayout
 from ...vocab.records import replace
-from ...vocab.releases.sglang import HiCacheLayout, SglangLayout
+from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, sglang_of
 
 
 def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layout:
@@ -48,7 +48,7 @@ def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layou
 
 def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
     """An SGLang layout as vLLM's (engine vllm): HiCache's bytes per engine as the native connector's budget."""
-    sg = layout.sglang
+    sg = sglang_of(layout)
     gpu = GpuLayout()
     device = sg.device
     if device is not None and device.total_bytes is not None:

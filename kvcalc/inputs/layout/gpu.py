@@ -8,12 +8,14 @@ import os
 from typing import Any
 
 from ...vocab.devices import find_device, known_names
+from ...vocab.errors import known
 from ...vocab.layout import CacheLayout, GpuLayout
 from ...vocab.records import replace
 from ...vocab.releases.vllm import behaviour_for
-GIB = 1 << 30
 from ...vocab.weights import WeightsSpec
 from ..values import Reader
+
+GIB = 1 << 30
 
 
 def gpu_section(r: Reader, g: dict) -> GpuLayout:
@@ -72,7 +74,7 @@ def batch_defaults(total: int, name: str | None, version: str) -> tuple[int, int
 def class_defaults(cache: CacheLayout, gpu: GpuLayout, version: str) -> CacheLayout:
     """The cache with vLLM's class defaults where the layout gave none (then min(seqs x max_model_len, mnbt), and
     max_num_seqs at most mnbt: arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args)."""
-    mnbt, seqs, _ = batch_defaults(gpu.total_memory, gpu.name, version)
+    mnbt, seqs, _ = batch_defaults(known(gpu.total_memory, "the GPU's total"), gpu.name, version)  # gpu.predicts
     seqs = cache.max_num_seqs or seqs
     if not cache.max_num_batched_tokens_given:
         mnbt = min(seqs * cache.max_model_len, mnbt)

@@ -41,7 +41,25 @@ def lmcache_offload(r: Reader, o: dict) -> OffloadLayout:
     if dropped:
         lm = replace(lm, notes=lm.notes + tuple(dropped))
     return OffloadLayout(cpu_bytes_to_use=None, cpu_bytes_source="not given (the LMCache backend sizes its own pool)",
-                         backend="lmcache", lmcache=lm)
+                         backend="lmcache", lmcache=lm, lmcache_mp=_server(r, o, gib))
+
+
+def _server(r: Reader, o: dict, gib: float | None):
+    """vLLM's flag: the LMCache MP server a 0.23+ release attaches to instead (backends/lmcache.py hands the pool
+    over by release), with offload.lmcache_mp when given; LMCacheConnectorV1 named in-process takes no server."""
+    if gib is None:
+        if o.get("lmcache_mp") is not None:
+            raise r.fail("offload.lmcache_mp", "no LMCache server section with LMCacheConnectorV1 (the in-process "
+                         "connector); the server is LMCacheMPConnector's: offload.backend lmcache_mp, or vLLM 0.23+'s "
+                         "--kv-offloading-backend lmcache --kv-offloading-size N")
+        return None
+    from ...vocab.releases.lmcache_mp import MPLayout
+    from .lmcache_mp import server_of
+
+    flagged = "offload.kv_offloading_size" in r.flags
+    how = (f"--kv-offloading-backend lmcache --kv-offloading-size {gib:g}" if flagged else
+           f"offload.backend lmcache with offload.kv_offloading_size {gib:g}")
+    return MPLayout(server=server_of(r, o.get("lmcache_mp")), selected_by=how, kv_offloading_size=gib)
 
 
 def _release(r: Reader, data: Any) -> str:

@@ -47,9 +47,11 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         if rope is None:
             raise r.fail("model.qk_rope_head_dim", "an integer (the model has mla layers)")
     index_dim = r.key(m, "model.index_head_dim")
-    if index_dim is not None and LayerKind.MLA not in present:
-        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only",
-                     index_dim)
+    if index_dim is not None and LayerKind.MLA not in present and LayerKind.DSV4_CSA not in present:
+        raise r.fail("model.index_head_dim", "no value: the DeepSeek-V3.2 indexer sits next to mla layers only "
+                     "(DeepSeek-V4's next to dsv4_csa layers)", index_dim)
+    if any(k.dsv4 for k in present):
+        _dsv4(r, m, kinds, head_size, needed)
     mamba = None
     if any(k.mamba for k in present):
         mamba = _mamba(r, m.get("mamba"))
@@ -57,10 +59,28 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         raise r.fail("model.mamba", "no mamba section: no layer has the kind mamba")
     draft = _draft(r, m.get("draft"), present) if m.get("draft") is not None else None
     replication = r.key(m, "model.kv_head_replication")
-    return ModelLayout(kv_head_replication=replication, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
+    per_layer = r.key(m, "model.mla_per_layer")
+    if per_layer > 1 and (index_dim is not None or m.get("draft") is not None):
+        raise r.fail("model.mla_per_layer", "1 with an indexer or a drafter (two MLA attentions a layer with those "
+                     "is not modelled)", per_layer)
+    return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
+                       mla_per_layer=per_layer, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,
                        index_head_dim=index_dim, mamba=mamba, draft=draft)
+
+
+def _dsv4(r: Reader, m: dict, kinds: tuple[LayerKind, ...], head_size: tuple[int, ...], needed) -> None:
+    """DeepSeek-V4 layers: no other kind beside them; a head size (head_dim, the latent) on each; the window of
+    their sliding caches; the indexer's head next to dsv4_csa layers."""
+    other = sorted({k.value for k in kinds if not k.dsv4})
+    if other:
+        raise r.fail("model.layer_types", "dsv4_swa / dsv4_csa / dsv4_hca layers only (a DeepSeek-V4 model)", other)
+    needed("sliding_window", "the DeepSeek-V4 layers' sliding-window caches")
+    if LayerKind.DSV4_CSA in kinds:
+        needed("index_head_dim", "the dsv4_csa layers' lightning indexer")
+    if min(head_size) < 1:
+        raise r.fail("model.head_size", "a positive head size (head_dim) on every DeepSeek-V4 layer", min(head_size))
 
 
 def _layer_kinds(r: Reader, m: dict, n: int, default_kind: LayerKind) -> tuple[LayerKind, ...]:
@@ -176,7 +196,7 @@ def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
         return DraftLayout(method=method, num_layers=0, num_speculative_tokens=ns)
     n = r.key(d, "model.draft.num_layers")
     if method == "mtp":
-        if not ({LayerKind.MLA, LayerKind.FULL} & kinds):
+        if not ({LayerKind.MLA, LayerKind.FULL} & kinds or any(k.dsv4 for k in kinds)):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",
                          method)
         for key in ("num_kv_heads", "head_size", "head_size_v"):

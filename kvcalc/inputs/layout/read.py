@@ -66,7 +66,7 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     if isinstance(model, dict) and model.get("hf_config") is not None:
         model, origin, nextn = _model_config(r, top, dict(model), origin, base_dir)
     draft = model.get("draft") if isinstance(model, dict) else None
-    if isinstance(draft, dict):
+    if isinstance(draft, dict) and isinstance(model, dict):  # (a draft is read from a model mapping)
         draft = dict(draft)
         if draft.get("hf_config") is not None:
             from ..hf.config import map_draft
@@ -79,7 +79,8 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
             mapped_draft, draft_origin = map_draft(read_json(path), source=path,
                                                    method=method if isinstance(method, str) else None)
             draft = {**mapped_draft, **draft}
-            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items() if k.split(".")[-1] not in draft
+            origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items()
+                           if k.split(".")[-1] not in draft
                            or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
         if draft.get("method") == "mtp" and draft.get("num_layers") is None:
             if not nextn:

@@ -94,6 +94,28 @@ def _lmcache(key: Key) -> dict:
     return {"type": "object", "additionalProperties": True, "properties": props}
 
 
+def _server(key: Key) -> dict:
+    """The LMCache MP server's options (vocab/releases/lmcache_mp_flags.py) under their argparse names, each typed as
+    its parser types it; the rows with kvcalc flags described by their docs."""
+    from ...vocab.releases.lmcache_mp_flags import FLAGS
+
+    types = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"}}
+    props = {}
+    for spellings, dest, kind, typ, default, choices, _ in FLAGS:
+        if kind == "help":
+            continue
+        if kind in ("bool_optional", "store_true"):
+            frag: dict = {"type": "boolean"}
+        elif kind in ("star", "append"):
+            frag = {"type": "array", "items": {"type": "string"}}
+        else:
+            frag = {"enum": list(choices)} if choices else dict(types[typ])
+        row = KEY.get(f"{key.path}.{dest}")
+        props[dest] = _described(frag, row.doc if row else f"the server's {'/'.join(spellings)} (default "
+                                                          f"{default!r})")
+    return {"type": "object", "additionalProperties": False, "properties": props}
+
+
 def _list_of(key: Key) -> dict:
     """kinds (layer kinds), ints, indices (an index or one of the row's choices)."""
     if key.kind == "kinds":
@@ -115,6 +137,8 @@ def fragment(key: Key) -> dict:
         return _object(key.path, _mamba_fields())
     if kind == "config":  # a connector's own config keys, under their names (LMCache's)
         return _lmcache(key)
+    if kind == "server":  # a server's command-line options, under their argparse names (LMCache's MP server)
+        return _server(key)
     if kind in ("kinds", "ints", "indices"):
         return _list_of(key)
     if kind == "bool":

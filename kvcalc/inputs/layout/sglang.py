@@ -98,7 +98,8 @@ def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
 
 
 def _device(r: Reader, top: dict, s: dict, strict: bool):
-    g = top.get("gpu") if isinstance(top.get("gpu"), dict) else {}
+    g = top.get("gpu")
+    g = g if isinstance(g, dict) else {}
     name, cap = g.get("name"), r.key(s, "sglang.gpu_capacity_mib")
     device = None
     if name is not None:
@@ -136,7 +137,8 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         mem_fraction_static=_number(r, s, "sglang.mem_fraction_static", upper=1.0),
         max_total_tokens=r.key(s, "sglang.max_total_tokens"), page_size=r.key(s, "sglang.page_size"),
         chunked_prefill_size=r.key(s, "sglang.chunked_prefill_size"),
-        cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"), disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
+        cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"),
+        disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
         cuda_graph_bs_decode=_ints(r, s, "sglang.cuda_graph_bs_decode"),
         cuda_graph_max_bs_prefill=r.key(s, "sglang.cuda_graph_max_bs_prefill"),
         cuda_graph_bs_prefill=_ints(r, s, "sglang.cuda_graph_bs_prefill"),

@@ -41,7 +41,8 @@ ENGINE_LAYOUTS = {"sglang": ".sglang"}
 # The connectors with a section of their own -> (the module that reads it: connector_layout, when: "first" before
 # the other connectors' sections are checked, "after" once the lmcache section that counts is known); the native
 # connector and no connector are read here.
-CONNECTOR_LAYOUTS = {"simple": (".simple", "first"), "lmcache": (".lmcache", "after")}
+CONNECTOR_LAYOUTS = {"simple": (".simple", "first"), "lmcache": (".lmcache", "after"),
+                     "lmcache_mp": (".lmcache_mp", "after")}
 
 
 def _unmodelled(r: Reader, top: dict) -> tuple[tuple[str, Any], ...]:
@@ -88,7 +89,8 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     gpu_arch = r.key(vllm, "vllm.gpu_arch")
     own = ENGINE_LAYOUTS.get(r.key(top, "engine"))
     if own is not None:  # another engine's own keys (inputs/layout/<engine>.py, loaded only for it)
-        return import_module(own, __package__).engine_layout(r, top, model=model, parallel=parallel, cache=cache, common=dict(
+        return import_module(own, __package__).engine_layout(
+            r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
             platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
             provenance=tuple(sorted((origin or {}).items()))))
@@ -133,7 +135,8 @@ def _host(r: Reader, data: Any) -> HostLayout:
     if page & (page - 1):
         raise r.fail("host.page_size", f"a power of two >= {KEY['host.page_size'].minimum} (the host's mmap.PAGESIZE)",
                      page)
-    return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"))
+    return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"),
+                      free_hugepages=r.key(h, "host.free_hugepages"))
 
 
 def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:
@@ -292,6 +295,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     own = CONNECTOR_LAYOUTS.get(which)
     if own is not None:  # its own section's reader (inputs/layout/<backend>.py, loaded only for it)
         return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
+    _no_server_section(r, o, which)
     if which == NO_CONNECTOR.backend:
         for k in CONNECTOR_KEYS:
             if o.get(k) is not None:
@@ -336,6 +340,15 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
                          block_size=block, blocks_per_chunk=bpc, notes=notes)
+
+
+def _no_server_section(r: Reader, o: dict, which: str) -> None:
+    """An LMCache server section needs the connector that attaches to it (inputs/layout/lmcache_mp.py)."""
+    if o.get("lmcache_mp") is not None:
+        raise r.fail("offload.lmcache_mp", f"no LMCache server section with offload.backend {which} (vLLM attaches to "
+                     "the server through LMCacheMPConnector: --offload-backend lmcache_mp, a serve line's "
+                     "--kv-transfer-config naming it, or --kv-offloading-backend lmcache --kv-offloading-size N on "
+                     "vLLM 0.23+)")
 
 
 def _connector(r: Reader, o: dict, version: str) -> tuple[str, tuple[str, ...], str]:

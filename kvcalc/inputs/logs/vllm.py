@@ -173,7 +173,8 @@ _DECIMAL = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,6})?")
 _GROUPED = re.compile(r"[0-9]{1,3}(,[0-9]{3}){0,6}|[0-9]{1,21}")  # 602,368 or 602368, at most 10^21
 _CHECKED = {"available_gib": ((1, _DECIMAL, "a number of GiB such as 37.79"),),
             "kv_tokens": ((1, _GROUPED, "a token count such as 602,368"),),
-            "concurrency": ((1, _GROUPED, "a token count such as 131,072"), (2, _DECIMAL, "a concurrency such as 4.60"))}
+            "concurrency": ((1, _GROUPED, "a token count such as 131,072"),
+                            (2, _DECIMAL, "a concurrency such as 4.60"))}
 
 
 def _check(name: str, m: re.Match, source: str, no: int) -> None:
@@ -218,17 +219,20 @@ def _record(source: str, found: dict, every: dict, overrides: list) -> StartupLo
     def g(name: str, i: int = 1) -> str | None:
         return found[name].group(i) if name in found else None
 
-    engine = split_config(g("engine", 2)) if "engine" in found else ()
+    def at(name: str, i: int = 1) -> str:  # a line that was found: its group
+        return found[name].group(i)
+
+    engine = split_config(at("engine", 2)) if "engine" in found else ()
     conc = found.get("concurrency")
     profile, snap, summary, init = (found.get(k) for k in ("profile", "snapshot", "summary", "initial"))
     consumed = profile is not None and profile.group(3).startswith("total")
     return StartupLog(
         source=source, vllm_version=g("engine") or g("version"), available_gib=tuple(every["available_gib"]),
         reserved_gib=g("reserved_gib"),
-        kv_cache_size_tokens=None if "kv_tokens" not in found else _int(g("kv_tokens")),
+        kv_cache_size_tokens=None if "kv_tokens" not in found else _int(at("kv_tokens")),
         max_model_len=None if conc is None else _int(conc.group(1)), max_concurrency=None if conc is None
         else conc.group(2), overrides=tuple(overrides),
-        blocks_is=None if "blocks_is" not in found else _int(g("blocks_is")),
+        blocks_is=None if "blocks_is" not in found else _int(at("blocks_is")),
         weights_gib=tuple(every["weights_gib"]),
         free_gib=snap.group(1) if snap else summary.group(1) if summary else init.group(1) if init else None,
         total_gib=snap.group(2) if snap else summary.group(2) if summary else None,
@@ -236,10 +240,10 @@ def _record(source: str, found: dict, every: dict, overrides: list) -> StartupLo
         utilization=summary.group(3) if summary else init.group(2) if init else None,
         non_kv_gib=profile.group(1) if profile else None, torch_peak_gib=profile.group(2) if profile else None,
         non_torch_gib=profile.group(4) if profile and not consumed else None,
-        total_consumed_gib=profile.group(4) if consumed else None,
+        total_consumed_gib=profile.group(4) if profile and consumed else None,
         cudagraph_estimate_gib=g("cudagraph_estimate_gib"),
         cudagraph_actual_gib=g("cudagraph_pool") or (every["graph_capture_gib"][-1] if every["graph_capture_gib"]
                                                      else None),
-        max_num_batched_tokens=None if "mnbt" not in found else int(g("mnbt")),
-        tag_release=AVAILABLE_TAGS.get(int(g("tag"))) if "tag" in found else None,
-        engine=engine, args=_args(g("args")) if "args" in found else ())
+        max_num_batched_tokens=None if "mnbt" not in found else int(at("mnbt")),
+        tag_release=AVAILABLE_TAGS.get(int(at("tag"))) if "tag" in found else None,
+        engine=engine, args=_args(at("args")) if "args" in found else ())

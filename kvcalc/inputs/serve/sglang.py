@@ -26,7 +26,8 @@ KEYS: dict[str, str] = {
     "mem_fraction_static": "sglang.mem_fraction_static", "max_total_tokens": "sglang.max_total_tokens",
     "page_size": "sglang.page_size", "chunked_prefill_size": "sglang.chunked_prefill_size",
     "cuda_graph_max_bs_decode": "sglang.cuda_graph_max_bs", "disable_cuda_graph": "sglang.disable_cuda_graph",
-    "cuda_graph_bs_decode": "sglang.cuda_graph_bs_decode", "cuda_graph_max_bs_prefill": "sglang.cuda_graph_max_bs_prefill",
+    "cuda_graph_bs_decode": "sglang.cuda_graph_bs_decode",
+    "cuda_graph_max_bs_prefill": "sglang.cuda_graph_max_bs_prefill",
     "cuda_graph_bs_prefill": "sglang.cuda_graph_bs_prefill",
     "cuda_graph_backend_decode": "sglang.cuda_graph_backend_decode",
     "cuda_graph_backend_prefill": "sglang.cuda_graph_backend_prefill",
@@ -74,7 +75,8 @@ NOT_MODELLED: dict[str, str] = {
 }
 # Values of a refused field that change nothing (the field's default): accepted.
 HARMLESS = {"disaggregation_mode": ("null",), "moe_a2a_backend": ("none",), "cpu_offload_gb": (0,),
-            "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,), "disable_hybrid_swa_memory": (False,),
+            "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,),
+            "disable_hybrid_swa_memory": (False,),
             "enable_lora": (None, False), "speculative_algorithm": (None,), "attn_dp_size": (1,),
             "enable_dp_attention": (False,), "enable_two_batch_overlap": (False,)}
 NOTE = {"node_rank": "one node of the engine (the plan is the engine's)",

@@ -389,7 +389,7 @@ class _Shell:
                     cur.append(text)
                     has = True
                     continue
-                values = [got]
+                values: list[str] | None = [got]
             else:
                 values = self.lookup(text, missing)
             if values is None:

@@ -193,10 +193,10 @@ def _value(r, name: str, value: Any, key: Key, notes: list[str]) -> Any:
                 raise ValueError(text)
             return out
         if parse == "float":
-            out = float(text)
-            if out != out or out in (float("inf"), float("-inf")):
+            number = float(text)
+            if number != number or number in (float("inf"), float("-inf")):
                 raise ValueError(text)
-            return out
+            return number
     except ValueError:
         raise _fail(name, {"int": "an integer", "human": "an integer, or digits with one K/M/G/T (binary) or "
                            "k/m/g/t (decimal) suffix", "float": "a number"}[parse], text) from None
@@ -316,9 +316,18 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if connector == "SimpleCPUOffloadConnector":
         _simple_extra(extra, overrides, notes)
         return
+    if connector == "LMCacheMPConnector":
+        # Its pool is the LMCache server's (--lmcache-server); its extra config names the server (lmcache.mp.host /
+        # port / server_urls, LMCache 0.5.6 integration/vllm/lmcache_mp_connector.py:600-650), not the pool's size.
+        overrides["offload.backend"] = ("lmcache_mp", "--kv-transfer-config kv_connector LMCacheMPConnector")
+        if extra:
+            notes.append("kv_connector_extra_config entries that do not change the LMCache server's pool: "
+                         + ", ".join(map(str, extra)))
+        return
     if connector != "OffloadingConnector":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: kv_connector {connector!r}: kvcalc models "
-                               "OffloadingConnector, LMCacheConnectorV1 and SimpleCPUOffloadConnector")
+                               "OffloadingConnector, LMCacheConnectorV1, LMCacheMPConnector and "
+                               "SimpleCPUOffloadConnector")
     spec = extra.get("spec_name", "CPUOffloadingSpec")
     if spec != "CPUOffloadingSpec":
         raise UnsupportedError(f"{SOURCE}: --kv-transfer-config: spec_name {spec!r}: kvcalc models CPUOffloadingSpec")

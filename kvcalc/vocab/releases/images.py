@@ -62,7 +62,8 @@ def image_release(image: str) -> ImageRelease:
     """The releases an image reference names, by the IMAGES table."""
     m = _REFERENCE.match(image.strip())
     if not m:
-        return ImageRelease(image=image, vllm=None, lmcache=None, how=f"image {image!r} is not a reference kvcalc reads")
+        return ImageRelease(image=image, vllm=None, lmcache=None,
+                            how=f"image {image!r} is not a reference kvcalc reads")
     repo = m.group("repo")
     if repo.startswith("library/"):
         repo = repo[8:]

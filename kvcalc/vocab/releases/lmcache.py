@@ -3,8 +3,8 @@
 Every release from 0.3.10 to 0.5.6 was read from its wheel (`pip download lmcache==X --no-deps`, lmcache/**/*.py).
 The sizing rules kvcalc uses (lmcache.py) are the same in all of them; what differs is the config vocabulary
 (`KEY_HISTORY`, from each release's v1/config.py `_CONFIG_DEFINITIONS` / `_CONFIG_ALIASES`) and three switches
-(`pinned_align_known`, `lazy_allocator_active`, `init_failure_degrades`). Earlier releases are refused: before 0.3.10 the
-MLA storing ranks were decided differently (no lookup-server gate in v1/cache_engine.py post_init) and before 0.3.7
+(`pinned_align_known`, `lazy_allocator_active`, `init_failure_degrades`). Earlier releases are refused: before 0.3.10
+the MLA storing ranks were decided differently (no lookup-server gate in v1/cache_engine.py post_init) and before 0.3.7
 drafter layers were not counted.
 
 Values go through LMCache's own converters (v1/config_base.py `_apply_env_converter_safely`, also applied to YAML
@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import InternalError
 from ..records import record
 from . import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES  # noqa: F401 - the releases, named in the package
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 # 0.3.10 v1/config.py _CONFIG_DEFINITIONS (77 keys), then what each later release added and removed.
 _KEYS_0_3_10 = frozenset("""
@@ -296,3 +300,11 @@ class LMCacheLayout:
     ignored: tuple[str, ...] = ()  # LMCache keys given that do not change the CPU pool
     notes: tuple[str, ...] = ()  # what validation set aside (the native connector's keys a flag made unused)
     provenance: tuple[tuple[str, str], ...] = ()  # (LMCache key, where its value came from)
+
+
+def lmcache_of(layout: Layout) -> LMCacheLayout:
+    """The layout's offload.lmcache section, for LMCache's own modules: a layout of backend lmcache has one."""
+    lm = layout.offload.lmcache
+    if lm is None:
+        raise InternalError(f"{layout.source}: an LMCache stage was given offload.backend {layout.offload.backend}")
+    return lm

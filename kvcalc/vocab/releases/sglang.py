@@ -9,11 +9,16 @@ backends/hicache.py); this module holds only what changes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..devices import Device
-from ..errors import UnsupportedError
+from ..errors import InternalError, UnsupportedError
 from ..records import record
 from . import DEFAULT_SGLANG_VERSION, SGLANG_RELEASES
 from .steps import Step
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 Release = tuple[int, int, int, int]  # (0, 5, 15, 1) for 0.5.15.post1
 
@@ -153,7 +158,8 @@ HYBRID_SWA_EVIDENCE = ("srt/configs/model_config.py is_hybrid_swa_model: 0.5.9:1
 # nvidia-smi's capacity, from real start-up logs ("Load weight end. ... avail mem=A GB, mem usage=U GB": pre = A + U,
 # GiB). The default of --gpu-free-memory; give it to pin SGLang's own figure.
 FREE_GAP_MIB_TP1 = 991  # H100 TP 1: 81,559 MiB - (50.99 + 27.69) GiB x 1024 = 990.7 MiB (LMCache/LMCache#2400)
-FREE_GAP_MIB_TP = 2561  # H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 = 2,561.4 MiB (SemiAnalysisAI/InferenceX#2128)
+# H200 TP 8: 143,771 MiB - (12.25 + 125.65) GiB x 1024 = 2,561.4 MiB (SemiAnalysisAI/InferenceX#2128)
+FREE_GAP_MIB_TP = 2561
 FREE_GAP_SOURCE = ("a gap below nvidia-smi's capacity from real logs: 991 MiB at TP 1 (H100, LMCache/LMCache#2400: "
                    "'avail mem=50.99 GB, mem usage=27.69 GB'), 2,561 MiB at TP > 1 (H200 TP 8, "
                    "SemiAnalysisAI/InferenceX#2128: 'avail mem=12.25 GB, mem usage=125.65 GB')")
@@ -212,6 +218,14 @@ class SglangLayout:
     kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
+
+
+def sglang_of(layout: Layout) -> SglangLayout:
+    """The layout's SGLang section, for SGLang's own modules: an SGLang layout always has one."""
+    sg = layout.sglang
+    if sg is None:
+        raise InternalError(f"{layout.source}: an SGLang stage was given a {layout.engine} layout")
+    return sg
 
 
 # SGLang's images: lmsysorg/sglang:v0.5.23 (-cu129, -runtime, ... suffixes), rocm/sgl-dev:v0.5.8.post1-rocm720-...:
@@ -289,7 +303,8 @@ def behaviour_for(version: str) -> SglangBehaviour:
         decode_reserve_without_graphs=value("decode_reserve_without_graphs"),
         prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
         pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
-        default_prefill_backend=value("default_prefill_backend"), pp_prefill_graph_off=value("pp_prefill_graph") == "off",
+        default_prefill_backend=value("default_prefill_backend"),
+        pp_prefill_graph_off=value("pp_prefill_graph") == "off",
         mla_prefill_graph_off=value("mla_prefill_graph") == "off",
         hicache_prefill_graph_off=value("hicache_prefill_graph") == "off",
         mla_prefill_max_bs=value("mla_prefill_max_bs"),

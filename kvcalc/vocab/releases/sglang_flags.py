@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import UnsupportedError
 from ..records import record
@@ -55,7 +55,7 @@ class FlagInfo:
 @cache
 def _table() -> dict:
     cut = max(__file__.rfind("/"), __file__.rfind("\\"))
-    return json.loads(__loader__.get_data(__file__[:cut + 1] + "sglang_flags.json"))
+    return json.loads(globals()["__loader__"].get_data(__file__[:cut + 1] + "sglang_flags.json"))
 
 
 def releases() -> tuple[str, ...]:
@@ -178,7 +178,7 @@ def _nullable(text: str) -> str | None:
     return None if not text or text == "None" else text
 
 
-CONVERTERS = {"int": int, "float": float, "str": str, "json": _json, "json_list_type": _json_list,
+CONVERTERS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "json": _json, "json_list_type": _json_list,
               "human_readable_int": human_readable_int, "nullable_str": _nullable, "cuda_graph_backend": str,
               "cuda_graph_config": _graph_config}
 # Converters whose own message argparse prints (they raise argparse.ArgumentTypeError, argparse.py:2525-2535)

@@ -9,8 +9,14 @@ Loaded only for layouts that select the connector (start-up time is a target). P
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..errors import InternalError
 from ..records import record
 from .vllm import Release, Step
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 FIRST: Release = (0, 19, 0)
 CONNECTOR = "SimpleCPUOffloadConnector"
@@ -48,12 +54,30 @@ class SimpleLayout:
     budget_default: bool = False  # cpu_bytes_to_use was not given: the connector's 8 GiB default
 
 
+def simple_of(layout: Layout) -> SimpleLayout:
+    """The layout's offload.simple section, for the connector's own modules: a layout of backend simple has one."""
+    s = layout.offload.simple
+    if s is None:
+        raise InternalError(f"{layout.source}: a SimpleCPUOffloadConnector stage was given offload.backend "
+                            f"{layout.offload.backend}")
+    return s
+
+
+def simple_budget(layout: Layout) -> int:
+    """A simple layout's cpu_bytes_to_use: validation always sets one (the connector's 8 GiB default if none)."""
+    cpu = layout.offload.cpu_bytes_to_use
+    if cpu is None:
+        raise InternalError(f"{layout.source}: a SimpleCPUOffloadConnector layout without its budget")
+    return cpu
+
+
 # One row per behaviour: steps in release order; a release takes the value of the last step at or below it. Each
 # step cites the release where it first holds (and the one before, where the difference shows).
 SIMPLE_STEPS: dict[str, tuple[Step, ...]] = {
     "available": (
-        Step((0, 0, 0), False, "0.18.1 distributed/kv_transfer/kv_connector/factory.py:115: no SimpleCPUOffloadConnector "
-                               "registered: 'Unsupported connector type'; envs.py has no VLLM_USE_SIMPLE_KV_OFFLOAD"),
+        Step((0, 0, 0), False, "0.18.1 distributed/kv_transfer/kv_connector/factory.py:115: no "
+                               "SimpleCPUOffloadConnector registered: 'Unsupported connector type'; envs.py has no "
+                               "VLLM_USE_SIMPLE_KV_OFFLOAD"),
         Step(FIRST, True, "0.19.0 kv_connector/factory.py:219 registers SimpleCPUOffloadConnector; envs.py:1666 "
                           "VLLM_USE_SIMPLE_KV_OFFLOAD; config/vllm.py:660 selects it for --kv-offloading-size")),
     # How a worker finds its bytes per CPU block (the scheduler's count is max(1, N x capacity // the GPU KV bytes)
@@ -109,6 +133,15 @@ class SimpleBehaviour:
     """What one release's SimpleCPUOffloadConnector does (fields: SIMPLE_STEPS)."""
 
     __slots__ = tuple(SIMPLE_STEPS)
+    if TYPE_CHECKING:  # one attribute per SIMPLE_STEPS row, set by __init__
+        available: bool
+        worker_bytes: str
+        scheduler_total: str
+        min_over_workers: bool
+        num_cpu_blocks_key: bool
+        disk_tier: bool
+        disk_capacity_checked: bool
+        disk_alignment_page_cache: bool
 
     def __init__(self, release: Release):
         for name, steps in SIMPLE_STEPS.items():

@@ -65,3 +65,24 @@ MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 0, 0), 512, "0.27.0 config/vllm.py _set_cudagraph_sizes: min(max_num_seqs x 2, 512)"),
         Step((0, 28, 0), 1024, "0.28.0 config/vllm.py:1938: 1024 on device capability family 100 (SM10x)")),
 }
+
+
+# Model-specific steps (DeepSeek-V4's groups and allocation, engines/vllm/dsv4.py) and the logged concurrency.
+MODEL_STEPS: dict[str, tuple[Step, ...]] = {
+    "concurrency_sum": (  # the logged maximum concurrency (equal pages: both give the same number)
+        Step((0, 0, 0), False, "0.26.0 v1/core/kv_cache_utils.py:937-955: N / cdiv(n * sum M_g, page_0 * n)"),
+        Step((0, 27, 0), True, "0.27.0 v1/core/kv_cache_utils.py:937-959: N / sum_g cdiv(M_g, page_g)")),
+    "dsv4_grouping": (  # DeepSeek-V4's groups (engines/vllm/dsv4.py)
+        Step((0, 0, 0), "padded", "0.20.0 v1/core/kv_cache_utils.py:1481-1579: keyed sets, state pages padded to "
+                                  "the nearest MLA page (:1549)"),
+        Step((0, 27, 0), "keyed", "0.27.0 v1/core/kv_cache_utils.py:1670-1756: keyed sets, no cross-group padding"),
+        Step((0, 29, 0), "packed", "0.29.0 v1/core/kv_cache_utils.py:1668-1790 _get_packed_kv_cache_groups")),
+    "dsv4_layout": (  # DeepSeek-V4's bytes per block id (engines/vllm/dsv4.py allocate)
+        Step((0, 0, 0), "tuples", "0.20.0 v1/core/kv_cache_utils.py:1162-1216 _get_kv_cache_config_deepseek_v4"),
+        Step((0, 23, 0), "buckets", "0.23.0 v1/core/kv_cache_utils.py:1196-1244 slots per page size"),
+        Step((0, 27, 0), "slab", "0.27.0 v1/core/kv_cache_utils.py:1283-1358 _get_packed_kv_cache_layout"),
+        Step((0, 29, 0), "packed", "0.29.0 v1/core/kv_cache_utils.py:1407-1500 one backing allocation")),
+    "dsv4_auto_kv_dtype": (
+        Step((0, 0, 0), False, "0.29.0 models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype: asserts fp8"),
+        Step((0, 30, 0), True, "0.30.0 models/deepseek_v4/attention.py:109-110: auto -> fp8 -> fp8_ds_mla")),
+}

@@ -1,16 +1,15 @@
 """vLLM release -> behaviour. Every version difference kvcalc knows lives here, as data, with its evidence.
 
 Three tables: `RELEASES`, every vLLM release from 0.14.0 to 0.33.0 (each one's wheel was read); `FAMILIES`, one
-record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on,
-each step citing the file of the release where it first holds (and the last release before, where it did
-not). `behaviour_for(version)` reads them once per release; later stages never compare version strings.
-`kvcalc versions --boundaries` prints the steps.
+record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on, each
+step citing the file of the release where it first holds (and the last one before). `behaviour_for(version)` reads
+them once per release; later stages never compare version strings. `kvcalc versions --boundaries` prints them.
 
 Where these differ from ../shared/spec/vllm-kv-model.md, the wheels win (the spec read 17 releases and mapped
 the others to the nearest older one): the shared region, page alignment and single-copy MLA start at 0.27.0, not
-0.28.0; the single backing allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0;
-vLLM's int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal
-lasts to 0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
+0.28.0; the single allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0; vLLM's
+int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal lasts to
+0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
 """
 
 from __future__ import annotations
@@ -18,9 +17,9 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-from ..errors import StartupRefusal, UnsupportedError
+from ..errors import InternalError, StartupRefusal, UnsupportedError
 from ..records import record
-from .steps import MEMORY_STEPS, Step
+from .steps import MEMORY_STEPS, MODEL_STEPS, Step
 
 Release = tuple[int, int, int]
 
@@ -28,17 +27,13 @@ Release = tuple[int, int, int]
 RELEASES = ("0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
             "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
             "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
-RELEASE_TUPLES = tuple(tuple(int(x) for x in r.split(".")) for r in RELEASES)
+RELEASE_TUPLES: tuple[Release, ...] = tuple((int(a), int(b), int(c)) for a, b, c in (r.split(".") for r in RELEASES))
 SUPPORTED_MIN: Release = RELEASE_TUPLES[0]
 NEWEST: Release = RELEASE_TUPLES[-1]
 DEFAULT_VERSION = "0.33.0"
 HOST_PAGE = 4096  # mmap.PAGESIZE on x86-64; --host-page-size sets another (64 KiB on some arm64 kernels)
 
 _VERSION_PATTERN = r"^v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-]?[0-9A-Za-z.+\-]*)$"
-
-
-def _text(r: Release) -> str:
-    return ".".join(map(str, r))
 
 
 @record
@@ -65,9 +60,14 @@ class Family:
     action: str  # what a user should do about it
     readme_action: str  # the README table's "what to do" cell (markdown)
     evidence: str = ""  # the file of its first release that shows the formula
-    # The release that stands for the family when another is selected (size, the old/fixed notes): pinned here, so
-    # adding a release to the family changes no other release's answer until this row is edited.
+    # The release standing for the family when another is selected (pinned: a new release changes no other answer).
     representative: str | None = None
+
+    @property
+    def formula_rule(self) -> OffloadRule:  # `rule`, of a formula family (all but manual, before 0.14.0)
+        if self.rule is None:
+            raise InternalError(f"the {self.id} family has no CPU formula")
+        return self.rule
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -114,8 +114,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
            readme_formula="`C // ((Σ sizes // N) × W × f)`",
            action="safe for UniformType; uneven PP stages still go out of bounds",
            readme_action="safe for UniformType; HMA stays off with the connector until 0.22",
-           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks (0.19.1: page x len)',
-           representative="0.23.0"),
+           evidence='0.20.0 v1/kv_offload/cpu/spec.py: sum(t.size for t in kv_cache_tensors) // num_blocks '
+                    '(0.19.1: page x len)', representative="0.23.0"),
     Family(id="packed", first=(0, 24, 0), heading="packed", rule=_FIXED,
            summary="as fixed; packed tensors (cross-layer blocks) count size[0], the total",
            readme_formula="as fixed (packed tensors count `size[0]`)",
@@ -140,7 +140,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "TP-only `mp` stored once",
            action="pure-MLA TP-only runs get TP x more CPU blocks for the same budget",
            readme_action="pure-MLA TP runs get TP× more CPU blocks",
-           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT (mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)',
+           evidence='0.27.0 v1/kv_offload/cpu/spec.py: BLOCK_SIZE_ALIGNMENT = SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT '
+                    '(mmap.PAGESIZE), replicated_layout (0.26.0: alignment 1, no region)',
            representative="0.28.0"),
     Family(id="single-alloc", first=(0, 29, 0), heading="single-alloc",
            rule=OffloadRule(unit="bytes_per_block", chunks=True, host_aligned=True, replication=True,
@@ -150,8 +151,8 @@ FAMILIES: dict[str, Family] = {f.id: f for f in (
                           "test",
            action="MLA models (incl. V3.2's indexer) keep one copy when every layer is MLA-like",
            readme_action="V3.2 stored once too (0.31+); 0.33 group-aware capacity (`CPUOffloadingInfo`)",
-           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation (0.28.0: packed-or-sum)',
-           representative="0.33.0"),
+           evidence='0.29.0 offloading/config.py: kv_cache_tensors[0].size // num_blocks, one backing allocation '
+                    '(0.28.0: packed-or-sum)', representative="0.33.0"),
 )}
 
 
@@ -238,9 +239,9 @@ STEPS: dict[str, tuple[Step, ...]] = {
     # Trap 14: with HMA on, the offloading scheduler asserts FullAttentionSpec for a chunked-local group.
     "offload_refuses_chunked_local": (
         Step((0, 0, 0), False, "0.20.2: the connector is not SupportsHMA, HMA is off, chunked layers fold"),
-        Step((0, 21, 0), True, "0.21.0 offloading/scheduler.py get_sliding_window_size_in_blocks: assert "
-                               "isinstance(kv_cache_spec, FullAttentionSpec); 0.27.1 get_sliding_window_size_in_chunks: "
-                               "same assert"),
+        Step((0, 21, 0), True, "0.21.0 offloading/scheduler.py get_sliding_window_size_in_blocks: "
+                               "assert isinstance(kv_cache_spec, FullAttentionSpec); 0.27.1 "
+                               "get_sliding_window_size_in_chunks: same assert"),
         Step((0, 28, 0), False, "0.28.0 offloading/scheduler.py: ChunkedLocalAttentionSpec -> "
                                 "cdiv(attention_chunk_size, tokens_per_chunk)")),
     # The window a group's chunks are capped at, for capacity (spec 11): None = no per-group rule (one group).
@@ -323,13 +324,13 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 31, 0), "kv_tp_replicas", "0.31.0 offloading/config.py: kv_cache_config.kv_tp_replicas == "
                                            "tensor_parallel_size")),
     **MEMORY_STEPS,
+    **MODEL_STEPS,
 }
 
 # PyTorch's caching host allocator: every pinned allocation is rounded up to PowerOf2Ceil(size); torch 2.13
 # adds PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (sizes above it are not rounded).
-# torch 2.9.1 / 2.10.0 / 2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size);
-# torch 2.13.0 / 2.14.1 same file: PowerOf2Ceil only if size <= pinned_max_round_threshold() and
-# <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: both default to SIZE_MAX).
+# torch 2.9.1-2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size); 2.13.0 / 2.14.1: only if
+# size <= pinned_max_round_threshold() and <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: SIZE_MAX).
 TORCH_ROUND_THRESHOLD = ("2.13.0", "2.14.0")
 
 
@@ -359,6 +360,10 @@ class Behaviour:
     hybrid_kernel_uses_block_size: bool
     fa4_hd256_kernel: bool
     hybrid_mla_floor_128: bool
+    concurrency_sum: bool
+    dsv4_grouping: str
+    dsv4_layout: str
+    dsv4_auto_kv_dtype: bool
     hybrid_backend_lcm: bool
     hybrid_checkpoint_alignment: bool
     mamba_modes: tuple[str, ...]
@@ -394,7 +399,7 @@ class Behaviour:
 
     @property
     def rule(self) -> OffloadRule:
-        return self.family.rule
+        return self.family.formula_rule
 
     @property
     def torch_round_threshold(self) -> bool:
@@ -431,11 +436,7 @@ def _family_versions(family_id: str) -> str:
 
 
 def family_of(release: Release) -> Family:
-    family = FAMILIES["manual"]
-    for fam in FAMILIES.values():
-        if release >= fam.first:
-            family = fam
-    return family
+    return [f for f in FAMILIES.values() if release >= f.first or f.id == "manual"][-1]
 
 
 def supported_range() -> str:
@@ -454,8 +455,7 @@ def behaviour_for(version: str) -> Behaviour:
         raise UnsupportedError(
             f"vLLM {version}: releases up to 0.13.x take num_cpu_blocks directly in kv_connector_extra_config "
             f"(no formula to check: that number is the pool; 0.13.0's --kv-offloading-size writes num_cpu_blocks 0, "
-            f"which its CPUOffloadingSpec refuses); kvcalc models {supported_range()}"
-        )
+            f"which its CPUOffloadingSpec refuses); kvcalc models {supported_range()}")
     if release > NEWEST:
         raise UnsupportedError(f"vLLM {version} is newer than every release kvcalc read (up to {RELEASES[-1]}); "
                                "its behaviour is not modelled")
@@ -464,9 +464,8 @@ def behaviour_for(version: str) -> Behaviour:
         raise UnsupportedError(f"vLLM {version} is not a release (kvcalc read every release from {RELEASES[0]} to "
                                f"{RELEASES[-1]}" + (f"; {release[0]}.{release[1]}.x: {', '.join(series)}"
                                                     if series else "") + ")")
-    warning = None
-    if suffix:
-        warning = f"vLLM {version}: suffix {suffix!r} ignored, modelled as {_text(release)}"
+    warning = (f"vLLM {version}: suffix {suffix!r} ignored, modelled as {'.'.join(map(str, release))}" if suffix
+               else None)
     return Behaviour(version=version, release=release, family=family_of(release), warning=warning,
                      **{name: _step(name, release) for name in STEPS})
 

@@ -17,7 +17,8 @@ One JSON row per option and run of releases with the same facts: [spelling, firs
 value), "+" (one or more), "?" (--hf-token: an optional value); choices: the texts the parser accepts (each choice
 run through the option's own type: for an optional Literal, 0.14.0 - 0.30.0 add the text "None" to the choices
 but their optional_type turns "None" and "" into None, which is then refused; 0.31.0 adds None itself
-(engine/arg_utils.py 0.30.0:414 vs 0.31.0:432), so "None" and "" are accepted); type: the converter (int, float, str, json, optional(int), human_readable_int, ...); marks: "append"
+(engine/arg_utils.py 0.30.0:414 vs 0.31.0:432), so "None" and "" are accepted); type: the converter (int, float, str,
+json, optional(int), human_readable_int, ...); marks: "append"
 (repeatable, values collected) or "deprecated" (argparse's deprecated=True: a warning, still accepted). The spellings
 that set a BooleanOptionalAction False are derived by the release's rule ("negation"): argparse's --no-X for each
 --X (Python argparse.py BooleanOptionalAction), and from 0.33.0 also --disable-X for --enable-X and the reverse
@@ -65,7 +66,7 @@ def _table() -> dict:
     """vllm_flags.json, read by this module's own loader (what pkgutil.get_data does, without importing pkgutil:
     ~4 M instructions), with each release's position."""
     cut = max(__file__.rfind("/"), __file__.rfind("\\"))
-    table = json.loads(__loader__.get_data(__file__[:cut + 1] + "vllm_flags.json"))
+    table = json.loads(globals()["__loader__"].get_data(__file__[:cut + 1] + "vllm_flags.json"))
     table["position"] = {release: i for i, release in enumerate(table["releases"])}
     return table
 
@@ -287,8 +288,8 @@ def _merge_dotted(release: str, args: list[str]) -> list[str]:
         _update(merged.setdefault(key, {}), nested)
         delete.add(i)
     out = [a for i, a in enumerate(args) if i not in delete]
-    for key, value in merged.items():
-        out += [key, json.dumps(value)]
+    for key, options in merged.items():
+        out += [key, json.dumps(options)]
     return out
 
 
