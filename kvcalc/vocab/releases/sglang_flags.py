@@ -178,9 +178,10 @@ def _nullable(text: str) -> str | None:
     return None if not text or text == "None" else text
 
 
-CONVERTERS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "json": _json, "json_list_type": _json_list,
-              "human_readable_int": human_readable_int, "nullable_str": _nullable, "cuda_graph_backend": str,
-              "cuda_graph_config": _graph_config}
+CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "int": int, "float": float, "str": str, "json": _json, "json_list_type": _json_list,
+    "human_readable_int": human_readable_int, "nullable_str": _nullable, "cuda_graph_backend": str,
+    "cuda_graph_config": _graph_config}
 # Converters whose own message argparse prints (they raise argparse.ArgumentTypeError, argparse.py:2525-2535)
 OWN_MESSAGES = ("human_readable_int", "json_list_type", "cuda_graph_config")
 # argparse names the converter in its message: getattr(type, '__name__') (argparse.py:2525-2535 _get_value)
