@@ -2,6 +2,8 @@
 release after it (the evidence is next to each Step). Numbers are derived by hand in each comment. A new Step
 without a check here fails test_every_boundary_has_a_check."""
 
+import os
+
 import pytest
 
 from kvcalc import layout_from_dict
@@ -256,3 +258,47 @@ def test_every_boundary_has_a_check():
 @pytest.mark.parametrize("name, first", boundaries())
 def test_boundary(name, first):
     CHECKS[(name, first)](first)
+
+
+SG_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "sglang", "models")
+
+
+def _line(version, model, *args, **flags):
+    import shlex
+
+    from kvcalc import load
+
+    line = ["python", "-m", "sglang.launch_server", "--model-path", os.path.join(SG_MODELS, model), *args]
+    return load(serve=shlex.join(line), flags={"sglang_version": version, **flags})
+
+
+@boundary("dp_attention_prefill_graph", "0.5.17")
+def _dp_prefill(first):
+    # Llama-3.3-70B TP 8 x attention DP 8 on H100: 512 + 12,288 + 1,024 + 512 x 2 + 512 x 8 x 3 + 512 x 8 x 1.5 =
+    # 33,280 MiB without the prefill graphs (0.5.16's DP-attention rule: round(48,279 / 81,559, 3) = 0.592), + 58 x 8
+    # = 33,744 with them (0.5.17: 0.586, executed at 0.5.23 as d-l70-tp8-dp8).
+    def at(version):
+        layout = _line(version, "llama-3.3-70b", "--tp-size", "8", "--dp-size", "8", "--enable-dp-attention",
+                       gpu="H100")
+        return default_fraction(layout, behaviour_for(version), False).mem_fraction_static
+    assert (at(before(first)), at(first)) == (0.592, 0.586)
+
+
+@boundary("deployment_pools", "0.5.23")
+def _deployment_pools(first):
+    # Qwen3-Next's GDN state pool: 0.5.22's pool code was not executed (refused by name), 0.5.23's was.
+    kw = dict(gpu="H100", gpu_free_memory="79900MiB", weights_bytes="38770MiB")
+    with pytest.raises(KvcalcError, match="Mamba / GDN state pool"):
+        plan(_line(before(first), "qwen3-next-80b-a3b", "--tp-size", "4", **kw))
+    assert plan(_line(first, "qwen3-next-80b-a3b", "--tp-size", "4", **kw)).stage.gpu.mamba.max_mamba_cache_size == 684
+
+
+@boundary("mm_budget_reservation", "0.5.18")
+def _mm_reservation(first):
+    # Qwen2.5-VL-7B, --mem-fraction-static 0.8 on H100 (80,400 MiB free, 15,810 MiB of weights): 0.5.17 sizes the pool
+    # from the whole budget; 0.5.18 first reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB).
+    kw = dict(gpu="H100", gpu_free_memory="80400MiB", weights_bytes="15810MiB")
+    old = plan(_line(before(first), "qwen2.5-vl-7b", "--mem-fraction-static", "0.8", **kw)).stage.gpu
+    new = plan(_line(first, "qwen2.5-vl-7b", "--mem-fraction-static", "0.8", **kw)).stage.gpu
+    assert (old.mm_reservation_mib, new.mm_reservation_mib) == (0.0, 100.0)
+    assert old.budget_bytes - new.budget_bytes == 100 << 20

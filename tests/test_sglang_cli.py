@@ -33,7 +33,7 @@ def test_json_has_engine_and_sglang_section(capsys):
     assert sg["mem_fraction_static"] == 0.83
     assert sg["mem_fraction_static_default"] is True
     # Llama-3.1-8B: 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B a token.
-    assert sg["cell_size_bytes"] == [{"pp_rank": 0, "full": 131072, "swa": 0, "total": 131072}]
+    assert sg["cell_size_bytes"] == [{"pp_rank": 0, "full": 131072, "swa": 0, "total": 131072, "draft": 0}]
     assert sg["page_size"] == 1
     tokens = sg["max_total_num_tokens"]
     hi = sg["hicache"]
@@ -175,7 +175,7 @@ def test_every_sglang_flag_is_in_the_readme():
 @pytest.mark.parametrize("key", [k for k in SGLANG_FLAGS if k.cli_type is not bool], ids=lambda k: k.flag[0])
 def test_every_sglang_flag_refuses_a_bad_value_in_one_line(capsys, key):
     bad = {"int": "-3", "number": "-1", "fraction": "1.5", "size": "12 parsecs", "choice": "nonsense",
-           "str": None, "ints": "1,x"}[key.kind]
+           "str": None, "ints": "1,x", "path": "/no/such/draft"}[key.kind]
     if bad is None:  # a free string (--hicache-storage-backend): named, never refused
         return
     code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",

@@ -180,6 +180,16 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
                               bytes_per_stage=(), bytes_per_engine=None, bytes_per_node=None, pools=(),
                               guard_bytes_per_rank=None, ranks_per_host=ranks, pinning=PINNING,
                               storage_backend=None), ()
+    unexecuted = [w for w, on in (("a Mamba / GDN state pool", stage.gpu.mamba is not None),
+                                  ("DP attention", stage.gpu.attn_dp_size > 1),
+                                  ("a speculative draft", any(c.draft for c in stage.gpu.cell_size_bytes)))
+                  if on]
+    if unexecuted:
+        from ..vocab.errors import UnsupportedError
+
+        raise UnsupportedError(f"{layout.source}: HiCache's host pools with {' and '.join(unexecuted)} are not "
+                               "modelled for SGLang (srt/mem_cache/hybrid_cache/hybrid_pool_assembler.py sizes them; "
+                               "not executed)")
     mem_layout, io = _layout(h)
     if mem_layout == "page_first_kv_split" and stage.model.kind != "mla" or mem_layout == "page_head" and \
             stage.model.kind == "mla":

@@ -128,6 +128,68 @@ def _hicache(_k) -> tuple:
     )
 
 
+def _deployment(_k) -> tuple:
+    """DP attention, the radix cache, Mamba / GDN state, speculative decoding, multimodal."""
+    return (
+    _k("sglang.attn_dp_size", "int", "--attn-dp-size (or --enable-dp-attention with --dp-size): attention data "
+       "parallelism inside TP (attention TP = TP / it)", default=1, minimum=1, cap=4096, flag=("--attn-dp-size",),
+       name="attn_dp_size", panel="parallelism", help="SGLang: DP attention's width (attention TP = TP / this)"),
+    _k("sglang.disable_radix_cache", "bool", "--disable-radix-cache", default=False, flag=("--disable-radix-cache",),
+       name="disable_radix_cache", panel="cache", help="SGLang: no prefix (radix) cache"),
+    _k("sglang.disable_overlap_schedule", "bool", "--disable-overlap-schedule (PP turns it on itself)", default=False,
+       flag=("--disable-overlap-schedule",), name="disable_overlap_schedule", panel="cache",
+       help="SGLang: no overlap schedule (the Mamba pool's tracking slots, the SWA cap's chunks in flight)"),
+    _k("sglang.mamba_ssm_dtype", "choice", "--mamba-ssm-dtype (null: the config's mamba_ssm_dtype, else float32)",
+       choices=("float32", "bfloat16", "float16"), nullable=True, flag=("--mamba-ssm-dtype",), name="mamba_ssm_dtype",
+       panel="cache", help="SGLang: the Mamba / GDN SSM state's dtype (float32 | bfloat16 | float16)"),
+    _k("sglang.max_mamba_cache_size", "int", "--max-mamba-cache-size: Mamba state slots (null: from the budget)",
+       minimum=1, nullable=True, flag=("--max-mamba-cache-size",), name="max_mamba_cache_size", panel="cache",
+       help="SGLang: Mamba / GDN state slots (default: mamba-full-memory-ratio of the budget)"),
+    _k("sglang.mamba_full_memory_ratio", "number", "--mamba-full-memory-ratio: Mamba state bytes per KV byte",
+       default=0.9, flag=("--mamba-full-memory-ratio",), name="mamba_full_memory_ratio", panel="cache",
+       help="SGLang: the Mamba state pool's share, r / (1 + r) of the budget (default 0.9)"),
+    _k("sglang.mamba_radix_cache_strategy", "choice", "--mamba-radix-cache-strategy (auto: extra_buffer for the "
+       "hybrids modelled)", default="auto", choices=("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
+       flag=("--mamba-radix-cache-strategy",), name="mamba_radix_cache_strategy", panel="cache",
+       help="SGLang: auto | no_buffer | extra_buffer | extra_buffer_lazy (state slots per request)"),
+    _k("sglang.speculative_algorithm", "choice", "--speculative-algorithm (EAGLE, EAGLE3, NEXTN and MTP: SGLang's "
+       "EAGLE family)", choices=("EAGLE", "EAGLE3", "NEXTN", "MTP"), nullable=True,
+       flag=("--speculative-algorithm",), name="speculative_algorithm", panel="input",
+       help="SGLang: EAGLE | EAGLE3 | NEXTN | MTP (the draft's KV joins every token's cell)"),
+    _k("sglang.speculative_draft_model_path", "path", "--speculative-draft-model-path: the draft's config.json (its "
+       "layers)", flag=("--speculative-draft-model-path",), name="speculative_draft_model_path", panel="input",
+       help="SGLang: the draft model's config.json or directory"),
+    _k("sglang.speculative_num_draft_tokens", "int", "--speculative-num-draft-tokens (Mamba hybrids: the state "
+       "pool's intermediate states)", minimum=1, nullable=True, flag=("--speculative-num-draft-tokens",),
+       name="speculative_num_draft_tokens", panel="input", help="SGLang: draft tokens verified per step"),
+    _k("sglang.speculative_num_steps", "int", "--speculative-num-steps", minimum=1, nullable=True,
+       flag=("--speculative-num-steps",), name="speculative_num_steps", panel="input",
+       help="SGLang: draft steps (kept; the pools do not read it)"),
+    _k("sglang.speculative_eagle_topk", "int", "--speculative-eagle-topk", minimum=1, nullable=True,
+       flag=("--speculative-eagle-topk",), name="speculative_eagle_topk", panel="input",
+       help="SGLang: EAGLE's top-k (kept; the pools do not read it)"),
+    _k("sglang.enable_multimodal", "bool", "--enable-multimodal (null: SGLang's default: off for Gemma-3, Llama-4, "
+       "Step3-VL, Inkling)", nullable=True, flag=("--enable-multimodal",), name="enable_multimodal", panel="input",
+       help="SGLang: serve the vision tower (Gemma-3 and Llama-4 are text-only without it)"),
+    _k("sglang.language_only", "bool", "--language-only: the language half of an encoder-disaggregated pair",
+       default=False, flag=("--language-only",), name="language_only", panel="input",
+       help="SGLang: the language model of an encoder/language split (no VLM fraction adjustment)"),
+    _k("sglang.language_model_only", "bool", "--language-model-only (0.5.19+): the language model alone",
+       default=False, flag=("--language-model-only",), name="language_model_only", panel="input",
+       help="SGLang 0.5.19+: load the language model alone (not multimodal)"),
+    _k("sglang.vlm_cache_size_mb", "int", "SGLANG_VLM_CACHE_SIZE_MB: the multimodal embedding cache, off the KV "
+       "budget", default=100, minimum=0, cap=1 << 30, flag=("--vlm-cache-size-mb",), name="vlm_cache_size_mb",
+       panel="gpu", help="SGLang: SGLANG_VLM_CACHE_SIZE_MB (default 100), reserved off a multimodal model's budget"),
+    _k("sglang.mm_feature_transport", "choice", "--mm-feature-transport (cuda_ipc / cuda_vmm add "
+       "SGLANG_MM_FEATURE_CACHE_MB to the reservation)", default="cpu", choices=("cpu", "cuda_ipc", "cuda_vmm"),
+       flag=("--mm-feature-transport",), name="mm_feature_transport", panel="gpu",
+       help="SGLang: cpu | cuda_ipc | cuda_vmm (GPU transports reserve SGLANG_MM_FEATURE_CACHE_MB)"),
+    _k("sglang.mm_feature_cache_mb", "int", "SGLANG_MM_FEATURE_CACHE_MB (GPU feature transports)", default=1024,
+       minimum=0, cap=1 << 30, flag=("--mm-feature-cache-mb",), name="mm_feature_cache_mb", panel="gpu",
+       help="SGLang: SGLANG_MM_FEATURE_CACHE_MB (default 1024) with --mm-feature-transport cuda_ipc / cuda_vmm"),
+    )
+
+
 def sglang_rows(_k) -> tuple:
     """The rows, made by keys.py's row factory, in the section's order."""
-    return (*_memory(_k), *_graphs(_k), *_gpu(_k), *_hicache(_k))
+    return (*_memory(_k), *_graphs(_k), *_gpu(_k), *_deployment(_k), *_hicache(_k))

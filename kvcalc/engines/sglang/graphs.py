@@ -23,6 +23,8 @@ from __future__ import annotations
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import SglangBehaviour, sglang_of
+from ...vocab.releases.sglang_models import PREFILL_GRAPH_OFF_ARCHS, listed
+from .deploy import multimodal_prefill_off
 
 DISABLED = "disabled"
 
@@ -89,6 +91,13 @@ def _prefill_off(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: st
         return f"an MLA backend ({b.evidence('mla_prefill_graph')})"
     if sg.hicache.enabled and b.hicache_prefill_graph_off:
         return f"HiCache ({b.evidence('hicache_prefill_graph')})"
+    if sg.attn_dp_size > 1 and b.dp_attention_prefill_graph_off:
+        return f"DP attention ({b.evidence('dp_attention_prefill_graph')})"
+    if multimodal_prefill_off(layout, b):
+        return ("a multimodal model not allow-listed (srt/configs/model_config.py "
+                "multimodal_breakable_cuda_graph_supported_model_archs)")
+    if listed(PREFILL_GRAPH_OFF_ARCHS, sg.architecture, b.release):
+        return f"{sg.architecture} (srt/configs/model_config.py, the auto-disable rules of SGLang {b.version})"
     return None
 
 
@@ -107,6 +116,16 @@ def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int, mla: 
     if behaviour.prefill_graphs_clamped_to_context and sg.context_length_given:
         top = min(top, layout.cache.max_model_len)
     return top
+
+
+def dp_clamp(layout: Layout, prefill: GraphPhase, chunked: int) -> GraphPhase:
+    """parallel_hook.py:337-358 @0.5.23: after the fraction, DP attention divides chunked_prefill_size and re-clamps
+    the prefill graphs to it (unless disabled or given)."""
+    sg = sglang_of(layout)
+    if prefill.backend == DISABLED or prefill.max_bs <= chunked or sg.cuda_graph_max_bs_prefill is not None:
+        return prefill
+    n = prefill.capture_sizes if sg.cuda_graph_bs_prefill is not None else len(prefill_capture_sizes(chunked))
+    return GraphPhase(backend=prefill.backend, backend_from=prefill.backend_from, max_bs=chunked, capture_sizes=n)
 
 
 def resolve_graphs(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str, chunked: int,

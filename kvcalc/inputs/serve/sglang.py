@@ -39,20 +39,33 @@ KEYS: dict[str, str] = {
     "hicache_host_memory_mode": "sglang.hicache.host_memory_mode", "hicache_io_backend": "sglang.hicache.io_backend",
     "hicache_write_policy": "sglang.hicache.write_policy", "hicache_storage_backend": "sglang.hicache.storage_backend",
     "hicache_host_memory_fraction": "sglang.hicache.host_memory_fraction",
+    "attn_dp_size": "sglang.attn_dp_size", "disable_radix_cache": "sglang.disable_radix_cache",
+    "disable_overlap_schedule": "sglang.disable_overlap_schedule",
+    "mamba_ssm_dtype": "sglang.mamba_ssm_dtype", "max_mamba_cache_size": "sglang.max_mamba_cache_size",
+    "mamba_full_memory_ratio": "sglang.mamba_full_memory_ratio",
+    "mamba_radix_cache_strategy": "sglang.mamba_radix_cache_strategy",
+    "speculative_algorithm": "sglang.speculative_algorithm",
+    "speculative_num_draft_tokens": "sglang.speculative_num_draft_tokens",
+    "speculative_num_steps": "sglang.speculative_num_steps", "speculative_eagle_topk": "sglang.speculative_eagle_topk",
+    "enable_multimodal": "sglang.enable_multimodal", "language_only": "sglang.language_only",
+    "language_model_only": "sglang.language_model_only", "mm_feature_transport": "sglang.mm_feature_transport",
 }
+# The line's environment SGLang reads for the pools (srt/environ.py @0.5.23) -> the layout key; the other SGLANG_*
+# variables that change them are refused unless at their defaults (ENV_DEFAULTS).
+ENV_KEYS = {"SGLANG_VLM_CACHE_SIZE_MB": ("sglang.vlm_cache_size_mb", int),
+            "SGLANG_MM_FEATURE_CACHE_MB": ("sglang.mm_feature_cache_mb", int),
+            "SGLANG_MAMBA_SSM_DTYPE": ("sglang.mamba_ssm_dtype", str)}
+ENV_DEFAULTS = {"SGLANG_MAMBA_CONV_DTYPE": "bfloat16", "SGLANG_SWA_EVICTION_INTERVAL": "128",
+                "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING": "0", "SGLANG_PP_LAYER_PARTITION": None}
 # srt/arg_groups/fields/model.py @0.5.23 --dtype choices -> the layout's dtype; 'auto' keeps the config's.
 DTYPES = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16", "float": "float32", "float32": "float32"}
 # --kv-cache-dtype choices (srt/mem_cache/kv_cache_dtype.py @0.5.23) -> kvcalc's names; the FP4 / MX formats are
 # refused by the model stage (engines/sglang/model.py).
 KV_DTYPES = {"auto": "auto", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
              "bfloat16": "bfloat16"}
-_DRAFT = "a speculative draft (its KV cells and weights)"
-_DP_ATTENTION = "DP attention (attention TP shrinks to TP / DP, padding buffers grow)"
 _WEIGHTS_OFF = "weights offloaded to the CPU (the free memory after the load)"
 # ServerArgs fields that change the pools in ways kvcalc does not model: refused, naming the flag.
 NOT_MODELLED: dict[str, str] = {
-    "speculative_algorithm": _DRAFT, "speculative_draft_model_path": _DRAFT,
-    "enable_dp_attention": _DP_ATTENTION, "attn_dp_size": _DP_ATTENTION,
     "enable_lmcache": "LMCache's SGLang connector", "enable_flexkv": "FlexKV's host tier",
     "cpu_offload_gb": _WEIGHTS_OFF, "offload_group_size": _WEIGHTS_OFF, "offload_num_in_group": _WEIGHTS_OFF,
     "quantization": "a runtime weight quantization", "modelopt_quant": "a runtime weight quantization",
@@ -77,8 +90,10 @@ NOT_MODELLED: dict[str, str] = {
 HARMLESS = {"disaggregation_mode": ("null",), "moe_a2a_backend": ("none",), "cpu_offload_gb": (0,),
             "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,),
             "disable_hybrid_swa_memory": (False,),
-            "enable_lora": (None, False), "speculative_algorithm": (None,), "attn_dp_size": (1,),
-            "enable_dp_attention": (False,), "enable_two_batch_overlap": (False,)}
+            "enable_lora": (None, False), "enable_two_batch_overlap": (False,)}
+# Speculative algorithms SGLang runs as its EAGLE family (srt/speculative/spec_info.py:32-66 @0.5.23: NEXTN and
+# MTP are aliases of EAGLE); the others size their drafts by rules kvcalc has not executed.
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "MTP")
 NOTE = {"node_rank": "one node of the engine (the plan is the engine's)",
         "attention_backend": "kvcalc takes SGLang's default page size for the GPU; give --page-size if it differs",
         "ep_size": "experts split over EP ranks: the weights figure shards them by TP"}
@@ -113,9 +128,48 @@ def _value(dest: str, value: Any) -> Any:
         return KV_DTYPES[value]
     if dest == "dtype":
         return DTYPES.get(value, value)
+    if dest == "speculative_algorithm":
+        if value is None:
+            return None
+        if value.upper() not in EAGLE_FAMILY:
+            raise UnsupportedError(f"{SOURCE}: --speculative-algorithm {value}: its draft pool is not modelled for "
+                                   f"SGLang (kvcalc models {', '.join(EAGLE_FAMILY)})")
+        return value.upper()
     if dest == "chunked_prefill_size" and value < -1:
         return -1  # any value <= 0 turns chunked prefill off (memory_hook.py:304-307 @0.5.23: `> 0`)
     return value
+
+
+HANDLED = ("enable_dp_attention", "speculative_draft_model_path")  # read by _dp_attention / parse itself
+
+
+def _environment(line_env: dict[str, str]) -> dict[str, tuple[Any, str]]:
+    """The line's SGLANG_* assignments that size the pools (ENV_KEYS), and those refused off their defaults."""
+    out: dict[str, tuple[Any, str]] = {}
+    for name, value in line_env.items():
+        if name in ENV_KEYS:
+            key, how = ENV_KEYS[name]
+            try:
+                out[key] = (how(value), name)
+            except ValueError:
+                raise fail(name, "an integer", value) from None
+        elif name in ENV_DEFAULTS and value != ENV_DEFAULTS[name]:
+            raise UnsupportedError(f"{SOURCE}: {name}={value}: not modelled for SGLang (kvcalc plans its default"
+                                   + (f", {ENV_DEFAULTS[name]})" if ENV_DEFAULTS[name] else ", unset)"))
+    return out
+
+
+def _dp_attention(opts: dict, overrides: dict[str, tuple[Any, str]]) -> None:
+    """--enable-dp-attention with --dp-size N is attention DP of width N on one engine (srt/arg_groups/
+    parallel_hook.py:39-61 @0.5.23: attn_dp_size = dp_size, dp_size = 1; before 0.5.22 the same fields, dp_size
+    read as the width, srt/server_args.py:3284-3292 @0.5.14)."""
+    on = opts.get("enable_dp_attention")
+    if on is None or not on.value:
+        return
+    if "attn_dp_size" not in opts or opts["attn_dp_size"].value == 1:
+        width = opts["dp_size"].value if "dp_size" in opts else 1
+        overrides["sglang.attn_dp_size"] = (width, f"{on.spelling} --dp-size {width}")
+        overrides["parallel.data_parallel_size"] = (1, f"{on.spelling} (--dp-size is the attention DP width)")
 
 
 def _refused(dest: str, opt) -> None:
@@ -130,13 +184,17 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
     (the default release when None)."""
     from ...vocab.releases import DEFAULT_SGLANG_VERSION
 
-    _, words = assignments(list(argv))
+    line_env, words = assignments(list(argv))
     args, notes = _arguments(words)
     release = release or DEFAULT_SGLANG_VERSION
     opts = read(release, args)
     config = resolve_model(opts["model_path"].value, revision=opts["revision"].value if "revision" in opts else None,
                            flag="--model-path", env=env)
-    overrides: dict[str, tuple[Any, str]] = {"engine": ("sglang", SOURCE)}
+    overrides: dict[str, tuple[Any, str]] = {"engine": ("sglang", SOURCE), **_environment(line_env)}
+    if "speculative_draft_model_path" in opts and opts["speculative_draft_model_path"].value is not None:
+        draft = resolve_model(opts["speculative_draft_model_path"].value, flag="--speculative-draft-model-path",
+                              env=env)
+        overrides["sglang.speculative_draft_model_path"] = (os.path.abspath(draft), "--speculative-draft-model-path")
     ignored, deprecated = [], []
     for dest, opt in opts.items():
         _refused(dest, opt)
@@ -150,8 +208,9 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
             overrides[KEYS[dest]] = (_value(dest, opt.value), opt.spelling)
         elif dest in NOTE:
             notes.append(f"{opt.spelling}: {NOTE[dest]}")
-        elif dest not in MODEL_FIELDS and dest not in NOT_MODELLED:
+        elif dest not in MODEL_FIELDS and dest not in NOT_MODELLED and dest not in HANDLED:
             ignored.append(opt.spelling)
+    _dp_attention(opts, overrides)
     if deprecated:
         notes.append(f"SGLang {release} warns that {', '.join(deprecated)} is deprecated (still read)")
     if ignored:

@@ -86,6 +86,26 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 tc_piecewise rules: 'CPU offload / hierarchical "
                                    "cache'"),
         Step((0, 5, 15, 0), "kept", "0.5.15 srt/server_args.py:3341: the breakable rules have no HiCache rule")),
+    # DP attention turns the default prefill graph off.
+    "dp_attention_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 tc_piecewise rules: 'DP attention'"),
+        Step((0, 5, 17, 0), "kept", "0.5.17 srt/server_args.py:4452 breakable rules: no DP attention rule (0.5.15 - "
+                                    "0.5.16 :3341, :3763 have one)")),
+    # The Mamba / GDN state pool, DP attention's per-rank pools, the speculative draft's cells, the multimodal
+    # budget reservation and the SWA request cap: executed for 0.5.23 only (kv_cache_configurator.py /
+    # pool_configurator.py; earlier releases size them in code whose API moved and was not run).
+    "deployment_pools": (
+        Step((0, 5, 14, 0), False, "0.5.22 srt/mem_cache/kv_cache_configurator.py: not executed"),
+        Step((0, 5, 23, 0), True, "0.5.23 srt/mem_cache/kv_cache_configurator.py:2990-3409, "
+                                  "srt/model_executor/pool_configurator.py:219-1046: executed "
+                                  "(tests/fixtures/sglang/executed_vectors.json)")),
+    # A multimodal model's budget loses SGLANG_VLM_CACHE_SIZE_MB (+ the GPU feature transports' cache), or not.
+    "mm_budget_reservation": (
+        Step((0, 5, 14, 0), False, "0.5.17 srt/mem_cache: no mm_runtime_reservation_gb; the embedding cache is "
+                                   "allocated after the KV pool (0.5.14 srt/mem_cache/kv_cache_builder.py:239-240)"),
+        Step((0, 5, 18, 0), True, "0.5.18 srt/mem_cache/kv_cache_configurator.py:130-150 mm_runtime_reservation_gb, "
+                                  "subtracted at :1785-1789 (the same function through 0.5.23 :202-219, executed "
+                                  "there)")),
     # An MLA backend's prefill graphs capture up to: 2,048 tokens, or min(8,192, chunked_prefill_size).
     "mla_prefill_max_bs": (
         Step((0, 5, 14, 0), 2048, "0.5.22 srt/arg_groups/memory_hook.py:240: prefill max_bs = 2048 for an MLA "
@@ -218,6 +238,52 @@ class SglangLayout:
     kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
+    # the container's cgroup (memory.max, memory.high, memory.current, active_file + inactive_file), bytes
+    host_cgroup: HostCgroup | None = None
+    attn_dp_size: int = 1  # --attn-dp-size (or --enable-dp-attention with --dp-size)
+    disable_radix_cache: bool = False
+    disable_overlap_schedule: bool = False
+    # Mamba / GDN hybrids' state pool
+    mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (None: the config's, else float32)
+    max_mamba_cache_size: int | None = None
+    mamba_full_memory_ratio: float = 0.9
+    mamba_radix_cache_strategy: str = "auto"
+    # speculative decoding
+    speculative_algorithm: str | None = None  # EAGLE | EAGLE3 | NEXTN | MTP | STANDALONE (as SGLang spells them)
+    speculative_draft_layers: int | None = None  # the draft's KV layers (its config's), None: the target's nextn
+    speculative_draft_source: str = ""
+    speculative_num_draft_tokens: int | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    num_nextn_predict_layers: int | None = None  # the target config's (a path-less MTP draft's layers)
+    # multimodal
+    enable_multimodal: bool | None = None  # None: SGLang's default for the architecture
+    language_only: bool = False
+    language_model_only: bool = False
+    vlm_cache_size_mb: int = 100  # SGLANG_VLM_CACHE_SIZE_MB
+    mm_feature_transport: str = "cpu"
+    mm_feature_cache_mb: int = 1024  # SGLANG_MM_FEATURE_CACHE_MB
+    vision: tuple[int, int] | None = None  # (vision_config.num_hidden_layers, hidden_size) as SGLang reads them
+    vision_source: str = ""
+    has_text_config: bool = False  # the config nests a text_config: SGLang's multimodal sub-config
+
+
+@record
+class HostCgroup:
+    """The container's memory cgroup at start-up (srt/mem_cache/host_memory.py:41-133 @0.5.23 reads it)."""
+
+    limit: int | None = None  # memory.max
+    high: int | None = None  # memory.high
+    usage: int = 0  # memory.current
+    file_cache: int = 0  # active_file + inactive_file of memory.stat (reclaimable)
+
+    @property
+    def headroom(self) -> int | None:
+        """min(memory.max, memory.high) - (usage - page cache), or None without a limit (host_memory.py:41-133)."""
+        limits = [x for x in (self.limit, self.high) if x is not None]
+        if not limits:
+            return None
+        return max(min(limits) - max(self.usage - self.file_cache, 0), 0)
 
 
 def sglang_of(layout: Layout) -> SglangLayout:
@@ -264,6 +330,9 @@ class SglangBehaviour:
     mla_prefill_graph_off: bool
     hicache_prefill_graph_off: bool
     mla_prefill_max_bs: int
+    dp_attention_prefill_graph_off: bool
+    deployment_pools: bool
+    mm_budget_reservation: bool
     decode_max_bs_capped_by_requests: bool
     hybrid_swa_stage_layers: bool
     host_smaller_refused: bool
@@ -308,6 +377,8 @@ def behaviour_for(version: str) -> SglangBehaviour:
         mla_prefill_graph_off=value("mla_prefill_graph") == "off",
         hicache_prefill_graph_off=value("hicache_prefill_graph") == "off",
         mla_prefill_max_bs=value("mla_prefill_max_bs"),
+        dp_attention_prefill_graph_off=value("dp_attention_prefill_graph") == "off",
+        deployment_pools=value("deployment_pools"), mm_budget_reservation=value("mm_budget_reservation"),
         decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
         hybrid_swa_stage_layers=value("hybrid_swa_stage_layers") == "stage",
         host_smaller_refused=value("host_smaller_than_device") == "refused",
