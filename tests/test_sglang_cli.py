@@ -227,3 +227,48 @@ def test_sweep_reads_an_sglang_line(capsys):
     assert code == 0, err
     rows = out.splitlines()[1:]
     assert [r.split(",")[9] for r in rows] == ["hicache", "hicache"]
+
+
+SG_MODELS = os.path.join(ROOT, "tests", "fixtures", "sglang", "models")
+
+
+def test_weights_over_the_free_memory_say_so(capsys):
+    # DeepSeek-R1 (FP8, 671B) at TP 8 on H100: 78.73 GiB of weights a GPU against 77.15 GiB free. SGLang runs out of
+    # memory loading them; its KV-sizing refusal would name a fraction over 1 ('above 1.021'), which no flag gives.
+    code, _, err = run(capsys, "plan", os.path.join(SG_MODELS, "deepseek-r1", "config.json"), "--engine", "sglang",
+                       "--gpu", "H100", "--tp", "8", "--sglang-version", "0.5.23")
+    assert code == 2
+    assert "the weights (78.73 GiB a GPU, estimate) exceed the free GPU memory before the load (77.15 GiB)" in err
+    assert "above 1.0" not in err
+    assert err.strip().count("\n") == 0
+
+
+def test_gemma3_without_vocab_size_takes_transformers_default(capsys, tmp_path):
+    # Gemma-3's released text_config omits vocab_size: transformers' Gemma3TextConfig fills in 262,208, which SGLang
+    # and vLLM read; the weights are weighed with it instead of asking for --weights-bytes.
+    with open(os.path.join(ROOT, "tests", "fixtures", "hf", "gemma-3-12b-it.json"), encoding="utf-8") as fh:
+        config = json.load(fh)
+    del config["text_config"]["vocab_size"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    doc, _ = plan_json(capsys, str(path), "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23")
+    full, _ = plan_json(capsys, os.path.join(ROOT, "tests", "fixtures", "hf", "gemma-3-12b-it.json"), "--engine",
+                        "sglang", "--gpu", "H100", "--sglang-version", "0.5.23")
+    assert doc["sglang"]["memory"]["weights_bytes"] == full["sglang"]["memory"]["weights_bytes"]
+
+
+@pytest.mark.parametrize("model, layout, needle", [
+    ("deepseek-r1", "page_first_kv_split", "crashes building the host pool: AttributeError: 'NoneType' object has "
+                                           "no attribute 'index_layer_indices'"),
+    ("deepseek-r1", "page_head", "ValueError: Unsupported layout: page_head"),
+    ("llama-3.1-8b", "page_first_kv_split", "ValueError: Unsupported layout: page_first_kv_split")])
+def test_hicache_layouts_sglang_cannot_build(capsys, model, layout, needle):
+    # Executed at 0.5.23 (a real device pool and SGLang's own host pool per layout): MLA + page_first_kv_split crashes
+    # on CUDA (pool_host/mla.py:355), MLA refuses page_head, MHA page_first_kv_split.
+    tp = "8" if model == "deepseek-r1" else "1"
+    code, _, err = run(capsys, "plan", "--sglang-version", "0.5.23", "--gpu", "H200", "--weights-bytes", "80GiB",
+                       "--", "python", "-m", "sglang.launch_server", "--model-path", os.path.join(SG_MODELS, model),
+                       "--tp-size", tp, "--enable-hierarchical-cache", "--hicache-mem-layout", layout)
+    assert code == 2
+    assert needle in err
+    assert err.strip().count("\n") == 0

@@ -91,6 +91,24 @@ def _layout(h) -> tuple[str, str]:
     return layout, io
 
 
+def layout_refusal(mem_layout: str, kind: str, version: str) -> str | None:
+    """What SGLang says building the host pool with this --hicache-mem-layout (after _layout), or None: it builds.
+    Executed at 0.5.23 (a real small device pool and SGLang's own host pool per layout, hostlayout23.py): MHA has no
+    page_first_kv_split (pool_host/mha.py:339, also the hybrid SWA pools'), MLA no page_head (pool_host/mla.py:430),
+    and MLA's page_first_kv_split reads the NPU's split device buffers, None on CUDA (pool_host/mla.py:197-210,
+    :355)."""
+    if kind == "mla" and mem_layout == "page_first_kv_split":
+        return (f"SGLang {version} crashes building the host pool: AttributeError: 'NoneType' object has no attribute "
+                "'index_layer_indices' (srt/mem_cache/pool_host/mla.py:355 @0.5.23: page_first_kv_split reads the "
+                "device pool's NPU split buffers, which a CUDA MLA pool does not have); use page_first or "
+                "layer_first")
+    if kind == "mla" and mem_layout == "page_head" or kind != "mla" and mem_layout == "page_first_kv_split":
+        where = "mla.py:430" if kind == "mla" else "mha.py:339"
+        return (f"ValueError: Unsupported layout: {mem_layout} (srt/mem_cache/pool_host/{where} @0.5.23, the "
+                f"{'MLA' if kind == 'mla' else 'MHA'} host pool)")
+    return None
+
+
 def _device_pools(stage: SglangStage) -> list[tuple[str, int, tuple[int, ...]]]:
     """(pool, device tokens, bytes per token per PP stage)."""
     gpu, m = stage.gpu, stage.model
@@ -191,10 +209,9 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
                                "modelled for SGLang (srt/mem_cache/hybrid_cache/hybrid_pool_assembler.py sizes them; "
                                "not executed)")
     mem_layout, io = _layout(h)
-    if mem_layout == "page_first_kv_split" and stage.model.kind != "mla" or mem_layout == "page_head" and \
-            stage.model.kind == "mla":
-        raise StartupRefusal(f"Unsupported layout: {mem_layout} (the "
-                             f"{'MHA' if stage.model.kind != 'mla' else 'MLA'} host pool has no such layout)")
+    refusal = layout_refusal(mem_layout, stage.model.kind, b.version)
+    if refusal:
+        raise StartupRefusal(refusal)
     guard = None if sg.host_available is None else guard_bytes(sg.host_available, ranks, b.guard_per_rank)
     pools = _device_pools(stage)
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)

@@ -149,7 +149,7 @@ def check_host_layout(v: dict) -> None:
 
 
 # Vectors of what is built next: HiCache layouts' refusals (step 4), the cgroup input (step 5).
-LATER = ("h-host-", "h-l8-page_first_kv_split", "h-r1-page_", "i-l8-cgroup", "i-l8-ratio3-cgroup", "i-l8-size100-cgroup")
+LATER = ("i-l8-cgroup", "i-l8-ratio3-cgroup", "i-l8-size100-cgroup")
 
 
 @pytest.mark.parametrize("v", VECTORS, ids=lambda v: v["id"])

@@ -147,6 +147,8 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
                                "--gpu-free-memory or a GPU's real capacity")
     weights, w_basis = _weights(layout, [s.layers for s in model.stages])
     available = min(pre - w for w in weights)
+    if available <= 0:
+        raise _weights_exceed(pre, weights, w_basis)
     world = layout.parallel.tensor_parallel_size * layout.parallel.pipeline_parallel_size
     rest, minimum = rest_gib(pre, available, mfs, world)
     gpu = SglangGpu(
@@ -158,6 +160,21 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
         max_total_tokens_flag=sg.max_total_tokens, max_running_requests=0, context_length=layout.cache.max_model_len,
         kv_bytes_per_rank=0, log_lines=(), attn_tp_size=attn[0], attn_dp_size=attn[1], mm_reservation_mib=mm * 1024)
     return _tokens(layout, behaviour, model, rest, page, gpu)
+
+
+def _weights_exceed(pre: int, weights: tuple[int, ...], basis: str):
+    """The real reason when the weights do not fit: they exceed the free memory before the load, so SGLang runs out
+    of memory loading them, before it sizes the KV cache (its 'Raise --mem-fraction-static above 1.0xx' would name a
+    fraction over 1, which no flag can give)."""
+    from ...vocab.errors import StartupRefusal
+
+    worst = max(weights)
+    stage = f" (PP stage {weights.index(worst)})" if len(weights) > 1 else ""
+    return StartupRefusal(
+        f"the weights ({worst / GIB:.2f} GiB a GPU{stage}, {basis}) exceed the free GPU memory before the load "
+        f"({pre / GIB:.2f} GiB): SGLang runs out of memory loading them, before the KV cache is sized, whatever "
+        "--mem-fraction-static says; spread them over more GPUs (--tp-size, --pp-size), load fewer bytes a weight "
+        "(a quantized checkpoint) or use a GPU with more memory")
 
 
 def _given_budget(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, kv: int,

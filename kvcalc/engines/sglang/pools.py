@@ -101,9 +101,8 @@ def size_pools(layout: Layout, model: SglangModel, rest: float, mfs: float, mini
         full = sg.max_total_tokens // page * page  # kv_cache_configurator.py:3090-3108, then re-aligned
         if model.kind == "hybrid_swa":
             swa = min(swa, full) if cap is not None else min(int(full * sg.swa_full_tokens_ratio) // page * page, swa)
-    if full <= 0 or full == NO_KV_STAGE:
-        raise StartupRefusal("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-                             f"mem_fraction_static={mfs}")
+    if full <= 0 or full == NO_KV_STAGE:  # pool_configurator.py:94-99 @0.5.23 (the config has no fraction yet)
+        raise StartupRefusal("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
     n = requests(full, layout.cache.max_model_len, reqs, attn_dp)
     if state is not None:
         n = cap_requests(n, state)

@@ -222,6 +222,12 @@ def checkpoint_bytes(directory: str | None) -> int | None:
     return total if isinstance(total, int) and total > 0 else None
 
 
+# Model types whose released configs omit vocab_size because it is their transformers class's default (Gemma-3's
+# text_config: Gemma3TextConfig's 262,208, vocab/releases/transformers.py SIZES). A trimmed config of another type
+# stays refused: it must not be weighed with defaults it never had.
+VOCAB_OMITTED = ("gemma3_text",)
+
+
 def weights_spec(data: Any, *, source: str, directory: str | None = None) -> WeightsSpec | str:
     """config.json contents -> the breakdown, or why there is none (a model_type without a rule, or a config
     without the shapes: a trimmed config must not be weighed with transformers' defaults)."""
@@ -235,6 +241,13 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
     if rule is None:
         return f"{source}: no parameter rule for model_type {mt!r} (rules: {', '.join(sorted(RULES))})"
+    vocab_default = None
+    if not isinstance(cfg.get("vocab_size"), int) and mt in VOCAB_OMITTED:
+        from ...vocab.releases.transformers import SIZES  # on the rare path only (start-up time is a target)
+
+        # transformers' config class fills an absent vocab_size with its default, which vLLM and SGLang read
+        vocab_default = SIZES[mt]["vocab_size"]
+        cfg = {**cfg, "vocab_size": vocab_default}
     needed = ["hidden_size", "vocab_size", "num_hidden_layers",
               "intermediate_size" if mt not in _MOE + _MLA else "num_attention_heads"]
     missing = [k for k in needed if not isinstance(cfg.get(k), int)]
@@ -259,5 +272,6 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         quantization=method, linear_bytes=linear, expert_bytes=expert, checkpoint_bytes=index,
         checkpoint_dtype_bytes=stored,
         source=f"{source}: {mt} parameter shapes" + (" + vision_config" if vision else "")
+        + (f", vocab_size {vocab_default:,} (transformers' {mt} class default)" if vocab_default else "")
         + (f", scaled to model.safetensors.index.json's total_size {index:,} B" if index else ""),
         has_vision=bool(vision))
