@@ -302,3 +302,34 @@ def _mm_reservation(first):
     new = plan(_line(first, "qwen2.5-vl-7b", "--mem-fraction-static", "0.8", **kw)).stage.gpu
     assert (old.mm_reservation_mib, new.mm_reservation_mib) == (0.0, 100.0)
     assert old.budget_bytes - new.budget_bytes == 100 << 20
+
+
+@boundary("cgroup_headroom", "0.5.21")
+def _cgroup(first):
+    # Llama-3.1-8B-shaped, HiCache --hicache-size 80 on one GPU, 1,900 GiB of host memory available but a 64 GiB
+    # container with 4 GiB used: 0.5.20 checks psutil alone ((1,900 - 10) GiB: 80 GB fits); 0.5.21 min(psutil,
+    # the cgroup's 60 GiB headroom) - 10 GiB = 53.69 GB: refused (executed at 0.5.23: i-l8-size100-cgroup-64g).
+    def at(version):
+        return plan(layout_from_dict({
+            "engine": "sglang", "model": DENSE, "cache": {"max_model_len": 8192},
+            "host": {"available_memory": "1900GiB", "cgroup_limit": "64GiB", "cgroup_usage": "4GiB"},
+            "sglang": {"version": version, **PINNED, "hicache": {"enabled": True, "size": 80}}}))
+    assert at(before(first)).pool.section.guard_bytes_per_rank == 1890 << 30
+    with pytest.raises(StartupRefusal, match="Requesting 80.00 GB but only have 53.69 GB free"):
+        at(first)
+
+
+@boundary("cgroup_page_cache", "0.5.22")
+def _cgroup_cache(first):
+    # A 64 GiB container with memory.current 40 GiB, 30 GiB of it page cache (active_file 20 + inactive_file 10):
+    # 0.5.21 counts the cache as used (headroom 64 - 40 = 24 GiB), 0.5.22 credits it (64 - (40 - 30) = 54 GiB);
+    # both executed by each release's _cgroup_memory_headroom on a cgroup2 tree (24 / 54 GiB). The guard is the
+    # headroom less the 10 GiB reserve (pool_host/base.py HICACHE_HOST_MEMORY_RESERVE_BYTES), one rank.
+    def at(version):
+        return plan(layout_from_dict({
+            "engine": "sglang", "model": DENSE, "cache": {"max_model_len": 8192},
+            "host": {"available_memory": "1900GiB", "cgroup_limit": "64GiB", "cgroup_usage": "40GiB",
+                     "cgroup_file_cache": "30GiB"},
+            "sglang": {"version": version, **PINNED, "hicache": {"enabled": True, "size": 10}}}))
+    assert at(before(first)).pool.section.guard_bytes_per_rank == (24 - 10) << 30
+    assert at(first).pool.section.guard_bytes_per_rank == (54 - 10) << 30

@@ -112,6 +112,25 @@ def test_host_guard_refusal_is_exit_2(capsys):
     assert "Not enough host memory available. Requesting 200.00 GB" in err
 
 
+def test_cgroup_headroom_bounds_the_host_pool(capsys):
+    # 1 TiB available, but a 64 GiB container using 4 GiB: 0.5.23 checks --hicache-size 100 against
+    # min(1 TiB, 64 - 4 GiB) - the 10 GiB reserve = 50 GiB = 53.69 GB (host_memory.py, pool_host/base.py).
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", "--hicache-size", "100", "--host-available", "1TiB",
+                       "--host-cgroup-limit", "64GiB", "--host-cgroup-usage", "4GiB")
+    assert code == 2, err
+    assert "Requesting 100.00 GB but only have 53.69 GB free" in err
+
+
+def test_cgroup_usage_without_a_limit_is_bad_input(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", "--host-cgroup-usage", "4GiB")
+    assert code == 2, err
+    assert err.strip().count("\n") == 0
+    assert "host.cgroup_limit" in err
+    assert "memory.max" in err
+
+
 def test_a_vllm_plan_imports_no_sglang_module():
     # vocab/keys_sglang.py is the sglang section's rows of the one key table every command reads (pure data).
     code = ("import sys, kvcalc.cli as c; c.main(['plan', 'examples/llama-3.1-8b.yaml', '--format', 'json']); "
@@ -162,7 +181,7 @@ def test_sweep_rows_read_the_hicache_pool(capsys):
 
 
 SGLANG_FLAGS = [k for k in __import__("kvcalc.vocab.keys", fromlist=["FLAGS"]).FLAGS.values()
-                if k.path.startswith("sglang.") or k.path in ("engine", "host.available_memory")]
+                if k.path.startswith(("sglang.", "host.cgroup_")) or k.path in ("engine", "host.available_memory")]
 
 
 def test_every_sglang_flag_is_in_the_readme():

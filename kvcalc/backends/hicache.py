@@ -149,6 +149,32 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
     return (size // page + 1) * page
 
 
+def host_memory(available: int | None, headroom: int | None, headroom_read: bool) -> int | None:
+    """available_host_memory_bytes (srt/mem_cache/host_memory.py:136-161 @0.5.23): min(psutil's available, the
+    container's cgroup headroom); before 0.5.21 psutil's alone (STEPS cgroup_headroom)."""
+    if headroom is None or not headroom_read:
+        return available
+    return headroom if available is None else min(available, headroom)
+
+
+def _cgroup_notes(sg, b) -> list[str]:
+    """What kvcalc assumed of the host memory SGLang reads."""
+    headroom = None if sg.host_cgroup is None else sg.host_cgroup.headroom(b.cgroup_cache_reclaimable)
+    if headroom is None:
+        return []
+    if not b.cgroup_headroom:
+        return [f"SGLang {b.version} reads psutil's available host memory alone, not the container's cgroup "
+                "(srt/mem_cache/host_memory.py came in 0.5.21)"]
+    notes = [f"the cgroup's headroom: {format_bytes(headroom)} (its limit less its usage"
+             + (" without the reclaimable page cache)" if b.cgroup_cache_reclaimable else
+                f"; SGLang {b.version} counts the page cache as used)")]
+    if not sg.host_cgroup.usage:
+        notes.append("the cgroup's usage at start-up is assumed 0 (give --host-cgroup-usage: memory.current)")
+    if sg.host_available is None:
+        notes.append("psutil's available host memory (--host-available) is assumed above the cgroup's headroom")
+    return notes
+
+
 def guard_bytes(available: int, ranks: int, per_rank: bool) -> int:
     """What one rank may pin (pool_host/base.py:82-108 @0.5.23; the whole host before 0.5.19, STEPS host_guard)."""
     return (available - RESERVE) // (ranks if per_rank else 1)
@@ -212,7 +238,9 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
     refusal = layout_refusal(mem_layout, stage.model.kind, b.version)
     if refusal:
         raise StartupRefusal(refusal)
-    guard = None if sg.host_available is None else guard_bytes(sg.host_available, ranks, b.guard_per_rank)
+    headroom = None if sg.host_cgroup is None else sg.host_cgroup.headroom(b.cgroup_cache_reclaimable)
+    available = host_memory(sg.host_available, headroom, b.cgroup_headroom)
+    guard = None if available is None else guard_bytes(available, ranks, b.guard_per_rank)
     pools = _device_pools(stage)
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)
     sized = _sizes(layout, stage, pools, ratio, page)
@@ -227,6 +255,7 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
     if h.storage_backend:
         notes.append(f"--hicache-storage-backend {h.storage_backend}: an L3 tier below the host pool, sized by its "
                      "own config (not modelled)")
+    notes += _cgroup_notes(sg, b)
     if ratio_from == "default" and b.auto_size:
         notes.append("SGLang 0.5.21+ reduces the default ratio until the pools fit --hicache-host-memory-fraction of "
                      "the host: give --host-available to compute it (planned at the default ratio)")

@@ -83,6 +83,8 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
     if grant.memory_limit is not None:
         limits.setdefault("host_memory", Limit(value=grant.memory_limit, pod=True,
                                                source=f"the pod's memory limit ({grant.source})"))
+        # the container's cgroup memory.max: SGLang's HiCache sizes its host pool within its headroom
+        base = {"host.cgroup_limit": (grant.memory_limit, f"the pod's memory limit ({grant.source})"), **base}
     else:
         asked = ("" if grant.memory_request is None else
                  f"; requests.memory {grant.memory_request:,} B is what the scheduler reserves, not a cap")

@@ -149,7 +149,7 @@ def check_host_layout(v: dict) -> None:
 
 
 # Vectors of what is built next: HiCache layouts' refusals (step 4), the cgroup input (step 5).
-LATER = ("i-l8-cgroup", "i-l8-ratio3-cgroup", "i-l8-size100-cgroup")
+LATER: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("v", VECTORS, ids=lambda v: v["id"])

@@ -11,7 +11,7 @@ from typing import Any
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
 from ...vocab.devices import find_device, known_names
 from ...vocab.errors import UnsupportedError
-from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, parse_release
+from ...vocab.releases.sglang import HiCacheLayout, HostCgroup, SglangLayout, parse_release
 from ..values import Reader, written
 
 # vLLM keys an SGLang layout must not set: what SGLang calls it instead.
@@ -153,8 +153,20 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         gpu_free_memory=_size(r, s, "sglang.gpu_free_memory"), weights_bytes=_size(r, s, "sglang.weights_bytes"),
         architecture=arch, hicache=_hicache(r, s.get("hicache"), version),
         context_length_given=isinstance(top.get("cache"), dict) and top["cache"].get("max_model_len") is not None,
-        host_available=_size(r, h, "host.available_memory"), **_deployment(r, s),
+        host_available=_size(r, h, "host.available_memory"), host_cgroup=_cgroup(r, h), **_deployment(r, s),
         **_model_facts(r, config[1] if isinstance(config, tuple) else {}))
+
+
+def _cgroup(r: Reader, h: dict) -> HostCgroup | None:
+    """The container's memory cgroup (host.cgroup_*), or None: not given."""
+    limit, high = _size(r, h, "host.cgroup_limit"), _size(r, h, "host.cgroup_high")
+    usage = None if h.get("cgroup_usage") is None else r.size(h["cgroup_usage"], "host.cgroup_usage")
+    cache = None if h.get("cgroup_file_cache") is None else r.size(h["cgroup_file_cache"], "host.cgroup_file_cache")
+    if limit is None and high is None:
+        if usage is not None or cache is not None:
+            raise r.fail("host.cgroup_limit", "the cgroup's memory.max or memory.high beside its usage", None)
+        return None
+    return HostCgroup(limit=limit, high=high, usage=usage or 0, file_cache=cache or 0)
 
 
 def _deployment(r: Reader, s: dict) -> dict:

@@ -106,6 +106,19 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 5, 18, 0), True, "0.5.18 srt/mem_cache/kv_cache_configurator.py:130-150 mm_runtime_reservation_gb, "
                                   "subtracted at :1785-1789 (the same function through 0.5.23 :202-219, executed "
                                   "there)")),
+    # The host memory HiCache may use: psutil's available, or min(that, the container's cgroup headroom).
+    "cgroup_headroom": (
+        Step((0, 5, 14, 0), False, "0.5.20 srt/mem_cache/pool_host/base.py: psutil.virtual_memory().available alone "
+                                   "(no srt/mem_cache/host_memory.py)"),
+        Step((0, 5, 21, 0), True, "0.5.21 srt/mem_cache/host_memory.py available_host_memory_bytes: min(psutil, "
+                                  "_cgroup_memory_headroom); 0.5.23 :41-161")),
+    # The cgroup's usage counts its page cache (0.5.21: "charged file cache is not assumed reclaimable") or not
+    # (active_file + inactive_file credited). Both executed on a cgroup2 tree (notes/sglang2/cgroup_exec.py).
+    "cgroup_page_cache": (
+        Step((0, 5, 14, 0), "charged", "0.5.21 srt/mem_cache/host_memory.py:80 usage = memory.current, :94 "
+                                       "'charged file cache is not assumed reclaimable'"),
+        Step((0, 5, 22, 0), "reclaimable", "0.5.22 srt/mem_cache/host_memory.py:93-123 usage - (active_file + "
+                                           "inactive_file) (0.5.23 the same)")),
     # An MLA backend's prefill graphs capture up to: 2,048 tokens, or min(8,192, chunked_prefill_size).
     "mla_prefill_max_bs": (
         Step((0, 5, 14, 0), 2048, "0.5.22 srt/arg_groups/memory_hook.py:240: prefill max_bs = 2048 for an MLA "
@@ -277,13 +290,14 @@ class HostCgroup:
     usage: int = 0  # memory.current
     file_cache: int = 0  # active_file + inactive_file of memory.stat (reclaimable)
 
-    @property
-    def headroom(self) -> int | None:
-        """min(memory.max, memory.high) - (usage - page cache), or None without a limit (host_memory.py:41-133)."""
+    def headroom(self, cache_reclaimable: bool) -> int | None:
+        """min over memory.max / memory.high of max(0, limit - usage), the usage less the page cache where it is
+        reclaimable (STEPS cgroup_page_cache), or None without a limit (host_memory.py:98-127 @0.5.23)."""
         limits = [x for x in (self.limit, self.high) if x is not None]
         if not limits:
             return None
-        return max(min(limits) - max(self.usage - self.file_cache, 0), 0)
+        usage = max(self.usage - self.file_cache, 0) if cache_reclaimable else self.usage
+        return max(min(limits) - usage, 0)
 
 
 def sglang_of(layout: Layout) -> SglangLayout:
@@ -333,6 +347,8 @@ class SglangBehaviour:
     dp_attention_prefill_graph_off: bool
     deployment_pools: bool
     mm_budget_reservation: bool
+    cgroup_headroom: bool
+    cgroup_cache_reclaimable: bool
     decode_max_bs_capped_by_requests: bool
     hybrid_swa_stage_layers: bool
     host_smaller_refused: bool
@@ -379,6 +395,8 @@ def behaviour_for(version: str) -> SglangBehaviour:
         mla_prefill_max_bs=value("mla_prefill_max_bs"),
         dp_attention_prefill_graph_off=value("dp_attention_prefill_graph") == "off",
         deployment_pools=value("deployment_pools"), mm_budget_reservation=value("mm_budget_reservation"),
+        cgroup_headroom=value("cgroup_headroom"),
+        cgroup_cache_reclaimable=value("cgroup_page_cache") == "reclaimable",
         decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
         hybrid_swa_stage_layers=value("hybrid_swa_stage_layers") == "stage",
         host_smaller_refused=value("host_smaller_than_device") == "refused",
