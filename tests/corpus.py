@@ -181,6 +181,17 @@ def run(argv: list[str]) -> str:
     return text.replace(ROOT + os.sep, "")  # drafter provenance names absolute paths: the same in every clone
 
 
+_RUNS: dict[tuple[str, ...], str] = {}
+
+
+def cached_run(argv: list[str]) -> str:
+    """run(argv), once per process: test_corpus.py and test_output_schema.py read the same outputs."""
+    key = tuple(argv)
+    if key not in _RUNS:
+        _RUNS[key] = run(list(argv))
+    return _RUNS[key]
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

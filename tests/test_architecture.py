@@ -14,7 +14,7 @@ PKG = os.path.join(ROOT, "kvcalc")
 STAGES = ["vocab", "inputs", "engines", "backends", "pipeline", "report", "tools", "cli"]
 SIDE_BY_SIDE = {("inputs", "engines"), ("engines", "inputs")}
 # The pure core: no CLI, terminal, YAML, torch or file-system library.
-PURE = ("vocab", "engines", "backends", "pipeline", "report.report", "report.sections", "report.build",
+PURE = ("vocab", "engines", "backends", "pipeline", "report.report", "report.sections",
         "tools.gates", "tools.sizing")
 IMPURE = {"typer", "rich", "yaml", "torch", "click", "io", "os"}
 

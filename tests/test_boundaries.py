@@ -123,50 +123,64 @@ def _(old, new):
 @boundary("hybrid_kernel_uses_block_size", "0.20.0")
 def _(old, new):
     # The hybrid block: kernel 16 on 0.19.1 whatever the block size; 0.20.0 max(16, block_size). GDN at TP 4 with
-    # block_size 40 (a stage of its own: before 0.21 the connector refuses the hybrid manager): 0.19.1 16 x
-    # cdiv(272,384, 16 x 1,024) = 16 x 17 = 272; 0.20.0 40 x cdiv(272,384, 40 x 1,024) = 40 x 7 = 280.
+    # block_size 48 (a stage of its own: before 0.21 the connector refuses the hybrid manager; 48 is a multiple of
+    # FLASH_ATTN's 16, as 0.18+'s validation of a given block size asks): 0.19.1 16 x cdiv(272,384, 16 x 1,024) =
+    # 16 x 17 = 272; 0.20.0 48 x cdiv(272,384, 48 x 1,024) = 48 x 6 = 288.
     def block(version):
+        from kvcalc.engines.vllm.attention_block import plan_attention
         from kvcalc.engines.vllm.layers import _hybrid_kernel_block
         from kvcalc.inputs.layout.read import layout_from_dict
         from conftest import deep_merge, COMMON
 
-        data = deep_merge(deep_merge(COMMON, GDN), {"cache": {"block_size": 40}, "vllm": {"version": version}})
-        kernel = _hybrid_kernel_block(layout_from_dict(data, source="t.yaml"), behaviour_for(version), 40, "align")
-        return hybrid_alignment(mode="align", block_size=40, attention_token_page=1024, mamba_page=272384,
+        data = deep_merge(deep_merge(COMMON, GDN), {"cache": {"block_size": 48}, "vllm": {"version": version}})
+        lay, b = layout_from_dict(data, source="t.yaml"), behaviour_for(version)
+        kernel = _hybrid_kernel_block(lay, b, 48, "align", plan_attention(lay, b))
+        return hybrid_alignment(mode="align", block_size=48, attention_token_page=1024, mamba_page=272384,
                                 kernel_block=kernel, mamba_chunk=256).block_size
     assert block(old) == 272
-    assert block(new) == 280
+    assert block(new) == 288
 
 
 @boundary("hybrid_mla_floor_128", "0.27.0")
 def _(old, new):
     # MLA + Mamba-2 (64 heads x 64, 8 groups, state 128, conv 4), mode align, TP 1. Mamba state: conv 3 x (4,096 +
     # 2 x 8 x 128) x 2 = 36,864 B + ssm 64 x 64 x 128 x 2 = 1,048,576 B = 1,085,440 B; one MLA token 576 x 2 = 1,152
-    # B. 0.26.0 kernel 64: 64 x cdiv(1,085,440, 73,728) = 64 x 15 = 960; 0.27.0 kernel 128: 128 x 8 = 1,024.
+    # B. 0.26.0 on an H100-class GPU: FLASH_ATTN_MLA, kernel 16: 16 x cdiv(1,085,440, 18,432) = 16 x 59 = 944; 0.27.0
+    # kernel 128 whatever the backend: 128 x 8 = 1,024.
     layout = {"model": {"num_layers": 8, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "layer_pattern": ["mamba", "mla"],
                         "mamba": {"kind": "mamba2", "mamba_num_heads": 64, "mamba_head_dim": 64, "n_groups": 8,
                                   "ssm_state_size": 128, "conv_kernel": 4}},
               "cache": {"enable_prefix_caching": True, "mamba_cache_mode": "align"}}
-    assert make_plan(layout, old).layers.block_size == 960
+    assert make_plan(layout, old).layers.block_size == 944
     assert make_plan(layout, new).layers.block_size == 1024
 
 
-@boundary("fa4_hd256_kernel", "0.29.0")
+@boundary("hybrid_prefix_caching", "0.26.0")
 def _(old, new):
-    # GDN + head-256 attention on SM100 with FLASH_ATTN: 0.28.0 kernel 16 -> 16 x cdiv(272,384, 16,384) = 272;
-    # 0.29.0 FA4's hd256 kernel takes 128-token blocks: 128 x cdiv(272,384, 131,072) = 384.
-    layout = {**GDN, "vllm": {"gpu_arch": "sm100"}}
-    assert make_plan(layout, old).layers.block_size == 272
-    assert make_plan(layout, new).layers.block_size == 384
+    # Qwen3-Next-like GDN at TP 4 on 0.25.1: prefix caching off by default for a hybrid model (mode none); 0.26.0
+    # turns it on (mode align for a GDN model).
+    layout = {**GDN, "cache": {}}
+    assert (make_plan(layout, old).layers.enable_prefix_caching, make_plan(layout, old).layers.mamba_cache_mode) == (
+        False, "none")
+    assert (make_plan(layout, new).layers.enable_prefix_caching, make_plan(layout, new).layers.mamba_cache_mode) == (
+        True, "align")
 
 
 @boundary("hybrid_backend_lcm", "0.32.0")
 def _(old, new):
-    # block_size 40 on GDN: 0.31.0 40 x cdiv(272,384, 40,960) = 280; 0.32.0 rounds to a multiple of FLASH_ATTN's
-    # smallest kernel block 16: 288.
-    layout = {**GDN, "cache": {"enable_prefix_caching": True, "block_size": 40}}
-    assert make_plan(layout, old).layers.block_size == 280
-    assert make_plan(layout, new).layers.block_size == 288
+    # 0.32.0 rounds the hybrid block to a multiple of every non-SSM backend's smallest kernel block (the lcm). With
+    # one FLASH_ATTN (16) and a block the validation keeps a multiple of 16 it changes nothing; with DeepSeek-V3.2's
+    # indexer (64) beside a 16-token backend it does: GDN figures, kernel 16: 0.31.0 16 x 17 = 272; 0.32.0 rounds
+    # to a multiple of lcm(16, 64) = 64: 320.
+    from kvcalc.engines.vllm.layers import backend_multiple
+
+    sparse = make_plan({"model": {"num_layers": 2, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                                  "index_head_dim": 128}}, new).layers.attention
+    assert (sparse.backends, sparse.kernel_lcm) == (("DEEPSEEK_V32_INDEXER", "FLASH_ATTN_MLA_SPARSE"), 64)
+    for version, multiple, block in ((old, 1, 272), (new, 64, 320)):
+        assert backend_multiple(behaviour_for(version), sparse) == multiple
+        assert hybrid_alignment(mode="align", block_size=16, attention_token_page=1024, mamba_page=272384,
+                                kernel_block=16, mamba_chunk=256, multiple=multiple).block_size == block
 
 
 @boundary("hybrid_checkpoint_alignment", "0.33.0")
@@ -749,7 +763,7 @@ def _(old, new):
 
     def sizes(version):
         data = {"model": {"hf_config": LLAMA_CONFIG}, "cache": {"max_model_len": 16384},
-                "gpu": {"name": "H100"}, "vllm": {"version": version, "gpu_arch": "sm100"}}
+                "gpu": {"name": "B200"}, "vllm": {"version": version}}
         return plan(layout_from_dict(data, source="t.yaml")).memory.cudagraph_sizes
 
     assert a.cudagraph_sizes == 51

@@ -176,13 +176,18 @@ def test_a_zero_budget_is_a_start_up_refusal(capsys):
     assert code == 0, err
 
 
-def test_zero_gpu_blocks_never_divides_by_zero(capsys):
-    doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--num-gpu-blocks-override", "0")
-    assert doc["gpu"]["num_blocks"] == 0
-    assert doc["offload"]["fixed"]["num_blocks_scheduler"] == 0
-    # The old formula never looked at num_blocks (trap 5): 64 GiB // (65536 * 32).
-    assert doc["offload"]["old"]["num_blocks_scheduler"] == 32768
-    assert "GPU num_blocks is 0" in err
+def test_zero_gpu_blocks_are_vllms_refusal(capsys):
+    # Issue 34: --num-gpu-blocks-override 0 was planned (0 GPU blocks, the startup gate passed); vLLM's BlockPool
+    # asserts num_gpu_blocks > 0 (v1/core/block_pool.py:169 @0.33.0, :155 @0.14.0): exit 2, and with --check the
+    # startup gate fails (exit 1).
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--num-gpu-blocks-override", "0")
+    assert code == 2
+    assert "BlockPool asserts num_gpu_blocks > 0" in err
+    code, out, err = run(capsys, "plan", ex("llama-3.1-8b.yaml"), "--num-gpu-blocks-override", "0", "--check",
+                         "--format", "json")
+    assert code == 1
+    startup = {c["name"]: c for c in json.loads(out)["checks"]}["startup"]
+    assert startup["status"] == "fail"
 
 
 def test_every_format_has_a_renderer(capsys):

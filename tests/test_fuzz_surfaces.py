@@ -13,7 +13,7 @@ import time
 import tracemalloc
 
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES_DIR
@@ -140,3 +140,119 @@ def test_hub_cache_refs(revision, ref_text):
                                  env={"HF_HUB_CACHE": cache})
     contract(code, out, err)
     assert "SECRET" not in err
+
+
+# Issue 34: the shell's control flow, Kubernetes env expansion, and the guarded reads.
+
+FLOW_PARTS = st.sampled_from([
+    "if [ -f /etc/x ]; then ", "; fi", "\nfi\n", "( ", " )", "{ ", "; }", " && ", " || ", "; ", "\n", " | cat",
+    " &\nwait\n", "set -a\n", "set +a\n", 'set -- "$@" --kv-offloading-size 64\n', "shift\n", "shift 9\n",
+    "export LMCACHE_MAX_LOCAL_CPU_SIZE=10", "LMCACHE_MAX_LOCAL_CPU_SIZE=20", "unset LMCACHE_MAX_LOCAL_CPU_SIZE",
+    "export PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:64", "for i in 1 2; do ", "; done", "while false; do ",
+    'case "$ROLE" in a) ', " ;; esac", "test -f /x", "true", "false", ":", "env -i ", "env -u LMCACHE_CHUNK_SIZE ",
+    "then ", "else ", "elif ", "do ", "esac", "!", "exec ", "vllm serve MODEL -tp 4 --kv-transfer-config "
+    "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'", ' "$@"', " $1", " ${X:-1}",
+])
+
+
+def _manifest_doc(container: dict, *others) -> str:
+    pod = {"containers": [container], "volumes": [{"name": "cfg", "configMap": {"name": "cm"}}]}
+    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+           "spec": {"template": {"spec": pod}}}
+    path = os.path.join(WORK, "flow.yaml")
+    with open(path, "w") as fh:
+        yaml.safe_dump_all([*others, doc], fh)
+    return path
+
+
+def _gates_hold(code: int, out: str) -> None:
+    if code == 0:  # no gate passes on a value kvcalc could not read: an unknown gate fails the run
+        assert all(c["status"] in ("pass", "skipped") for c in json.loads(out)["checks"])
+
+
+# The CI profile's count, capped: each case plans a manifest (the three families stay within a few minutes).
+NEW_FAMILY = settings(max_examples=min(settings().max_examples, 800))
+
+
+@NEW_FAMILY
+@given(st.lists(FLOW_PARTS, max_size=16), st.lists(st.sampled_from(["--seed", "1", "-tp", "2", "x"]), max_size=4))
+def test_shell_control_flow(parts, params):
+    script = "".join(parts).replace("MODEL", MODEL_DIR)
+    path = _manifest_doc({"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "command": ["/bin/sh", "-c"],
+                          "args": [script, "sh", *params], "env": [{"name": "ROLE", "value": "a"}],
+                          "resources": {"limits": {"memory": "64Gi"}}})
+    code, out, err = run_bounded(["plan", "--k8s", path, "--check", "--format", "json"])
+    contract(code, out, err)
+    _gates_hold(code, out)
+
+
+@NEW_FAMILY
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=1, max_value=4),
+       st.sampled_from(["x", "x" * 1000, "$(V0)", "$$(V0)", "$(NOPE)"]), st.integers(min_value=0, max_value=3000),
+       st.sampled_from(["", "$(cat /etc/cfg/a)", "${V0}", "$V1$V1"]))
+def test_env_expansion(chain, repeats, seed, cats, piece):
+    # $(V) chains that repeat the entry before (doubling and more) and a script that expands a mounted file or a
+    # variable thousands of times: refused at their bounds, never grown without one.
+    env = [{"name": "V0", "value": seed}] + [{"name": f"V{i}", "value": f"$(V{i - 1})" * repeats}
+                                             for i in range(1, chain + 1)]
+    script = f'X="{piece * cats}"\nexec vllm serve {MODEL_DIR} --kv-offloading-size 8'
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "y" * 4096}}
+    path = _manifest_doc({"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "command": ["sh", "-c", script],
+                          "env": env, "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}, cm)
+    code, out, err = run_bounded(["plan", "--k8s", path, "--format", "json"])
+    contract(code, out, err)
+
+
+GUARDED = st.sampled_from(["fifo", "zero", "dir", "big", "bad", "deep", "total1", "totalneg", "totalstr", "ok",
+                           "missing"])
+
+
+def _place(path: str, kind: str) -> None:
+    """Put something at `path`: a FIFO, a symlink to /dev/zero, a directory, or a file of some content."""
+    if os.path.lexists(path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)
+        else:
+            os.remove(path)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        os.symlink("/dev/zero", path)
+    elif kind == "dir":
+        os.mkdir(path)
+    elif kind == "big":  # past the index reader's 64 MiB cap: written once, reached through a symlink
+        big = os.path.join(WORK, "big.json")
+        if not os.path.exists(big):
+            with open(big, "w") as fh:
+                fh.write('{"metadata": {"total_size": 1}, "pad": "' + "x" * (65 << 20) + '"}')
+        os.symlink(big, path)
+    elif kind != "missing":
+        text = {"bad": "{not json", "deep": "[" * 100000, "total1": '{"metadata": {"total_size": 1}}',
+                "totalneg": '{"metadata": {"total_size": -5}}', "totalstr": '{"metadata": {"total_size": "9"}}',
+                "ok": '{"metadata": {"total_size": 16060522496}}'}[kind]
+        with open(path, "w") as fh:
+            fh.write(text)
+
+
+@NEW_FAMILY
+@given(GUARDED, st.sampled_from(["index", "log", "metrics", "config", "lmcache"]))
+def test_guarded_reads(kind, where):
+    # Every file kvcalc reads goes through the guarded reader (inputs/files.py): no FIFO waited on, no device read,
+    # no file read past its cap, whatever the path names.
+    model = os.path.join(WORK, "guarded-model")
+    os.makedirs(model, exist_ok=True)
+    with open(os.path.join(EXAMPLES_DIR, "configs", "gemma-3-27b.json")) as fh, \
+            open(os.path.join(model, "config.json"), "w") as out:
+        out.write(fh.read())
+    target = os.path.join(WORK, f"guarded-{where}")
+    _place(os.path.join(model, "model.safetensors.index.json") if where == "index" else target, kind)
+    args = {"index": ["plan", os.path.join(model, "config.json"), "--gpu", "H100"],
+            "log": ["check", os.path.join(model, "config.json"), "--log", target],
+            "metrics": ["check", os.path.join(model, "config.json"), "--metrics", target],
+            "config": ["plan", "--", "vllm", "serve", model, "--config", target + ".yaml"],
+            "lmcache": ["plan", os.path.join(model, "config.json"), "--lmcache-config", target]}[where]
+    if where == "config":
+        _place(target + ".yaml", kind)
+    code, out, err = run_bounded(args + ["--vllm-version", "0.33.0", "--format", "json"])
+    contract(code, out, err)
+    _place(os.path.join(model, "model.safetensors.index.json"), "missing")

@@ -244,8 +244,11 @@ def test_sweep_reads_an_sglang_line(capsys):
     code, out, err = run(capsys, "sweep", "--serve", line, "--gpu", "H100", "--weights-bytes", "16G", "--tp", "1,2",
                          "--format", "csv")
     assert code == 0, err
-    rows = out.splitlines()[1:]
-    assert [r.split(",")[9] for r in rows] == ["hicache", "hicache"]
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(out)))  # by name: issue 35 added the max_model_len axis column
+    assert [r["family"] for r in rows] == ["hicache", "hicache"]
 
 
 SG_MODELS = os.path.join(ROOT, "tests", "fixtures", "sglang", "models")

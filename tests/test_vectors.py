@@ -83,10 +83,15 @@ def test_b_pure_mla(block, page, n_gpu, tensor, bw, tokens, cpu, pinned, unused)
         assert r.unused_bytes == unused == C - 4 * pinned
 
 
-def test_b_mla_default_block_is_64():
-    p = make_plan({**MLA61, "parallel": {"tensor_parallel_size": 4}})
-    assert p.layers.block_size == 64
-    assert p.gpu.num_blocks == 9549
+def test_b_mla_default_block_follows_the_backend():
+    # The spec's (b) vectors pin block 64 (FlashMLA's). Without --block-size the block is the selected backend's
+    # (issue 29): 0.17.1 forces FlashMLA's 64 on an H100-class GPU (40 GiB // (61 x 64 x 1,152) = 9,549 blocks);
+    # 0.19.1 selects FLASH_ATTN_MLA there, whose preferred size is 16 (40 GiB // 1,124,352 = 38,199), and
+    # FLASHINFER_MLA on a B200, 32 (19,099).
+    for version, arch, block, blocks in (("0.17.1", "sm90", 64, 9549), ("0.19.1", "sm90", 16, 38199),
+                                         ("0.19.1", "sm100", 32, 19099)):
+        p = make_plan({**MLA61, "parallel": {"tensor_parallel_size": 4}, "vllm": {"gpu_arch": arch}}, version)
+        assert (p.layers.block_size, p.gpu.num_blocks) == (block, blocks), (version, arch)
 
 
 # ---------------------------------------------------------------- (b2) MLA + EAGLE3

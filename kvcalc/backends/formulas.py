@@ -23,7 +23,7 @@ from ..engines.vllm.specs import (
 )
 from ..engines.vllm.tensors import GpuPlan, WorkerConfig
 from ..vocab.errors import UnsupportedError, known
-from ..vocab.kinds import ATTENTION_BACKENDS
+from ..vocab.releases.attn_backends import backend_row
 from ..vocab.records import cached, record
 from ..vocab.releases.vllm import FAMILIES, Behaviour, OffloadRule, behaviour_for
 from ..vocab.units import cdiv, round_up
@@ -49,6 +49,7 @@ class OffloadSettings:
     host_page_size: int
     pinned_round_threshold_mb: int | None
     extra_retained_tokens: int  # 0.31+ sliding windows: max(0, num_prefill_lookahead_tokens - 1)
+    prefix_caching: bool = False  # the cache's: a pure-Mamba model's state per block then (not modelled here)
 
 
 @record
@@ -259,9 +260,10 @@ def startup_check(rule: OffloadRule, gpu: GpuPlan, s: OffloadSettings) -> tuple[
     hb = gpu.hash_block_size
     if not groups:
         return "the model has no KV cache layers: nothing to offload", 1
-    if hb is None or any(g.spec.block_size is None for g in groups):
-        # A pure Mamba model with prefix caching: its groups' block size (vLLM's mamba_block_size for the cache
-        # mode) is not something kvcalc derives; refused rather than computed from nothing.
+    if hb is None or any(g.spec.block_size is None for g in groups) or \
+            s.prefix_caching and all(g.spec.kind == "mamba" for g in groups):
+        # A pure Mamba model with prefix caching: what the connector does with groups that are all recurrent state
+        # is not modelled; refused rather than computed from nothing.
         raise UnsupportedError("a model whose every layer is Mamba, with prefix caching: the block size vLLM gives "
                                "its state (mamba_block_size) is not modelled; plan it without --enable-prefix-caching")
     for g in groups:
@@ -415,7 +417,7 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
     per KV cache tensor."""
     s, b = r.settings, r.behaviour
     rows = count.num_blocks * r.factor  # pre-0.26: num_cpu_blocks x block_size_factor; 0.26+: chunks x bpc
-    backend = ATTENTION_BACKENDS[s.attention_backend]
+    backend = backend_row(s.attention_backend, b.release)
     groups = worker.groups
     if worker.tensor_pages is not None:
         # DeepSeek-V4: one pinned tensor per canonical GPU tensor (0.20.0-0.23.0 offloading/worker.py), the one
@@ -425,7 +427,7 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
             counts[rows * page] = counts.get(rows * page, 0) + 1
         return tuple(Allocation(count=k, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb))
                      for size, k in counts.items())
-    if (b.cross_layer_blocks and (b.mla_cross_layer or not backend.mla) and len(groups) == 1
+    if (b.cross_layer_blocks and (b.mla_cross_layer or backend is None or not backend.mla) and len(groups) == 1
             and isinstance(groups[0].spec, AttentionSpec) and worker.num_tensors):
         # One cross-layer KV tensor (num_blocks, num_layers, ...): the worker pins one tensor of all its bytes
         # (offloading/worker.py register_cross_layers_kv_cache; 0.14.0 cpu_gpu.py "cross-layers tensor").
@@ -434,7 +436,7 @@ def _private_allocations(r: FormulaResult, worker: WorkerConfig, count: SideCoun
         # v1/worker/kv_connector_model_runner_mixin.py:158), not the identity order of 0.18-0.23.
         size = rows * worker.bytes_per_block
         return (Allocation(count=1, size=size, resident=pinned_resident(size, b, s.pinned_round_threshold_mb)),)
-    split = b.pinned_layout == "per_tensor_split_kv" and backend.kv_first
+    split = b.pinned_layout == "per_tensor_split_kv" and backend is not None and backend.kv_first
     sizes: dict[int, int] = {}
     for t in _tensor_pages(worker):
         page, attention = t

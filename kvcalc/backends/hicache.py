@@ -23,6 +23,8 @@ Per rank and per device pool (srt/mem_cache/pool_host/base.py:186-240 HostKVCach
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING
 
 from ..vocab.errors import StartupRefusal, known
@@ -145,7 +147,12 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
     if size_gb:
         size = min(int(size_gb * 1e9 // p) for p in bytes_per_token if p)
     else:
-        size = int(device_tokens * known(ratio, "the host ratio"))  # without --hicache-size: sized by its ratio
+        product = device_tokens * known(ratio, "the host ratio")  # without --hicache-size: sized by its ratio
+        if not math.isfinite(product):
+            # pool_host/base.py:226 @0.5.23 int(device_capacity_tokens * host_to_device_ratio) raises OverflowError
+            raise StartupRefusal(f"--hicache-ratio {ratio:g} x {device_tokens:,} device tokens: OverflowError: cannot "
+                                 "convert float infinity to integer (the host pool's size)")
+        size = int(product)
     return (size // page + 1) * page
 
 

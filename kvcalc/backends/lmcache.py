@@ -240,7 +240,11 @@ class LMCacheSizeRow:
     note: str | None = field("why there is no answer, or null")
 
     backend = "lmcache"
-    refusal = None
+
+    @property
+    def refusal(self) -> str | None:
+        """No size answers the target (the size command's exit 2): the note says why."""
+        return self.note if self.gib is None else None
 
     def document(self, source: str, target: SizeTarget) -> dict:
         return {"schema_version": 1, "source": source, "backend": "lmcache", "target_tokens": target.tokens,

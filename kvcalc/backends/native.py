@@ -125,7 +125,7 @@ def plan_offload(gpu: GpuPlan, s: OffloadSettings, behaviour: Behaviour, *, hma_
                        families=families, budget_given=budget_given, selected=sel, selected_check=check)
 
 
-def settings_for(layout: Layout, budget: int) -> OffloadSettings:
+def settings_for(layout: Layout, budget: int, attention_backend: str) -> OffloadSettings:
     """What the connector's counts depend on, from the layout (and `budget`, bytes for one engine)."""
     model, par, draft = layout.model, layout.parallel, layout.model.draft
     # 0.31+ sliding windows keep max(0, num_prefill_lookahead_tokens - 1) more tokens (config/vllm.py: EAGLE
@@ -139,8 +139,9 @@ def settings_for(layout: Layout, budget: int) -> OffloadSettings:
         pp=par.pipeline_parallel_size, dp=par.data_parallel_size, world_size=par.world_size,
         backend=par.distributed_executor_backend, nnodes=par.nodes_per_engine, engines_per_node=par.engines_per_node,
         platform=layout.platform, is_mla_model=model.is_mla, max_model_len=layout.cache.max_model_len,
-        attention_backend=layout.backend, host_page_size=layout.host.page_size,
+        attention_backend=attention_backend, host_page_size=layout.host.page_size,
         pinned_round_threshold_mb=layout.host.pinned_round_threshold_mb, extra_retained_tokens=retained,
+        prefix_caching=bool(layout.cache.enable_prefix_caching),
     )
 
 
@@ -400,9 +401,9 @@ class NativeBackend:
         behaviour = stage.behaviour
         budget = layout.offload.cpu_bytes_to_use
         families = (behaviour.formula,) if selected_only else ("old", "fixed", behaviour.formula)
-        off = plan_offload(stage.gpu, settings_for(layout, budget or 0), behaviour, hma_enabled=stage.hma_enabled,
-                           families=families, budget_given=budget is not None,
-                           sizing=layout.offload.cpu_bytes_source == SIZING_BUDGET)
+        settings = settings_for(layout, budget or 0, stage.layers.attention.backend)
+        off = plan_offload(stage.gpu, settings, behaviour, hma_enabled=stage.hma_enabled, families=families,
+                           budget_given=budget is not None, sizing=layout.offload.cpu_bytes_source == SIZING_BUDGET)
         return NativePool(offload=off, budget_bytes=budget, hma_enabled=stage.hma_enabled)
 
     def with_budget(self, layout: Layout, budget_bytes: int, source: str) -> Layout:

@@ -9,7 +9,6 @@ from ..engines.vllm.specs import AttentionSpec, FullAttentionSpec, UniformTypeKV
 from ..engines.vllm.runs import ordered
 from ..engines.vllm.tensors import WorkerConfig, log_numbers
 from ..vocab.errors import known
-from ..vocab.kinds import ATTENTION_BACKENDS
 from ..vocab.layout import Layout
 from ..vocab.records import field, record, replace
 from ..vocab.releases import simple as sr
@@ -202,8 +201,9 @@ def disk_files(layout: Layout, mode: str) -> tuple[str, ...]:
     return tuple(f"{sr.simple_of(layout).disk_path}.rank_{i}" for i in range(per_node))
 
 
-def kv_first(layout: Layout) -> bool:
-    return ATTENTION_BACKENDS[layout.backend].kv_first
+def kv_first(stage: GpuStage) -> bool:
+    """The selected backend's KV cache is (2, num_blocks, ...) (FlashAttention's, Flex's, ROCm's)."""
+    return stage.layers.attention.kv_first
 
 
 def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
@@ -219,7 +219,7 @@ def plan_simple(layout: Layout, stage: GpuStage) -> SimplePlan:
     error = refusal(layout, stage, sb)
     per_stage: list[tuple[int, tuple[int, ...]]] = []
     for w in stage.gpu.workers if error is None else ():
-        regs, crash = regions(w, sb.worker_bytes, kv_first(layout), stage.gpu.num_blocks)
+        regs, crash = regions(w, sb.worker_bytes, kv_first(stage), stage.gpu.num_blocks)
         error = error or crash
         per_stage.append((w.bytes_per_block, regs))
     enabled = error is None and stage.layers.enable_prefix_caching

@@ -85,6 +85,21 @@ def _json_asked(args: list[str]) -> bool:
     return False
 
 
+def _write(text: str) -> bool:
+    """`text` on stdout; False, with the one-line reason on stderr, when stdout is full, closed or gone."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_stdout()
+        return True  # the reader left: nothing to say
+    except OSError as e:
+        quiet_stdout()
+        err(f"kvcalc: error: cannot write the output: {e.strerror or e}")
+        return False
+    return True
+
+
 def _run(args: list[str]) -> int:
     try:
         rc = app_for(args)(args=args, prog_name="kvcalc", standalone_mode=False)
@@ -97,14 +112,17 @@ def _run(args: list[str]) -> int:
             # document on stdout, its `error` the stderr line's text.
             import json
 
-            sys.stdout.write(json.dumps({"schema_version": 1, "error": e.one_line(), "exit_code": e.exit_code},
-                                        indent=2) + "\n")
+            # The refusal's exit code stands when its document cannot be written (as when stderr is closed); one
+            # line under --format jsonl: a JSON-lines reader reads it as one document.
+            _write(json.dumps({"schema_version": 1, "error": e.one_line(), "exit_code": e.exit_code},
+                              indent=None if "jsonl" in " ".join(args) else 2) + "\n")
         return e.exit_code
     except click.ClickException as e:  # usage errors: bad flag values, missing arguments
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kvcalc`: the help, as asked
-            sys.stdout.write(e.format_message() + "\n")
-            return 0
-        err(f"kvcalc: error: {' '.join(e.format_message().split())}")
+            return 0 if _write(e.format_message() + "\n") else 74
+        from ..vocab.errors import cut_long
+
+        err(f"kvcalc: error: {cut_long(' '.join(e.format_message().split()))}")
         return 2
     except (typer.Exit, typer.Abort) as e:
         return getattr(e, "exit_code", 1)

@@ -12,6 +12,7 @@ from ..vocab.errors import KvcalcError, StartupRefusal, known
 from ..vocab.units import SIZE_HELP
 from .console import (RENDERERS, console, err, naming, plain, print_json, print_summary, report_checks,
                       write_sweep)
+from .drawing import chart_option, check_drawing, draw, plot_option
 from .inputs import LAYOUT_HELP, container_option, k8s_option, load_any, raw_any, serve_option
 from .options import (OutputFormat, SweepFormat, VersionsFormat, backends_of, check_limits, engines_of,
                       format_option, gate, given_paths, layout_flags, plan_or_refusal, releases_of, size_flag,
@@ -62,6 +63,8 @@ def plan(
                                           rich_help_panel="offload"),
     compare_engines: bool = typer.Option(False, "--compare-engines", help="vLLM and SGLang side by side on the same "
                                          "model, GPUs and host", rich_help_panel="release"),
+    plot: Optional[str] = plot_option(" (with --compare-versions or --compare-engines)"),
+    chart: bool = chart_option(" (with --compare-versions or --compare-engines)"),
     check: bool = typer.Option(False, "--check", help="exit 1 if a gate fails (reasons on stderr)",
                                rich_help_panel="checks"),
     host_memory: Optional[str] = typer.Option(None, "--host-memory",
@@ -91,10 +94,11 @@ def plan(
 ) -> None:
     """Rebuild vLLM's KV cache layout and compare the old and fixed CPU-offload block counts."""
     from ..pipeline import decimal_budget_note
-    from ..report.build import build_report
+    from ..report import build_report
 
     if summary and fmt != "table":
         raise KvcalcError("--summary shortens the table (--format table): the JSON document is always whole")
+    drawn = check_drawing(plot, chart, fmt, compare_versions is not None or compare_engines)
     limits = check_limits(host_memory, min_cpu_tokens, shm_size, host_overhead, check, server_memory)
     loaded = load_any(layout, serve, k8s, container, flags, limits)
     if memory_log is not None:
@@ -126,9 +130,13 @@ def plan(
     for line in p.warnings:
         err(f"warning: {line}")
     (print_summary if summary else RENDERERS[fmt])(report)
+    if drawn:
+        from ..report.chart import compare_chart
+
+        draw(compare_chart(report), plot, chart)
     if check:
         report_checks(report.checks)
-        if not all(c.passed for c in report.checks):
+        if any(c.status in ("fail", "unknown") for c in report.checks):  # a skipped gate fails nothing
             raise typer.Exit(1)
     elif report.error:
         # The document is on stdout; a release that would not start is exit 2 (README: exit codes).
@@ -157,7 +165,11 @@ def init(
                           "id")
     top, origin, source, overrides = raw_any(config, serve, k8s, container, flags)
     # Refuse here what `plan` would refuse about the model; the CPU budget may be filled in later.
-    validate(top, source=source, overrides=overrides)
+    laid = validate(top, source=source, overrides=overrides)
+    if laid.weights is not None and top.get("__config__"):
+        # The layout weighs the model (a predicted KV budget, SGLang's budget): it keeps the config.json it weighs.
+        top["model"] = {"hf_config": top["__config__"][0], **top["model"]}
+        origin["model.hf_config"] = "the config.json the KV budget prediction weighs"
     what = "config key" if config is not None else f"config key (or {source} flag)"
     text = render(top, origin, header=f"kvcalc layout (schema v1), written by `kvcalc init` from {source}\n"
                                       f"Each comment names the {what} a value came from.")
@@ -180,6 +192,10 @@ def versions(fmt: VersionsFormat = format_option("markdown: the README's familie
 
     width, parts = versions_output(fmt, show_boundaries, plain())
     for part in parts:
+        if isinstance(part, str) and fmt == "table":  # a sentence under the table: wrapped at the console's width
+            from rich.text import Text
+
+            part = Text(part.rstrip("\n"))
         sys.stdout.write(part) if isinstance(part, str) else console(width).print(part)
 
 
@@ -224,8 +240,11 @@ def vllm_args(
 
     limits: dict = {}
     loaded = load_any(layout, serve, k8s, container, flags, limits)
+    from ..tools.serve_line import commands
+
     with naming(loaded.source):
         doc = build(*startable_plan(loaded))
+        doc["commands"] = commands(doc, loaded)
     grant = limits.get("grant")
     if grant is not None:
         from ..report.pod_patch import manifest_patch
@@ -294,7 +313,11 @@ def size_cmd(
     target = SizeTarget(tokens=tokens, units=cpu_blocks, resident=limit)
     answer = size(loaded, target)
     if answer.refusal:
-        raise KvcalcError(f"{loaded.source}: {answer.refusal}")
+        e = KvcalcError(f"{loaded.source}: {answer.refusal}")
+        if fmt == "json":  # the answer's document, with no size in it, then the refusal (exit 2)
+            print_json(answer.document(loaded.source, target))
+            e.document_printed = True
+        raise e
     if fmt == "json":
         print_json(answer.document(loaded.source, target))
         return
@@ -315,6 +338,8 @@ def sweep(
     max_points: int = typer.Option(1_000_000, "--max-points", min=1,
                                    help="refuse a grid of more points than this, before planning any",
                                    rich_help_panel="output"),
+    plot: Optional[str] = plot_option(),
+    chart: bool = chart_option(),
     *, flags: dict,  # the layout flags (cli/options.layout_flags passes them)
 ) -> None:
     """One plan per combination of the list-valued flags; invalid combinations are rows with their error."""
@@ -338,6 +363,11 @@ def sweep(
             if not numbers:
                 raise KvcalcError(f"{FLAGS[name].named}: expected a comma-separated list of numbers, got {text!r}")
             return numbers
+        if FLAGS[name].kind == "human":  # --max-model-len 8K,32K: each read as vLLM's human_readable_int
+            from ..inputs.values import Reader
+
+            for p in parts or [text]:
+                Reader(FLAGS[name].named, {}).human_int(p, "", minimum=1)
         return parts
 
     axes = {f.name: values(f.name, flags.pop(f.name)) for f in SWEEP_AXES}
@@ -351,14 +381,21 @@ def sweep(
         # The axis is the budget: a serve line's or manifest's own budget gives way, as a layout file's does.
         for path in ("offload.cpu_bytes_to_use", "offload.kv_offloading_size"):
             base.pop(path, None)
+    drawn = check_drawing(plot, chart, fmt)
     points = grid(axes)  # lazy: the first row is out before the cross product is walked
     rows: Iterable[dict] = run(top, source, points, base)
+    held = list(rows) if drawn else []  # a chart needs every row: held (the grid is bounded by --max-points)
+    rows = held or rows
     if total > 200 and sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import track
 
         rows = track(rows, total=total, description="sweep", console=Console(stderr=True), transient=True)
     write_sweep(rows, fmt, source, total, [c for c in COLUMNS if c in SHOWN or axes.get(c)])
+    if drawn:
+        from ..report.chart import sweep_chart
+
+        draw(sweep_chart(held, [c for c in COLUMNS if axes.get(c)], source), plot, chart)
 
 
 @app.command("check")
@@ -432,11 +469,11 @@ def check_cmd(
 @app.command()
 def schema(kind: Literal["layout", "output"] = typer.Argument(
         ..., help="layout (the YAML input) or output (the JSON output)")) -> None:
-    """Print the JSON Schema of the layout YAML or of the JSON output."""
+    """Print the JSON Schema of the layout YAML or of every JSON document kvcalc prints."""
     import json
 
     from ..inputs.layout.schema import layout_schema
-    from ..report.schema import output_schema
+    from ..tools.schemas import every_output_schema
 
-    doc = layout_schema() if kind == "layout" else output_schema()
+    doc = layout_schema() if kind == "layout" else every_output_schema()  # every JSON document kvcalc prints
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

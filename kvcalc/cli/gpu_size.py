@@ -3,7 +3,6 @@ that command."""
 
 from __future__ import annotations
 
-import sys
 
 from ..vocab.errors import KvcalcError
 from .console import naming, print_json
@@ -19,7 +18,20 @@ def size_gpu_command(loaded, gpu_tokens: str | None, concurrency: float | None, 
         raise KvcalcError(f"--concurrency: expected a positive number of requests, got {concurrency}")
     with naming(loaded.source):
         doc = hook(loaded.engine, "tools").size_gpu(loaded, tokens, concurrency)
+    if doc.get("refusal"):
+        # No size answers the target: a refusal (exit 2), its document still written with --format json.
+        e = KvcalcError(f"{loaded.source}: {doc['refusal']}")
+        if fmt == "json":
+            print_json(doc)
+            e.document_printed = True
+        raise e
     if fmt == "json":
         print_json(doc)
         return
-    sys.stdout.write(hook(loaded.engine, "table").gpu_size_text(doc))
+    from rich.text import Text
+
+    from .console import console
+
+    # Words wrap at the console's width (issue 35: no line longer than the width, no number cut).
+    for line in hook(loaded.engine, "table").gpu_size_text(doc).splitlines():
+        console(100).print(Text(line))

@@ -129,14 +129,20 @@ def layout_overrides(flags: dict) -> dict:
     return {**base, **own}
 
 
+MAX_SIZE = 1 << 62  # the largest budget kvcalc accepts (offload.cpu_bytes_to_use's bound)
+
+
 def size_flag(flag: str, value: str) -> int:
     """A SIZE flag's bytes, or its one-line refusal (the value echoed cut at 40 characters)."""
     from ..vocab.units import SizeError, parse_size
 
     try:
-        return parse_size(value)
+        n = parse_size(value)
     except SizeError as e:
         raise KvcalcError(f"{flag}: expected {e}, got {value[:40]!r}") from None
+    if n > MAX_SIZE:  # 1e999 bytes is no host's: past 2^62 the searches' float arithmetic overflows
+        raise KvcalcError(f"{flag}: expected a size of at most 2^62 bytes (4 EiB), got {value[:40]!r}")
+    return n
 
 
 def given_paths(flags: dict) -> frozenset[str]:
@@ -215,6 +221,11 @@ def plan_or_refusal(loaded, check: bool, fmt: str):
     try:
         return make_plan(loaded)
     except StartupRefusal as e:
+        from ..tools.loading import loading_advice
+
+        advice = loading_advice(loaded, e)  # a model that does not load: the TP x PP that does (issue 35)
+        if advice:
+            e.args = (f"{e.one_line()} {advice}",)
         if not check:
             name_source(e, loaded.source)
             raise
@@ -243,7 +254,8 @@ def gate(p, loaded, limits: dict):
     limits.pop("grant", None)
     unreadable = unreadable_env(p.pool, limits.pop("env_unknown", {}), limits.pop("env_unread", []))
     return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
-                    Gates(unreadable=unreadable, **limits), engines_per_node=loaded.parallel.engines_per_node,
+                    Gates(unreadable=unreadable, weights_per_worker=loaded.host.cpu_offload_bytes, **limits),
+                    engines_per_node=loaded.parallel.engines_per_node,
                     workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
                     shm_message_named=p.behaviour.shm_message_named,
                     engine=p.title)

@@ -14,10 +14,10 @@ from ..vocab.errors import LayoutError
 MAX_INPUT_BYTES = 1 << 20  # a layout is a few KiB; refuse anything that could be a YAML bomb
 
 
-def read_json(path: str) -> Any:
+def read_json(path: str, what: str = "a readable config.json", limit: int = MAX_INPUT_BYTES) -> Any:
     import json
 
-    raw = read_bytes(path, "a readable config.json")
+    raw = read_bytes(path, what, limit)
 
     def integer(text: str) -> int:
         if len(text.lstrip("-")) > MAX_INT_DIGITS:
@@ -43,7 +43,7 @@ def read_json(path: str) -> Any:
         raise LayoutError(path, "", "JSON nested less deeply") from None
 
 
-def read_bytes(path: str, what: str) -> bytes:
+def read_bytes(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     import stat
 
     if path == "-":
@@ -60,8 +60,8 @@ def read_bytes(path: str, what: str) -> bytes:
             kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
             raise LayoutError(path, "", what, detail=kind)
         chunks, size = [], 0
-        while size <= MAX_INPUT_BYTES:
-            chunk = os.read(fd, MAX_INPUT_BYTES + 1 - size)
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -71,8 +71,8 @@ def read_bytes(path: str, what: str) -> bytes:
         raise LayoutError(path, "", what, detail=e.strerror or str(e)) from None
     finally:
         os.close(fd)
-    if len(raw) > MAX_INPUT_BYTES:
-        raise LayoutError(path, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
+    if len(raw) > limit:
+        raise LayoutError(path, "", f"a file of at most {limit:,} bytes")
     return raw
 
 
@@ -163,7 +163,8 @@ def parse_yaml(text: str, *, source: str) -> Any:
     return docs[0] if docs else None
 
 
-MAX_YAML_NODES = 200_000  # a manifest of 1 MiB has at most ~100,000 nodes; aliases may not multiply them beyond
+MAX_YAML_NODES = 50_000  # nodes with aliases expanded: a vLLM manifest holds a few thousand; a 1 MiB flat file
+# of 250,000 took 10 s to build in Python (a 600-byte alias bomb expands to gigabytes)
 
 
 def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
@@ -174,14 +175,20 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise LayoutError(source, "", f"a file of at most {MAX_INPUT_BYTES} bytes")
-    fast = len(text) <= 1 << 16 and _shallow(text) and hasattr(yaml, "CSafeLoader")
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        # The pure-Python scanner checks every open flow level at each token: `[` x 100,000 took minutes.
+        raise LayoutError(source, "", f"YAML nested at most {MAX_FLOW_DEPTH} brackets deep")
+    if len(text) > 1 << 16:
+        _few_nodes(text, source)
+    # libyaml for any size the nesting bound passes (the pure-Python loader took 12-15 s and 357 MB on a 1 MB flat
+    # manifest); the nesting bound is what keeps libyaml's recursive composer safe.
+    fast = _shallow(text) and hasattr(yaml, "CSafeLoader")
     loader = (octal_loader if octal else strict_loader)(fast)(text)
     docs: list = []
     try:
         while loader.check_node():
             node = loader.get_node()
-            if "*" in text:  # only an alias (*name) repeats a node: without one the size bound is the file's
-                _bounded(node, source)
+            _bounded(node, source)  # before anything is built: an alias multiplies nodes, a flat file has many
             docs.append(loader.construct_document(node))
     except StrictYAMLError as e:
         raise LayoutError(source, f"line {e.line}", e.expected, e.got, detail=e.detail) from None
@@ -195,6 +202,44 @@ def yaml_documents(text: str, *, source: str, octal: bool = False) -> list:
     finally:
         loader.dispose()
     return docs
+
+
+MAX_FLOW_DEPTH = 512  # [ and { open at once (counted even inside quotes): far beyond any layout or manifest
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of flow brackets, counted as _shallow counts them (quotes not skipped)."""
+    if "[" not in text and "{" not in text:
+        return 0
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _few_nodes(text: str, source: str) -> None:
+    """Refuse a large text of more than MAX_YAML_NODES nodes from its parser events, one at a time (libyaml's
+    parser is iterative), before any node is built: composing them first took seconds and hundreds of MB."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    kinds = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    n = 0
+    try:
+        while loader.check_event():
+            if isinstance(loader.get_event(), kinds):
+                n += 1
+                if n > MAX_YAML_NODES:
+                    raise LayoutError(source, "", f"at most {MAX_YAML_NODES:,} YAML nodes", f"over {MAX_YAML_NODES:,}")
+    except yaml.YAMLError:
+        return  # the reading proper says what is wrong, and where
+    finally:
+        loader.dispose()
 
 
 def _bounded(root, source: str) -> None:

@@ -8,11 +8,15 @@ found); the CLI writes them to stderr, the Python API drops them unless given a 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ..vocab.errors import KvcalcError, known
 
-Say = Callable[[str], None]
+if TYPE_CHECKING:  # (a typing.Callable[...] alias built at import costs start-up time)
+    from typing import Callable
+
+    Say = Callable[[str], None]
 
 
 def _quiet(line: str) -> None:
@@ -109,6 +113,12 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
                 **base}
     if grant.lmcache_server is not None:
         base = _server_container(grant.lmcache_server, base, limits, say)
+    from .serve.vllm import LONG_VAR, long_allowed
+
+    if LONG_VAR in grant.env:
+        value = grant.env[LONG_VAR]
+        base = {"cache.allow_long_max_model_len": (long_allowed(value), f"{LONG_VAR}={value} (the manifest's env)"),
+                **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources
@@ -152,14 +162,17 @@ def _release_of_image(grant, overrides: dict, base: dict, say: Say) -> None:
 
 def read_line(serve: str, overrides: dict, base: dict | None, say: Say):
     """A server line -> its validated Layout, read with its own server's flags (serve/servers.line_reader)."""
+    from ..vocab.records import replace
+    from .serve.line import as_line
     from .serve.servers import line_reader
     from .serve.vllm import split
 
+    serve = as_line(serve)
     argv = split(serve)
     loaded, notes = line_reader(serve, argv).load_line(argv, overrides=overrides, base=base)
     for n in notes:
         say(f"note: {n}")
-    return loaded
+    return replace(loaded, serve_argv=tuple(argv))
 
 
 def load_input(layout: str | None, serve: str | None, overrides: dict, base: dict | None = None,
@@ -184,9 +197,24 @@ def load(layout: str | None = None, *, serve: str | None = None, k8s: str | None
     pod grants (tools/gates.Gates fields), when given."""
     one_input(layout, serve, k8s, container)
     base, overrides = split_overrides(flags or {}, say)
-    if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {} if limits is None else limits, say)
-    return load_input(layout, serve, overrides, base, say)
+    if k8s is None:
+        return load_input(layout, serve, overrides, base, say)
+    got = {} if limits is None else limits
+    serve, base = from_manifest(k8s, container, overrides, base, got, say)
+    with _mounted(got["grant"].files):
+        return load_input(layout, serve, overrides, base, say)
+
+
+@contextmanager
+def _mounted(files: dict):
+    """While a manifest's serve line is read: its --config is a file the container mounts (serve/vllm_args.py)."""
+    from .serve.vllm_args import CONTAINER_FILES
+
+    token = CONTAINER_FILES.set(dict(files))
+    try:
+        yield
+    finally:
+        CONTAINER_FILES.reset(token)
 
 
 def raw(layout: str | None, serve: str | None, k8s: str | None, container: str | None, flags: dict, *,
@@ -194,19 +222,29 @@ def raw(layout: str | None, serve: str | None, k8s: str | None, container: str |
     """(the expanded layout dict, its provenance, source, the overrides to validate it with) of the one input given:
     what `init` writes out (`merge`: the overrides expanded into it) and `sweep` plans point by point (not merged:
     each point applies them with its own values)."""
-    from .layout.read import expand, read_input
+    from .layout.read import read_input
 
     one_input(layout, serve, k8s, container)
     base, overrides = split_overrides(flags, say)
     if k8s is not None:
-        serve, base = from_manifest(k8s, container, overrides, base, {}, say)
+        got: dict = {}
+        serve, base = from_manifest(k8s, container, overrides, base, got, say)
+        with _mounted(got["grant"].files):
+            return _raw_line(serve, overrides, base, merge, say)
     if serve is None:
         merged = {**base, **overrides}
         top, origin, source = read_input(known(layout, "the layout"), overrides=merged if merge else None)  # one_input
         return top, origin, source, merged
+    return _raw_line(serve, overrides, base, merge, say)
+
+
+def _raw_line(serve: str, overrides: dict, base: dict, merge: bool, say: Say) -> tuple[dict, dict, str, dict]:
+    from .layout.read import expand
+    from .serve.line import as_line
     from .serve.servers import line_reader
     from .serve.vllm import split
 
+    serve = as_line(serve)
     argv = split(serve)
     reader = line_reader(serve, argv)
     release = overrides.get(reader.RELEASE_KEY, (None, ""))[0]

@@ -4,7 +4,6 @@ the text of vllm-args. They never print; the CLI owns the console."""
 from __future__ import annotations
 
 import os
-import shlex
 
 from rich import box
 from rich.table import Table
@@ -86,7 +85,8 @@ def render_metrics_check(result: dict, metrics: str, layout_source: str) -> Tabl
                ("series", "engine", "label", "predicted", "scraped", "match"))
     for r in result["rows"]:
         match = (("yes" if r["match"] else "NO")
-                 + (" (taken from the scrape: not a check)" if r.get("from_scrape") else ""))
+                 + (" (taken from the scrape: not a check)" if r.get("from_scrape") else
+                    f" (predicted: within ±{r['tolerance']:,})" if r.get("tolerance") else ""))
         t.add_row(r["series"], r["engine"], r["label"], r["expected"], str(r["found"]), match)
     return t
 
@@ -113,21 +113,14 @@ def pod_block(pod: dict) -> str:
 
 
 def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
-    """`kvcalc vllm-args`: the serve lines to paste, then any connector config and pod block. A model directory's
-    config.json names the model to serve (its directory); any other file does not (examples/configs/
-    jamba-1.5-mini.json sits among unrelated configs): a placeholder then, and a note in doc["notes"]."""
-    if os.path.basename(source) == "config.json":
-        model = shlex.quote(os.path.dirname(source) or ".")
-    else:
-        model = "<model>"
-        if source.endswith(".json"):
-            doc["notes"].append(f"replace <model> with the model to serve ({source} is not a model directory's "
-                                "config.json)")
-    # SimpleCPUOffloadConnector's --kv-offloading-size spelling needs a variable in the engine's environment.
-    env = "".join(f"{k}={v} " for k, v in (doc.get("env_kv_offloading_size") or {}).items())
-    out = [(env if key == "args_kv_offloading_size" else "") + f"vllm serve {model} "
-           + " ".join(shlex.quote(a) for a in doc[key]) + "\n"
-           for key in ("args_kv_offloading_size", "args_kv_transfer_config") if doc[key]]
+    """`kvcalc vllm-args`: the whole command lines to paste (tools/serve_line.py; under a given line, what kvcalc
+    added, changed or dropped), then any connector config and pod block."""
+    out = []
+    for entry in doc["commands"]:
+        out.append(entry["command"] + "\n")
+        mark = command_marks(entry)
+        if mark:
+            out.append(mark + "\n")
     if doc.get("server_command"):
         out.append("# the LMCache server (one per node, started before vLLM):\n" + doc["server_command"] + "\n")
     if doc["lmcache_yaml"]:
@@ -136,6 +129,27 @@ def vllm_args_text(doc: dict, source: str, k8s: bool) -> str:
     if k8s and doc["pod"]:
         out.append(pod_block(doc["pod"]))
     return "".join(out)
+
+
+def _short_flag(text: str) -> str:
+    """An option as the comment names it: whole when short, else its name (the line above shows the value)."""
+    return text if len(text) <= 40 else text.split("=", 1)[0].split(" ", 1)[0]
+
+
+def command_marks(entry: dict) -> str | None:
+    """The comment line under a given line's command: what kvcalc added, changed and dropped."""
+    if not entry["line_given"]:
+        return None
+    parts = []
+    if entry["added"]:
+        parts.append("added " + ", ".join(map(_short_flag, entry["added"])))
+    if entry["changed"]:
+        parts.append("changed " + ", ".join(f"{_short_flag(c['flag'])} (was {_short_flag(c['was'])})"
+                                            for c in entry["changed"]))
+    if entry["dropped"]:
+        parts.append("dropped " + ", ".join(map(_short_flag, entry["dropped"])) + " (kvcalc's flag spells the budget)")
+    return "# kvcalc: " + ("; ".join(parts) + "; every other flag as given" if parts else
+                           "nothing changed: the line as given")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -106,7 +106,13 @@ class FitTable(Table):
             yield Text(str(caption))
 
     def _block(self, heading, rows: list[tuple]) -> list:
-        t = FitTable(box=None, show_header=False, show_edge=False, pad_edge=False)
+        def lines() -> Group:
+            # Even a label and its value do not fit side by side (a word wider than the console): one line each,
+            # the value under its label, folded only where a single word is wider than the console.
+            return Group(*(Text.assemble(label, ": ", value) if isinstance(value, (str, Text)) else value
+                           for label, value in rows))
+
+        t = FitTable(box=None, show_header=False, show_edge=False, pad_edge=False, narrow=lines)
         t.add_column(overflow="fold")
         t.add_column(overflow="fold")
         for label, value in rows:

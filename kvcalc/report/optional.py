@@ -67,8 +67,8 @@ class Check:
 
     name: str = field("startup | out_of_bounds | zero_cpu_blocks | cpu_smaller_than_gpu | host_memory | shm | "
                       "min_cpu_tokens")
-    passed: bool = field("the gate passed or was skipped (false: it failed, or was asked for and could not be "
-                         "evaluated)")
+    passed: bool = field("true only when the gate passed (status pass); false when it failed, was asked for and "
+                         "could not be evaluated, or was skipped: status says which")
     status: str = field("pass | fail | unknown (asked for, not evaluable: exit 1) | skipped (not asked for)")
     reason: str = field("why, with the numbers")
     limit: int | None = field("what the gate allows (bytes or tokens)", omit_if_none=True, default=None)

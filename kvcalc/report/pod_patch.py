@@ -1,6 +1,7 @@
 """`kvcalc vllm-args --k8s FILE`: what the manifest's vLLM container must be granted for this plan, against what it
 grants now, as a strategic-merge patch of its pod template (memory limit: the pool's resident bytes plus the
-process overhead the host_memory gate counts, rounded up to whole Gi; /dev/shm: the offload region)."""
+process overhead the host_memory gate counts, rounded up to whole Gi; /dev/shm: the offload region). Only a grant
+that is short is patched; one that suffices is kept as it is."""
 
 from __future__ import annotations
 
@@ -29,12 +30,19 @@ def manifest_patch(grant, pod: dict | None, overhead: int) -> dict | None:
              f"# needs: memory limit >= {format_bytes(memory)} (the CPU pool's resident bytes + "
              f"{format_bytes(overhead)}"
              f" of process memory, an estimate)" + (f", /dev/shm >= {format_bytes(shm)}" if shm else ""),
-             f"# grants: {now_mem} ({'enough' if mem_ok else 'NOT enough'}); {now_shm}"
-             + ("" if not shm else f" ({'enough' if shm_ok else 'NOT enough'})"),
-             "# patch (strategic merge, under the workload's pod template spec):",
-             "containers:", f"  - name: {name}", "    resources:", "      limits:", f"        memory: {_gi(memory)}"]
-    if shm:
-        lines += ["    volumeMounts:", "      - {name: dshm, mountPath: /dev/shm}",
-                  "volumes:", f"  - {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {_gi(shm)}}}}}"]
+             f"# grants: {now_mem} ({'enough: keep it' if mem_ok else 'NOT enough'}); {now_shm}"
+             + ("" if not shm else f" ({'enough: keep it' if shm_ok else 'NOT enough'})")]
+    # Only what is short is patched: a grant that suffices is never lowered (issue 35: a 400Gi limit called
+    # enough was patched down to what the plan needs).
+    if mem_ok and shm_ok:
+        lines.append("# nothing to patch: the manifest grants what this plan needs")
+    else:
+        lines += ["# patch (strategic merge, under the workload's pod template spec):",
+                  "containers:", f"  - name: {name}"]
+        if not mem_ok:
+            lines += ["    resources:", "      limits:", f"        memory: {_gi(memory)}"]
+        if not shm_ok:
+            lines += ["    volumeMounts:", "      - {name: dshm, mountPath: /dev/shm}",
+                      "volumes:", f"  - {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {_gi(shm)}}}}}"]
     return {"needs_memory_bytes": memory, "needs_shm_bytes": shm, "memory_enough": mem_ok, "shm_enough": shm_ok,
-            "yaml": "\n".join(lines) + "\n"}
+            "patch_needed": not (mem_ok and shm_ok), "yaml": "\n".join(lines) + "\n"}

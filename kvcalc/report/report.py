@@ -364,7 +364,7 @@ def build_report(plan: Plan, *, releases: list[tuple[str, Plan | KvcalcError]] |
                  checks: list[Check] | None = None, verify: VerifySection | None = None,
                  backends: list[BackendEntry] | None = None, limits: dict | None = None,
                  engines: list | None = None) -> Report:
-    """vLLM's report, built once (report/build.build_report asks the plan's engine for it). `releases` (from
+    """vLLM's report, built once (report.build_report asks the plan's engine for it). `releases` (from
     pipeline.compare) adds the comparison; `checks` (tools.gates) the gates; `backends` (backend_entries)
     --compare-backends; `limits` the gates' limits (tools.gates.Gates fields: host_memory, shm, overhead; from
     --k8s's manifest or the flags), which the verdict says are enough or not; `engines` (report/engines.

@@ -88,10 +88,23 @@ def render_summary(report: Report, style: Style = Style()) -> list[RenderableTyp
                 f"{report.family}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size} "
                 f"(world {par.world_size}), DP {par.data_parallel_size}")
-    out: list[RenderableType] = [head, *summary(report, style)]
+    out: list[RenderableType] = [head, gpu_headline(report), *summary(report, style)]
     if report.checks is not None:
         out.append(checks_table(report.checks, style))
     return out
+
+
+def gpu_headline(report: Report) -> Text:
+    """The first answer (issue 35): the GPU KV tokens and the requests of max_model_len they hold at once (vLLM's
+    "Maximum concurrency"), as the release logs them; what to give when the block count is unknown."""
+    g, mml = report.gpu, report.cache.max_model_len
+    if g.num_blocks is None:
+        return Text("GPU KV cache: not computed: give --gpu NAME (or --gpu-total-memory) to predict the budget, or "
+                    "--kv-cache-memory")
+    if g.kv_cache_size_tokens is None:
+        return Text(f"GPU KV cache: {g.num_blocks:,} blocks (no attention layers: no token count)")
+    return Text(f"GPU KV cache: {g.kv_cache_size_tokens:,} tokens ({g.num_blocks:,} blocks) = "
+                f"{g.max_concurrency:,.2f} × max_model_len {mml:,}")
 
 
 def render(report: Report, style: Style = Style()) -> list[RenderableType]:
@@ -265,9 +278,14 @@ def gpu_memory_lines(report: Report, width: int = 40) -> list[RenderableType]:
                         f" + KV {_gib(w.kv_cache_bytes)} + free {_gib(total - requested)}"))
     out.append(Text(f"KV budget predicted for vLLM {report.vllm_version} (budget formula {m.family}, "
                     f"utilization {m.utilization}): "
-                    f"{_gib(kv)} GiB per GPU; weights exact, activation/graphs estimates "
+                    f"{_gib(kv)} GiB per GPU; weights {_basis(m, 'weights')}, activation/graphs estimates "
                     "(JSON gpu.memory.terms)"))
     return out
+
+
+def _basis(memory, term: str) -> str:
+    """A term's basis word as the JSON's gpu.memory.terms gives it (one word for it everywhere: issue 35)."""
+    return next((t.basis for t in memory.terms if t.name == term), "unknown")
 
 
 def memory_bars(report: Report, style: Style = Style(), width: int = 40) -> RenderableType | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..vocab.units import format_bytes
+from .fit import FitTable
 
 
 def _n(n) -> str:
@@ -12,7 +13,9 @@ def _n(n) -> str:
 
 
 def _table(style, title: str, *columns: str) -> Table:
-    t = Table(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False, title_style="bold")
+    # FitTable: a number is never cut (one block per engine when even the narrowest columns do not fit)
+    t = FitTable(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False, title_style="bold",
+                 by="row")
     for c in columns:
         t.add_column(c, overflow="fold")
     return t

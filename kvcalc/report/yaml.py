@@ -31,12 +31,20 @@ def _period(values: list) -> int:
     return len(values)  # pragma: no cover
 
 
+def _comment(text: str) -> str:
+    """A comment's text as YAML can hold it: a control character (ESC from a path or a serve line) is written as
+    its escape, since YAML allows none, not even in a comment (the file would no longer load)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render(top: dict, origin: dict, *, header: str) -> str:
-    lines = [f"# {line}" for line in header.splitlines()]
+    lines = [f"# {_comment(line)}" for line in header.splitlines()]
     lines.append("schema_version: 1")
     if top.get("engine") is not None:  # issue 24: an SGLang line's layout names its engine (vocab/keys.py engine)
         note = origin.get("engine")
-        lines.append(f"engine: {_scalar(top['engine'])}" + (f"  # {note}" if note else ""))
+        lines.append(f"engine: {_scalar(top['engine'])}" + (f"  # {_comment(note)}" if note else ""))
     for section in _SECTIONS:
         body = top.get(section)
         if not isinstance(body, dict) or not body:
@@ -55,7 +63,7 @@ def _mapping(body: dict, path: str, origin: dict, indent: int) -> list[str]:
         value = body[key]
         sub = f"{path}.{key}"
         note = origin.get(sub)
-        comment = f"  # {note}" if note else ""
+        comment = f"  # {_comment(note)}" if note else ""
         if isinstance(value, dict):
             out.append(f"{pad}{key}:{comment}")
             out += _mapping(value, sub, origin, indent + 2)

@@ -30,6 +30,7 @@ class Gates:
     min_cpu_tokens: int | None = None
     overhead: int | None = None  # --host-overhead, bytes per node; None: the estimate
     unreadable: tuple = ()  # inputs the pool depends on that could not be read (an envFrom elsewhere in the cluster)
+    weights_per_worker: int = 0  # --cpu-offload-gb: the weights each GPU worker pins in host memory, bytes
 
 
 def unreadable_env(pool: Pool, unknown: dict, unread: list) -> tuple[str, ...]:
@@ -90,7 +91,9 @@ def evaluate(pool: Pool, gpu_tokens: int | None, version: str, gates: Gates, *, 
 
 
 def _check(name: str, status: str, reason: str, **numbers) -> Check:
-    return Check(name=name, passed=status in ("pass", "skipped"), status=status, reason=reason, **numbers)
+    # passed is true only for a gate that passed: a CI reading it alone is never told a skipped or unknown gate
+    # passed (issue 35); `status` says which.
+    return Check(name=name, passed=status == "pass", status=status, reason=reason, **numbers)
 
 
 def _measured(name: str, need: int, limit: Limit, what: str) -> Check:
@@ -141,20 +144,32 @@ def _host_memory(pool: Pool, gates: Gates, workers_per_node: int, engines_per_no
                                                           "a memory limit")
     if limit.value is None:
         return _check("host_memory", "unknown", f"not evaluated: {limit.source}")
-    if pool.resident_bytes_per_node is None:
+    weights = gates.weights_per_worker * workers_per_node
+    if pool.resident_bytes_per_node is None and not weights:
         return _check("host_memory", "skipped", "no CPU pool: nothing resident to gate")
     if gates.overhead is None:
         overhead, basis = OVERHEAD_PER_WORKER * workers_per_node, f"{workers_per_node} worker(s), {OVERHEAD_BASIS}"
     else:
         overhead, basis = gates.overhead, "--host-overhead"
+    resident = pool.resident_bytes_per_node or 0
     elsewhere = limit.pod and pool.server_resident_bytes is not None  # a vLLM pod's limit: the server pins apart
-    pooled = 0 if elsewhere else pool.resident_bytes_per_node
+    pooled = 0 if elsewhere else resident
     where = "the pod" if limit.pod else "the node"
-    what = (f"{engines_per_node} engine(s) in {where} keep {pooled:,} B ({format_bytes(pooled)}) "
-            + (f"(the LMCache server's L1 is its own container's{'' if server else ': not gated (--server-memory)'})"
-               if elsewhere else pool.kept)
-            + f", plus {overhead:,} B ({format_bytes(overhead)}) of process memory ({basis})")
-    node = _measured("host_memory", pooled + overhead, limit, what)
+    if pool.resident_bytes_per_node is None:
+        kept = "keep no CPU KV pool"
+    elif elsewhere:
+        kept = (f"keep {pooled:,} B ({format_bytes(pooled)}) (the LMCache server's L1 is its own container's"
+                f"{'' if server else ': not gated (--server-memory)'})")
+    else:
+        kept = f"keep {pooled:,} B ({format_bytes(pooled)}) {pool.kept}"
+    what = (f"{engines_per_node} engine(s) in {where} {kept}, plus {overhead:,} B "
+            f"({format_bytes(overhead)}) of process memory ({basis})")
+    if weights:
+        # vLLM's UVA offloader pins up to --cpu-offload-gb of each rank's parameters in host memory (0.33.0
+        # model_executor/offloader/uva.py:84-116, cpu_offload_max_bytes = int(X * 1024**3), offloader/base.py:174).
+        what += (f", plus {weights:,} B ({format_bytes(weights)}) of weights --cpu-offload-gb pins "
+                 f"({workers_per_node} worker(s) x {format_bytes(gates.weights_per_worker)})")
+    node = _measured("host_memory", pooled + overhead + weights, limit, what)
     if server is None or node.status == "fail":
         return node
     return server if server.status != "pass" else replace(node, reason=f"{node.reason}; {server.reason}")

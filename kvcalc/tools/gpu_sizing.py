@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 
 from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
-from ..vocab.errors import KvcalcError, StartupRefusal, UnsupportedError, known
+from ..vocab.errors import KvcalcError, StartupRefusal, known
 from ..vocab.layout import Layout
 from ..vocab.records import replace
 
+from .loading import smallest_where
+
 MAX_BLOCKS = 1 << 40
-TP_CHOICES = (1, 2, 4, 8, 16)
-PP_CHOICES = (1, 2, 4, 8)
 
 
 def _meets(p: Plan, tokens: int | None, concurrency: float | None) -> bool:
@@ -52,7 +52,13 @@ def blocks_needed(layout: Layout, tokens: int | None, concurrency: float | None)
 def smallest_utilization(layout: Layout, blocks: int, bytes_per_block: list[int]) -> tuple[float | None, str]:
     """The smallest utilization (4 decimals, vLLM's float) whose predicted budget gives `blocks` on every stage."""
     probe = replace(layout, gpu=replace(layout.gpu, memory_utilization=1.0))
-    memory = known(plan(probe).memory, "the predicted budget")  # the layout's GPU predicts one, every term known
+    try:
+        memory = known(plan(probe).memory, "the predicted budget")  # the layout's GPU predicts one, every term known
+    except StartupRefusal as e:  # the model does not load at this TP x PP (smallest_parallel says which does)
+        if not e.memory_short:
+            raise
+        weights = "" if e.weights_bytes is None else f": its weights take {e.weights_bytes:,} B a GPU"
+        return None, f"the model does not load at this TP x PP even at utilization 1.0{weights}"
     total, requested = known(memory.total_bytes), known(memory.requested_bytes)
     # Each stage's non-KV terms are requested - its budget; they do not depend on the utilization.
     need = max(blocks * b + requested - w.kv_cache_bytes for w, b in zip(memory.workers, bytes_per_block))
@@ -67,21 +73,13 @@ def smallest_utilization(layout: Layout, blocks: int, bytes_per_block: list[int]
 def smallest_parallel(layout: Layout, tokens: int | None, concurrency: float | None) -> dict | None:
     """The smallest TP x PP (by GPUs, then PP stages) whose predicted budget reaches the target at the layout's
     utilization, or None."""
-    for world in sorted({t * p for t in TP_CHOICES for p in PP_CHOICES}):
-        for pp in PP_CHOICES:  # the fewest GPUs, then the fewest stages (tensor parallelism first)
-            if world % pp or world // pp not in TP_CHOICES:
-                continue
-            tp = world // pp
-            try:
-                p = plan(replace(layout, parallel=replace(layout.parallel, tensor_parallel_size=tp,
-                                                          pipeline_parallel_size=pp)))
-            except (StartupRefusal, UnsupportedError, KvcalcError):
-                continue
-            if _meets(p, tokens, concurrency):
-                return {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpu_blocks": p.gpu.num_blocks,
-                        "kv_cache_size_tokens": known(p.logs).kv_cache_size_tokens,  # _meets read them
-                        "kv_cache_bytes": known(p.memory).kv_cache_bytes}  # the layout's GPU predicts it
-    return None
+    found = smallest_where(layout, lambda p: _meets(p, tokens, concurrency))
+    if found is None:
+        return None
+    tp, pp, p = found
+    return {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpu_blocks": p.gpu.num_blocks,
+            "kv_cache_size_tokens": known(p.logs).kv_cache_size_tokens,  # _meets read them
+            "kv_cache_bytes": known(p.memory).kv_cache_bytes}  # the layout's GPU predicts it
 
 
 def size_gpu(layout: Layout, tokens: int | None, concurrency: float | None) -> dict:

@@ -118,6 +118,41 @@ def _unmodelled_run(layout: Layout, logged: StartupLog, source: str) -> None:
                                "indexer row, models/deepseek_v4/attention.py:1019-1023 @0.33.0): not modelled")
 
 
+# The run's settings the log states, by layout key path (_stated).
+STATED = ("cache.max_model_len", "cache.max_num_batched_tokens", "cache.kv_cache_dtype", "cache.enable_prefix_caching",
+          "cache.block_size", "model.dtype", "parallel.tensor_parallel_size", "parallel.pipeline_parallel_size")
+
+
+def _stated(logged: StartupLog) -> dict:
+    prefix = _bool(logged.setting("enable_prefix_caching"))
+    dtype = str(logged.setting("dtype") or "").removeprefix("torch.") or None
+    kv = logged.setting("kv_cache_dtype")
+    out = {"cache.max_model_len": logged.max_model_len,
+           "cache.max_num_batched_tokens": logged.setting("max_num_batched_tokens") or logged.max_num_batched_tokens,
+           "cache.kv_cache_dtype": kv.strip("'") if isinstance(kv, str) and kv else None,
+           "cache.enable_prefix_caching": prefix, "cache.block_size": logged.setting("block_size"),
+           "model.dtype": dtype if dtype in ("bfloat16", "float16", "float32") else None}
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = logged.setting(key)
+        out[f"parallel.{key}"] = int(value) if isinstance(value, str) and value.isdigit() else value
+    return {k: v for k, v in out.items() if v is not None and not isinstance(v, str) or isinstance(v, str) and v}
+
+
+def contradicted(layout: Layout, logged: StartupLog, given: frozenset[str]) -> list[dict]:
+    """A mismatch row for every setting the user gave (a flag, a layout key, a server line's flag: `given` and
+    Layout.written) that the log's run states otherwise: the log is not this deployment's."""
+    rows = []
+    for path, stated in _stated(logged).items():
+        if path not in given and path not in layout.written:
+            continue
+        section, leaf = path.split(".")
+        mine = getattr(getattr(layout, section), leaf)
+        if mine is not None and str(mine) != str(stated):
+            rows.append({"quantity": leaf, "predicted": f"{mine} (set by the user)", "logged": str(stated),
+                         "match": False})
+    return rows
+
+
 def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int | None, int | None, str]:
     """(the smallest and largest GPU block count the log's memory allows, where the memory came from)."""
     gibs = logged.available_gib or ((logged.reserved_gib,) if logged.reserved_gib else ())
@@ -146,7 +181,12 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     # The layout offloads, the log's non-default args name no connector setting: the server ran without one.
     connector_missing = (layout.offload.budget_given and layout.offload != NO_CONNECTOR and bool(logged.args)
                          and not any(k in dict(logged.args) for k in CONNECTOR_ARGS))
-    layout, taken = with_log_settings(layout, logged, given | ({"vllm.version"} if version_given else set()))
+    against = contradicted(layout, logged, given)
+    # The layout's own settings stay (a contradiction is a row above); its release and offloading the log may set
+    # (the release's rules are the log's unless --vllm-version names one; a connector the log's run did not start
+    # is its own row below).
+    kept = frozenset(p for p in layout.written if p in STATED)
+    layout, taken = with_log_settings(layout, logged, given | kept | ({"vllm.version"} if version_given else set()))
     _unmodelled_run(layout, logged, source)
     n_lo, n_hi, memory_source = _memory_range(layout, logged, source)
     if n_lo is None or n_hi is None or n_hi - n_lo > MAX_CANDIDATES:
@@ -156,26 +196,13 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
         candidates = [stated] if n_lo <= stated <= n_hi else []
     else:
         candidates = list(range(n_lo, n_hi + 1))
-    # The logged numbers depend on the block count alone once the layout is fixed, so the layout is planned
-    # once and each candidate count only re-derives rank 0's log numbers (no plan per candidate).
     base = plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_lo)))
-    worker, usage = base.gpu.workers[0], base.layers.usage
-    family, device = base.behaviour.log_family, base.logs.device if base.logs else None
-    best, matching = None, []
-    for n in candidates or [n_lo]:
-        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device, base.behaviour.concurrency_sum)
-        rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
-        score = sum(r["match"] is True for r in rows)
-        if candidates and all(r["match"] is not False for r in rows):
-            matching.append(n)
-            score += len(rows) + 1  # a count that reproduces every line beats one that reproduces more of them
-        if best is None or score > best[0]:
-            best = (score, n, rows)
-    _, n_best, rows = known(best, "the best candidate")  # one candidate at least
+    n_best, rows, matching = _best_count(base, logged, candidates, n_lo)
     p = base if n_best == n_lo else plan(replace(layout, cache=replace(layout.cache, num_gpu_blocks_override=n_best)))
     if stated is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
                         "logged": f"{stated:,}", "match": False})
+    rows[:0] = against
     if connector_missing:
         rows.insert(0, {"quantity": "KV connector", "predicted": "the layout's offloading connector",
                         "logged": "none (the non-default args name no kv_transfer_config or kv_offloading_size)",
@@ -192,6 +219,26 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
             "num_gpu_blocks": p.gpu.num_blocks, "num_gpu_blocks_range": [n_lo, n_hi],
             "num_gpu_blocks_matching": [matching[0], matching[-1]] if matching else None, "notes": notes,
             "rows": rows, "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
+
+
+def _best_count(base, logged: StartupLog, candidates: list[int], n_lo: int) -> tuple[int, list[dict], list[int]]:
+    """(the count that reproduces the most logged lines, its rows, every count that reproduces them all). The
+    logged numbers depend on the block count alone once the layout is fixed, so the layout is planned once and each
+    candidate count only re-derives rank 0's log numbers (no plan per candidate)."""
+    worker, usage = base.gpu.workers[0], base.layers.usage
+    family, device = base.behaviour.log_family, base.logs.device if base.logs else None
+    best, matching = None, []
+    for n in candidates or [n_lo]:
+        logs = log_numbers(replace(worker, num_blocks=n), usage, family, device, base.behaviour.concurrency_sum)
+        rows = _compare(logs, base.layout.cache.max_model_len, logged, n)
+        score = sum(r["match"] is True for r in rows)
+        if candidates and all(r["match"] is not False for r in rows):
+            matching.append(n)
+            score += len(rows) + 1  # a count that reproduces every line beats one that reproduces more of them
+        if best is None or score > best[0]:
+            best = (score, n, rows)
+    _, n_best, rows = known(best, "the best candidate")  # one candidate at least
+    return n_best, rows, matching
 
 
 def _compare(logs, max_model_len: int, logged: StartupLog, n: int) -> list[dict]:
@@ -227,7 +274,7 @@ REBLOCK = ("cache.kv_cache_dtype", "cache.block_size", "gpu.memory_utilization")
 def _refuse_changed(layout: Layout, logged: StartupLog, given: frozenset[str], source: str) -> None:
     for path, key in NOT_REUSABLE.items():
         stated = logged.setting(key)
-        if path not in given or stated is None:
+        if path not in given and path not in layout.written or stated is None:
             continue
         section, leaf = path.split(".")
         mine = getattr(getattr(layout, section), leaf)
@@ -250,6 +297,11 @@ def gpu_blocks_from_log(layout: Layout, text: str, source: str, given: frozenset
         raise KvcalcError(f"{source}: --kv-cache-memory-from-log: no 'Available KV cache memory' line")
     logged = parse_log(text, source)
     _refuse_changed(layout, logged, given, source)
+    # A layout key that differs from the log's run counts as a flag would (a TP 2 / fp8 layout is not the TP 1 /
+    # bf16 run the log measured).
+    stated = _stated(logged)
+    given = given | {p for p in REBLOCK if p in layout.written and p in stated and
+                     str(getattr(layout.cache, p.split(".")[1])) != str(stated[p])}
     probe = replace(layout, cache=replace(layout.cache, kv_cache_memory=None, num_gpu_blocks_override=None))
     if any(path in given for path in REBLOCK):  # the log's own run, to read its budget
         keep = given - set(REBLOCK) | {"vllm.version"}

@@ -15,12 +15,13 @@ from ..pipeline import plan, shared_stage
 # The sweep axes are the key table's (vocab/keys.SWEEP_AXES, in their column order); each row has them and these
 # result columns.
 AXES = {f.name: f for f in SWEEP_AXES}
-RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "cpu_blocks_scheduler",
+RESULTS = ("family", "cpu_bytes_to_use", "gpu_kv_cache_bytes", "gpu_num_blocks", "gpu_tokens", "cpu_blocks_scheduler",
            "cpu_blocks_worst_worker", "unit", "out_of_bounds", "cpu_tokens_safe", "pinned_bytes_per_engine",
            "unused_bytes", "resident_bytes_per_node", "shm_bytes_per_node", "error")
 COLUMNS = tuple(AXES) + RESULTS
 # The result columns the table shows beside the axes that vary (CSV and JSON lines have every column).
-SHOWN = ("family", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "out_of_bounds", "unused_bytes", "error")
+SHOWN = ("family", "gpu_tokens", "cpu_blocks_scheduler", "cpu_blocks_worst_worker", "cpu_tokens_safe", "out_of_bounds",
+         "unused_bytes", "error")
 _SHARED_LIMIT = 1024  # GPU stages kept for reuse across budgets
 
 
@@ -89,7 +90,11 @@ def fill(row: dict, p) -> None:
     pool = p.pool
     row["family"] = pool.family
     row["cpu_bytes_to_use"] = pool.budget_bytes
-    row.update(p.gpu_columns())  # the engine's GPU figures: vLLM's blocks and predicted budget, SGLang's budget
+    gpu = p.gpu_columns()  # the engine's GPU figures: vLLM's blocks and predicted budget, SGLang's budget
+    row.update(gpu)
+    # The tokens the GPU tier holds as the engine logs them (vLLM's KV cache size, SGLang's max_total_num_tokens);
+    # None where vLLM's block count is unknown (no KV memory and no GPU).
+    row["gpu_tokens"] = None if gpu.get("gpu_num_blocks", 0) is None else p.gpu_tokens
     if pool.not_modelled is not None:
         nm = pool.not_modelled
         row["error"] = f"{p.title} {p.version}: {nm.connector}'s pool is {nm.home}'s (not modelled)"

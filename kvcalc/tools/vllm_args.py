@@ -6,7 +6,7 @@ from ..vocab.records import replace
 
 from ..vocab.errors import KvcalcError, known
 from ..vocab.keys import KEYS, Key
-from ..vocab.layout import Layout, base_block_size
+from ..vocab.layout import Layout
 from ..pipeline import Plan, plan_vllm as plan  # vLLM's operation: its plan
 
 
@@ -48,8 +48,7 @@ def startable_plan(layout: Layout) -> tuple[Plan, list[str]]:
 def _block_size(plan: Plan, notes: list[str]) -> int:
     # The block size kvcalc assumed (before any hybrid bump vLLM applies itself): pinned so the backend's own default
     # cannot differ from kvcalc's.
-    lay = plan.layout
-    return base_block_size(lay.cache.block_size, lay.model.is_mla, lay.backend)
+    return plan.layers.attention.block_size
 
 
 def _kv_cache_memory(plan: Plan, notes: list[str]) -> int | None:

@@ -20,7 +20,24 @@ class KvcalcError(Exception):
         """The message on one line, with every character a terminal could act on (escape sequences, other
         control and non-printable characters) written as its escape: input text echoed back cannot drive the
         terminal."""
-        return _printable(" ".join(str(self).split()))
+        return cut_long(_printable(" ".join(str(self).split())))
+
+
+LONG_WORD = 200  # characters: a path, value or flag echoed longer than this is cut, with its length said
+
+
+def cut_long(text: str) -> str:
+    """`text` with every word (a run without blanks) longer than LONG_WORD cut to its first and last characters
+    and its length: a 5,000-character value echoed back is no one-line message."""
+    if len(text) <= LONG_WORD:
+        return text
+    import re
+
+    def cut(m) -> str:
+        w = m.group(0)
+        return f"{w[:80]}...{w[-20:]} ({len(w):,} characters)"
+
+    return re.sub(r"\S{%d,}" % (LONG_WORD + 1), cut, text)
 
 
 def _printable(text: str) -> str:
@@ -53,6 +70,13 @@ class UnsupportedError(KvcalcError):
 
 class StartupRefusal(KvcalcError):
     """vLLM itself would refuse this configuration at startup (the message says which rule)."""
+
+    # The engine's memory refusal (no KV budget left, or one max_model_len request does not fit): more GPUs may
+    # start it, where another refusal (a layout rule) stays whatever the parallelism (tools/loading.py).
+    memory_short = False
+    weights_bytes: int | None = None  # the weights a GPU holds, where the refusal came from a predicted budget
+    requested_bytes: int | None = None  # what the engine has for everything on a GPU (vLLM: total x utilization)
+    requested_what = "the engine may use"  # how a sentence names requested_bytes
 
 
 class InternalError(Exception):

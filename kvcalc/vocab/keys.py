@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kinds import ATTENTION_BACKEND_NAMES, GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
+from .kinds import GPU_ARCHS, KV_CACHE_DTYPES, LAYER_KINDS, MAMBA_KIND_NAMES
+from .keys_lmcache_mp import LMCACHE_MP_ROWS
 from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
                      PLATFORMS)
 from .records import MISSING, fields, record
@@ -129,13 +130,6 @@ def _k(path: str, kind: str, doc: str, **kw) -> Key:
 _MAMBA_DTYPES = ("auto", *MODEL_DTYPES)
 
 
-def _mp(flag: str, doc: str, own: str = "") -> dict:
-    """An LMCache MP server option's row: its doc and kvcalc flag (the server's own spelling, or `own`)."""
-    spelled = own or flag
-    first = spelled.split("/")[0]
-    return {"doc": f"{doc}: the server's {flag.split('/')[0]}", "flag": (spelled,), "panel": "offload", "label": first,
-            "name": first[2:].replace("-", "_"), "help": f"LMCache MP server: {doc} (its {flag})"}
-
 # In this order: a section's keys in `kvcalc init`'s YAML, in its unknown-key message and (by help group) in --help;
 # the keys vllm-args spells, in its output. The sweep's columns follow `sweep`, not this order.
 KEYS: tuple[Key, ...] = (
@@ -165,6 +159,12 @@ KEYS: tuple[Key, ...] = (
     _k("model.kv_lora_rank", "int", "MLA: latent size (one unsharded head of kv_lora_rank + qk_rope_head_dim)",
        minimum=1, nullable=True),
     _k("model.qk_rope_head_dim", "int", "MLA: rope part of the head", minimum=0, nullable=True),
+    _k("model.qk_nope_head_dim", "int", "MLA: the non-rope part of a query head (the FlashInfer MLA kernels' check)",
+       minimum=0, nullable=True),
+    _k("model.num_attention_heads", "int", "query heads before TP (an MLA model's backend priorities read them a "
+       "rank)", minimum=1, nullable=True),
+    _k("model.attention_sinks", "bool", "the attention layers have sinks (gpt-oss): backends without sinks refuse "
+       "them", default=False),
     _k("model.mla_per_layer", "int", "MLA attentions in every mla layer, each with its own KV cache (LongCat-Flash: "
        "2)", default=1, minimum=1, maximum=2),
     _k("model.index_head_dim", "int", "DeepSeek-V3.2: the indexer's head next to every mla layer", minimum=1,
@@ -223,13 +223,17 @@ KEYS: tuple[Key, ...] = (
        help=f"vLLM release, {supported_range()} (default {DEFAULT_VERSION}); `kvcalc versions` lists the families"),
     _k("vllm.platform", "choice", " | ".join(PLATFORMS), default="cuda", choices=PLATFORMS, flag=("--platform",),
        name="platform", help=" | ".join(PLATFORMS), panel="release"),
-    _k("vllm.attention_backend", "choice", "null: vLLM's pick on CUDA (FLASH_ATTN; FLASHMLA for MLA)",
-       choices=ATTENTION_BACKEND_NAMES, nullable=True, flag=("--attention-backend",), name="attention_backend",
-       help=f"{' | '.join(ATTENTION_BACKEND_NAMES)} (default FLASH_ATTN; FLASHMLA for MLA models, as vLLM picks on "
-            "an H100)", panel="release", vllm=("--attention-backend",), vllm_parse="str", vllm_args="changed"),
-    _k("vllm.gpu_arch", "choice", "sm90 (H100) | sm100 (B200): the hybrid block's kernel alignment", default="sm90",
-       choices=GPU_ARCHS, flag=("--gpu-arch",), name="gpu_arch", help="sm90 (H100, default) | sm100 (B200)",
-       panel="release"),
+    _k("vllm.attention_backend", "str", "vLLM's --attention-backend, an AttentionBackendEnum name of the release "
+       "(null: the backend the release selects for the GPU)", nullable=True, flag=("--attention-backend",),
+       name="attention_backend", help="force vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, "
+       "FLASH_ATTN_MLA, FLASHINFER_MLA, ...; default: the release's own pick for the GPU)", panel="release",
+       vllm=("--attention-backend",), vllm_parse="str", vllm_args="changed"),
+    _k("vllm.gpu_arch", "choice", "sm90 (H100) | sm100 (B200): the GPU class without gpu.name (null: the named GPU's, "
+       "else sm90)", nullable=True, choices=GPU_ARCHS, flag=("--gpu-arch",), name="gpu_arch", panel="release",
+       help="sm90 (H100) | sm100 (B200): the GPU class without --gpu"),
+    _k("vllm.rocm_use_aiter", "bool", "VLLM_ROCM_USE_AITER=1 in the engine's environment (ROCm's AITER backends; a "
+       "serve line's or manifest's variable sets it)", default=False, flag=("--rocm-use-aiter",),
+       name="rocm_use_aiter", panel="release", help="ROCm: VLLM_ROCM_USE_AITER=1 (AITER attention backends)"),
 
     *sglang_rows(_k),  # engine sglang: vocab/keys_sglang.py
 
@@ -254,7 +258,7 @@ KEYS: tuple[Key, ...] = (
        vllm_parse="int", vllm_args="changed"),
     _k("cache.max_model_len", "human", "the longest request, tokens (128K = 131072, 128k = 128000)", minimum=1,
        flag=("--max-model-len",), name="max_model_len", help="tokens; 128K = 131072, 128k = 128000", panel="cache",
-       vllm=("--max-model-len",), vllm_parse="human", vllm_args="always"),
+       vllm=("--max-model-len",), vllm_parse="human", vllm_args="always", sweep=10),
     _k("cache.max_num_batched_tokens", "human", "tokens per scheduler step", default=8192, minimum=1,
        flag=("--max-num-batched-tokens",), name="max_num_batched_tokens", help="tokens per scheduler step",
        panel="cache", vllm=("--max-num-batched-tokens",), vllm_parse="human", vllm_args="always"),
@@ -270,6 +274,13 @@ KEYS: tuple[Key, ...] = (
        vllm=("--mamba-block-size",), vllm_parse="int"),
     _k("cache.mamba_cache_mode", "choice", "auto | none | align | all (which the release accepts)", default="auto",
        choices=MAMBA_CACHE_MODES, vllm=("--mamba-cache-mode",), vllm_parse="str", vllm_args="plan"),
+    _k("cache.enable_chunked_prefill", "bool", "null: vLLM's default (on); off, vLLM refuses max_num_batched_tokens "
+       "below max_model_len", nullable=True,
+       flag=("--enable-chunked-prefill/--no-enable-chunked-prefill",), name="chunked_prefill",
+       label="--enable-chunked-prefill", help="chunked prefill on/off (default: vLLM's)", panel="cache",
+       vllm=("--enable-chunked-prefill",), vllm_parse="switch", vllm_args="changed"),
+    _k("cache.allow_long_max_model_len", "bool", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment: "
+       "max_model_len may pass the model's derived maximum (vLLM warns instead of refusing)", default=False),
     _k("cache.max_num_seqs", "int", "sequences per scheduler step (null: vLLM's default for the GPU class, 1024 or "
        "256); the profile run's sampler rows and the CUDA-graph sizes follow it", minimum=1, cap=1 << 20,
        nullable=True, flag=("--max-num-seqs",), name="max_num_seqs", help="sequences per step (default: vLLM's "
@@ -355,24 +366,7 @@ KEYS: tuple[Key, ...] = (
        choices=LMCACHE_RELEASES, flag=("--lmcache-version",), name="lmcache_version", panel="offload",
        help=f"LMCache release whose rules apply, {LMCACHE_RELEASES[0]} - {LMCACHE_RELEASES[-1]} (default "
             f"{DEFAULT_LMCACHE_VERSION})"),
-    # backend lmcache_mp: the LMCache MP server's options under their argparse names (any option of its parser:
-    # vocab/releases/lmcache_mp_flags.py); these have kvcalc flags, the server's own spellings.
-    _k("offload.lmcache_mp", "server", "the LMCache MP server behind LMCacheMPConnector (offload.backend lmcache_mp, "
-       "or lmcache through vLLM 0.23+'s flag): its options under their argparse names (l1_size_gb, ...)"),
-    _k("offload.lmcache_mp.l1_size_gb", "number", **_mp("--l1-size-gb", "the node server's L1, GiB (required)")),
-    _k("offload.lmcache_mp.l1_init_size_gb", "int", **_mp("--l1-init-size-gb", "lazy: GiB pinned at start (an int)"),
-       default=20),
-    _k("offload.lmcache_mp.l1_use_lazy", "bool", **_mp("--l1-use-lazy/--no-l1-use-lazy", "pin the L1 lazily (the "
-       "rest in the background)"), default=True),
-    _k("offload.lmcache_mp.l1_align_bytes", "int", **_mp("--l1-align-bytes", "each object's alignment"), default=4096),
-    _k("offload.lmcache_mp.l1_use_hugepages", "bool", **_mp("--l1-use-hugepages/--no-l1-use-hugepages", "the L1 on "
-       "2 MiB hugepages (eager)"), default=False),
-    _k("offload.lmcache_mp.eviction_policy", "choice", **_mp("--eviction-policy", "LRU | ARC | IsolatedLRU | noop "
-       "(required)"), choices=("LRU", "ARC", "IsolatedLRU", "noop")),
-    _k("offload.lmcache_mp.eviction_trigger_watermark", "number", **_mp("--eviction-trigger-watermark", "usage that "
-       "starts eviction"), default=0.8),
-    _k("offload.lmcache_mp.chunk_size", "int", **_mp("--chunk-size", "tokens per chunk", "--lmcache-chunk-size"),
-       default=256),
+    *(_k(path, kind, **kw) for path, kind, kw in LMCACHE_MP_ROWS),
 
     _k("host", "section", "the host the CPU tier lives on"),
     _k("host.page_size", "int", "the host's mmap.PAGESIZE, a power of two (4096; 65536 on some arm64)", default=4096,
@@ -395,6 +389,11 @@ KEYS: tuple[Key, ...] = (
     _k("host.cgroup_file_cache", "size", "the cgroup's reclaimable page cache (memory.stat active_file + "
        "inactive_file)", nullable=True, flag=("--host-cgroup-file-cache",), name="host_cgroup_file_cache",
        panel="offload", help=f"SGLang: the cgroup's active_file + inactive_file (reclaimable). SIZE: {SIZE_HELP}"),
+    _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
+       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
+       help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
+       vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),
     _k("host.pinned_round_threshold_mb", "int", "PYTORCH_ALLOC_CONF pinned_max_round_threshold_mb (torch 2.13+, "
        "vLLM 0.27+)", minimum=0, cap=1 << 40, nullable=True, flag=("--pinned-round-threshold-mb",),
        name="pinned_round_threshold_mb", panel="offload",

@@ -7,7 +7,7 @@ its shape function; adding a KV dtype is one `KV_DTYPES` row.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .records import record
 
@@ -133,7 +133,8 @@ def heads_per_rank(total: int, tp: int, *, replicates: bool = True) -> int:
 # A shape function gets the kind's fields, the TP size, the speculative tokens and `exact(a, b, what)` (a ÷ b,
 # refused when it does not divide), and returns the per-sequence state shapes, conv state first.
 
-Exact = Callable[[int, int, str], int]
+if TYPE_CHECKING:  # (a typing.Callable[...] alias built at import costs start-up time on every command)
+    Exact = Callable[[int, int, str], int]
 
 
 def _mamba1(g: dict, tp: int, ns: int, exact: Exact) -> list[tuple[int, ...]]:
@@ -229,41 +230,9 @@ MAMBA_KINDS: dict[str, MambaKind] = {k.name: k for k in (
 MAMBA_KIND_NAMES = tuple(MAMBA_KINDS)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Attention backends: what kvcalc needs of each (vLLM 0.33.0 v1/attention/backends/**, get_kv_cache_shape and
-# get_supported_kernel_block_sizes; the same shapes in 0.19.1).
-
-
-@record
-class AttentionBackend:
-    name: str
-    mla: bool
-    kernel_block: int  # the smallest supported kernel block (MultipleOf(n) -> n): the default block size
-    kv_first: bool  # KV cache shape (2, num_blocks, ...): 0.19-0.22 offload workers unbind it into K and V
-
-
-ATTENTION_BACKENDS: dict[str, AttentionBackend] = {b.name: b for b in (
-    # flash_attn.py: (2, num_blocks, block_size, heads, head_size); [MultipleOf(16)] (FA4 hd256 on SM100: 128).
-    AttentionBackend(name="FLASH_ATTN", mla=False, kernel_block=16, kv_first=True),
-    # flashinfer.py: (num_blocks, 2, block_size, heads, head_size); smallest kernel block 16.
-    AttentionBackend(name="FLASHINFER", mla=False, kernel_block=16, kv_first=False),
-    # triton_attn.py: (num_blocks, 2, ...); [MultipleOf(16)].
-    AttentionBackend(name="TRITON_ATTN", mla=False, kernel_block=16, kv_first=False),
-    # mla/flashmla.py [64]; mla/cutlass_mla.py [128]; mla/flashinfer_mla.py [32, 64]; mla/triton_mla.py
-    # [MultipleOf(16)]; mla/flashattn_mla.py [MultipleOf(16)]: MLA caches are (num_blocks, block_size, head_size).
-    AttentionBackend(name="FLASHMLA", mla=True, kernel_block=64, kv_first=False),
-    AttentionBackend(name="CUTLASS_MLA", mla=True, kernel_block=128, kv_first=False),
-    AttentionBackend(name="FLASHINFER_MLA", mla=True, kernel_block=32, kv_first=False),
-    AttentionBackend(name="TRITON_MLA", mla=True, kernel_block=16, kv_first=False),
-    AttentionBackend(name="FLASH_ATTN_MLA", mla=True, kernel_block=16, kv_first=False),
-)}
-ATTENTION_BACKEND_NAMES = tuple(ATTENTION_BACKENDS)
-# kvcalc's defaults, for an H100-class GPU (SM90): FlashAttention for attention, FlashMLA for MLA (block 64).
-DEFAULT_BACKEND = {False: "FLASH_ATTN", True: "FLASHMLA"}
 GPU_ARCHS = ("sm90", "sm100")
+GPU_ARCH_CAPABILITY = {"sm90": "9.0", "sm100": "10.0"}  # --gpu-arch: the compute capability it stands for
 # vLLM 0.33.0 v1/attention/backends/gdn_attn.py: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64; the FlashInfer GDN
 # prefill kernel is chosen on SM90, and on SM100 with head_k_dim 128 (mamba/gdn/qwen_gdn_linear_attn.py
 # _resolve_gdn_prefill_backend).
 GDN_FLASHINFER_CHECKPOINT_ALIGNMENT = 64
-# vLLM 0.33.0 v1/attention/backends/fa_utils.py: FA4's head-size-256 kernel (SM100/SM110) uses 128-token pages.
-FA4_HD256_BLOCK = 128

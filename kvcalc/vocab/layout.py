@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import InternalError
-from .kinds import ATTENTION_BACKENDS, DEFAULT_BACKEND, LayerKind, MAMBA_KINDS, MambaKind
+from .kinds import GPU_ARCH_CAPABILITY, LayerKind, MAMBA_KINDS, MambaKind
 from .records import cached, field, record
 
 if TYPE_CHECKING:
@@ -40,17 +40,8 @@ OFFLOAD_CHOICES = OFFLOAD_BACKENDS + ("none",)
 ENGINES = ("vllm", "sglang")  # the serving engines kvcalc plans (--engine; --compare-engines puts them side by side)
 
 DEFAULT_BLOCK_SIZE = 16
-DEFAULT_MLA_BLOCK_SIZE = 64  # FLASHMLA's block size, vLLM's pick for MLA models on Hopper
-
-
-def base_block_size(block_size: int | None, is_mla: bool, backend: str | None = None) -> int:
-    """The GPU block size before any hybrid bump: the user's, else the attention backend's preferred size (spec 3.9:
-    16 when the backend supports it, else its smallest kernel block: FLASH_ATTN 16, FLASHMLA 64, CUTLASS_MLA 128)."""
-    if block_size is not None:
-        return block_size
-    if backend is not None:
-        return max(DEFAULT_BLOCK_SIZE, ATTENTION_BACKENDS[backend].kernel_block)
-    return DEFAULT_MLA_BLOCK_SIZE if is_mla else DEFAULT_BLOCK_SIZE
+# The GPU class kvcalc assumes without --gpu or --gpu-arch (vLLM's backend and block size follow from it).
+DEFAULT_GPU_CLASS = {"cuda": ("9.0", "an H100-class GPU"), "rocm": ("gfx942", "an MI300X-class GPU")}
 
 
 @record
@@ -140,6 +131,9 @@ class ModelLayout:
     draft: DraftLayout | None = None
     # False for models whose attention computes heads // TP with no floor at 1 (gpt-oss): TP > heads is refused.
     kv_head_replication: bool = True
+    num_attention_heads: int | None = None  # query heads before TP (MLA backends' priorities read them a rank)
+    qk_nope_head_dim: int | None = None  # MLA: the FlashInfer MLA kernels' check
+    attention_sinks: bool = False  # the attention layers pass sinks (gpt-oss)
     # True for models whose attention ignores --kv-cache-dtype (Falcon: built without the cache config).
     kv_cache_dtype_auto: bool = False
     mla_per_layer: int = 1  # LongCat-Flash: two MLA attentions (two KV caches) in every decoder layer
@@ -249,7 +243,7 @@ class ParallelLayout:
 
 @record
 class CacheLayout:
-    block_size: int | None = None  # None: vLLM's backend default (16; 64 for MLA)
+    block_size: int | None = None  # None: the selected backend's (engines/vllm/attention_block.py)
     kv_cache_dtype: str = "auto"
     kv_cache_dtype_skip_layers: tuple[int | str, ...] = ()
     kv_cache_memory: tuple[int, ...] | None = None  # one value for all workers, or one per worker
@@ -264,6 +258,8 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    enable_chunked_prefill: bool | None = None  # --[no-]enable-chunked-prefill; None: vLLM's default (on)
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 
     def least_memory(self, workers: range) -> tuple[int, int] | None:
         """(the smallest KV memory among these workers, that worker), or None without KV memory."""
@@ -307,6 +303,7 @@ class GpuLayout:
     total_source: str = ""  # where total_memory came from
     total_error_gib: str | None = None  # the total is an estimate (vocab/devices.py): its +- GiB
     rocm: bool = False  # an AMD GPU by name: vLLM runs its ROCm platform
+    capability: str | None = None  # the named GPU's compute capability or gfx target (vocab/devices.py)
     memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
     used_memory: int | None = None  # bytes other processes hold when vLLM starts (--gpu-used-memory)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
@@ -329,6 +326,24 @@ class HostLayout:
     page_size: int = 4096  # mmap.PAGESIZE: 4 KiB on x86-64, 64 KiB on some arm64 kernels
     pinned_round_threshold_mb: int | None = None  # PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (torch 2.13+)
     free_hugepages: int | None = None  # 2 MiB hugepages free on the node (LMCache's MP server checks it at start)
+    cpu_offload_gb: float = 0  # --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host memory
+
+    @property
+    def cpu_offload_bytes(self) -> int:
+        """int(X * 1024**3) bytes (vLLM 0.33.0 model_executor/offloader/base.py:174 cpu_offload_max_bytes; the UVA
+        offloader pins parameters up to it, offloader/uva.py:84-116)."""
+        return int(self.cpu_offload_gb * 1024 ** 3)
+
+
+@record
+class ModelLimits:
+    """What vLLM's config validation checks against the model's config.json (inputs/hf/limits.py)."""
+
+    num_attention_heads: int | None = None  # the text config's: TP must divide them
+    derived_max_model_len: int | float | None = None  # the length key (times a rope factor): --max-model-len's ceiling
+    derived_key: str = ""  # the key it came from (max_position_embeddings, ...)
+    model_max_length: int | None = None  # the config's model_max_length: a longer max_model_len is allowed below it
+    sglang_context_length: int | None = None  # SGLang's derived context length: --context-length's ceiling
 
 
 @record
@@ -347,18 +362,38 @@ class Layout:
     # named one (kvcalc's newest: a warning, and --check refuses to gate on it)
     vllm_version_from: str = "default"
     platform: str = "cuda"  # cuda | rocm | xpu: decides which releases use the shared host region
-    attention_backend: str | None = None  # None: kvcalc's default (FLASH_ATTN; FLASHMLA for MLA models)
-    gpu_arch: str = "sm90"
+    attention_backend: str | None = None  # --attention-backend; None: the release's own selection
+    gpu_arch: str | None = None  # --gpu-arch (sm90 | sm100): the GPU class without a named GPU
+    rocm_use_aiter: bool = False  # VLLM_ROCM_USE_AITER (ROCm's backend choice reads it)
     source: str = "<layout>"  # where it came from, for error messages
     # (key path, where its value came from: a config.json key, a CLI flag, "layout file")
     provenance: tuple[tuple[str, str], ...] = ()
+    # the key paths the user set: the layout file's own keys, the flags', a server line's (a log that says otherwise
+    # contradicts them: tools/logcheck.py)
+    written: frozenset = frozenset()
+    limits: ModelLimits | None = None  # the config's limits vLLM checks at start-up (None: no config.json read)
     # (key path, value) of the keys no stage reads yet (vocab/keys: Key.modelled False): validated, defaulted and
     # passed on (vllm-args spells them), until a stage needs the key in its own record.
     unmodelled: tuple[tuple[str, Any], ...] = ()
     engine: str = "vllm"  # vllm | sglang: which engine's rules plan it (ENGINES)
     sglang: SglangLayout | None = None  # engine sglang: SGLang's release and flags (vocab/releases/sglang.py)
+    # a server line's words as given (a --serve line, `-- vllm serve ...`, a manifest's container command): what
+    # vllm-args keeps of the line where it changes nothing (tools/serve_line.py); None for a layout file or config
+    serve_argv: tuple[str, ...] | None = None
 
     @property
-    def backend(self) -> str:
-        """The attention backend: the layout's, else kvcalc's default for the model (FLASH_ATTN; FLASHMLA)."""
-        return self.attention_backend or DEFAULT_BACKEND[self.model.is_mla]
+    def gpu_class(self) -> tuple[str, str]:
+        """(the compute capability or gfx target vLLM's selection sees, where it came from): the named GPU's row,
+        else --gpu-arch, else kvcalc's default class for the platform."""
+        if self.gpu.capability is not None:
+            return self.gpu.capability, f"{self.gpu.name} (the GPU row: compute capability {self.gpu.capability})"
+        if self.gpu_arch is not None:
+            cap = GPU_ARCH_CAPABILITY[self.gpu_arch]
+            return cap, f"vllm.gpu_arch {self.gpu_arch} (compute capability {cap})"
+        cap, what = DEFAULT_GPU_CLASS.get(self.platform, DEFAULT_GPU_CLASS["cuda"])
+        return cap, f"kvcalc's default: {what} ({cap}), no --gpu named"
+
+    @property
+    def capability(self) -> str:
+        """The compute capability (or gfx target) of the GPU class the plan assumes."""
+        return self.gpu_class[0]

@@ -60,3 +60,9 @@ class WeightsSpec:
                                         "tensors)", default=2)
     source: str = field("where the breakdown came from")
     has_vision: bool = field("a multimodal model (its encoder is loaded and profiled too)", default=False)
+
+    def basis(self, runtime_quantization: str | None = None) -> str:
+        """The weights figure's basis, one word wherever it is shown (the first screen, gpu.memory.terms, SGLang's
+        weights_basis): "exact" from the parameter shapes at their stored dtype; "estimate" for a quantized model
+        (a checkpoint's method or --quantization: its scales and packing are approximated) or a vision tower."""
+        return "estimate" if self.has_vision or self.quantization or runtime_quantization else "exact"

@@ -309,3 +309,24 @@ def test_the_budget_that_halves_the_worst_rounding_is_exact():
     # One block more (3,641 x 73,728 B > 256 MiB) pins 512 MiB again.
     h = sel(make_plan(mla, "0.19.1", offload={"cpu_bytes_to_use": 3641 * 17989632})).host
     assert h.resident_bytes_per_engine == 122 * GIB
+
+
+# ---------------------------------------------------------------------------------------------------- weights offload
+
+def test_cpu_offload_gb_counts_each_ranks_pinned_weights_in_host_memory(capsys):
+    # Issue 34: --cpu-offload-gb 60 at TP 2 pins up to int(60 x 1024^3) B of each rank's weights in host memory
+    # (vLLM 0.33.0 model_executor/offloader/base.py:174, uva.py:84-116): 2 x 60 GiB = 120 GiB the host_memory gate
+    # did not count. With a 10 GiB KV pool (one shared region on 0.33.0) and 2 workers x 3 GiB of process memory the
+    # node needs 10 + 6 + 120 = 136 GiB: a 130 GiB node fails, a 136 GiB one passes with margin 0.
+    from conftest import EXAMPLES_DIR
+    import os
+
+    model = os.path.join(EXAMPLES_DIR, "configs", "gemma-3-27b.json")
+    args = ["plan", model, "--vllm-version", "0.33.0", "--tp", "2", "--kv-offloading-size", "10",
+            "--cpu-offload-gb", "60", "--check", "--format", "json"]
+    for limit, status in (("130GiB", "fail"), ("136GiB", "pass")):
+        code = main([*args, "--host-memory", limit])
+        gate = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}["host_memory"]
+        assert gate["need"] == (10 + 2 * 3 + 2 * 60) * GIB
+        assert gate["status"] == status
+        assert code == (1 if status == "fail" else 0)

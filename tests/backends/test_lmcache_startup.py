@@ -200,11 +200,11 @@ def test_maru_without_a_cpu_pool_is_not_modelled(tmp_path, capsys):
 
 def test_size_never_answers_zero(tmp_path, capsys):
     # DeepSeek TP 8 with the hidden-state cache: 8 x 2 GiB = 16 GiB are resident whatever the pool; under a 10 GiB
-    # limit no size fits (0 would not start).
+    # limit no size fits (0 would not start): a refusal (exit 2, issue 34), its document still written.
     layout = deepseek_yaml(tmp_path, max_local_cpu_size=1, enable_hidden_state_cache=True)
     code, out, err = run(capsys, "size", layout, "--resident", "10GiB", "--format", "json")
     row = json.loads(out)["lmcache"]
-    assert code == 0, err
+    assert code == 2, err
     assert row["gib"] is None
     assert "no size fits" in row["note"]
 

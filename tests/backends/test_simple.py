@@ -99,9 +99,13 @@ def test_real_log_minimax_m2_5_tp4_2000_gib():
     # (62 layers, 8 KV heads of 128) at TP 4 with --kv-offloading-size 2000 and VLLM_USE_SIMPLE_KV_OFFLOAD=1.
     # 2,000 x 2^30 // 4 = 536,870,912,000 B a rank; a block is 62 x 16 x 2 heads x (128 + 128) x 2 = 1,015,808 B
     # -> 528,516 blocks; the K and V halves of each layer's (2, num_blocks, ...) tensor are 2 x 62 = 124 regions.
+    # The run's script (InferenceX benchmarks/single_node/agentic/minimaxm2.5_fp8_mi355x.sh) exports
+    # VLLM_ROCM_USE_AITER=1: with a KV connector 0.23.0 leaves ROCM_ATTN out and picks ROCM_AITER_FA, whose
+    # (2, num_blocks, ...) KV tensor is split in K and V (the script also forces ROCM_AITER_UNIFIED_ATTN, the same
+    # shape, which 0.23.0's own checks refuse with a connector: the nightly ran later code).
     layout = {"model": {"name": "MiniMax-M2.5", "num_layers": 62, "num_kv_heads": 8, "head_size": 128},
               "parallel": {"tensor_parallel_size": 4}, "cache": {"max_model_len": 196608},
-              "vllm": {"platform": "rocm"}}
+              "vllm": {"platform": "rocm", "rocm_use_aiter": True}}
     data = deep_merge(layout, {"offload": {"kv_offloading_size": 2000, "use_simple_kv_offload": True},
                                "vllm": {"version": "0.23.0"}})
     sp = plan(layout_from_dict(data, source="test.yaml")).pool.simple
@@ -236,23 +240,24 @@ SERVE = ["vllm", "serve", "examples/configs/kimi-k2.5.json", "-tp", "4", "--max-
 
 
 def test_a_serve_line_with_the_variable_is_never_planned_as_offloading_connector(capsys):
-    # Kimi-K2.5 (61 MLA layers) at TP 4: 64 GiB // 4 = 16 GiB // 4,497,408 = 3,819 blocks on every rank.
+    # Kimi-K2.5 (61 MLA layers) at TP 4, FLASH_ATTN_MLA's 16-token blocks (0.33.0 on an H100-class GPU): 64 GiB // 4 =
+    # 16 GiB // (61 x 16 x 1,152 = 1,124,352) = 15,279 blocks on every rank.
     code, out, err = run(capsys, "plan", "--format", "json", "--", "VLLM_USE_SIMPLE_KV_OFFLOAD=1", *SERVE)
     assert code == 0, err
     off = json.loads(out)["offload"]
-    assert (off["backend"], off["simple"]["num_cpu_blocks_per_rank"]) == ("simple", 3819)
+    assert (off["backend"], off["simple"]["num_cpu_blocks_per_rank"]) == ("simple", 15279)
     code, out, err = run(capsys, "plan", "--format", "json", "--", *SERVE)
     assert json.loads(out)["offload"]["backend"] == "native"
 
 
 def test_a_serve_line_naming_the_connector(capsys):
-    # The InferenceX DSv4 launcher's spelling (cpu_bytes_to_use for the engine, lazy_offload): 64 GiB -> 3,819.
+    # The InferenceX DSv4 launcher's spelling (cpu_bytes_to_use for the engine, lazy_offload): 64 GiB -> 15,279.
     cfg = ('{"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":'
            '{"cpu_bytes_to_use":68719476736,"lazy_offload":true}}')
     code, out, err = run(capsys, "plan", "--format", "json", "--", *SERVE[:-2], "--kv-transfer-config", cfg)
     assert code == 0, err
     sp = json.loads(out)["offload"]["simple"]
-    assert (sp["num_cpu_blocks_per_rank"], sp["lazy_offload"]) == (3819, True)
+    assert (sp["num_cpu_blocks_per_rank"], sp["lazy_offload"]) == (15279, True)
 
 
 def test_bad_variable_values_are_one_line_exit_2(capsys):

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import make_plan
-from kvcalc.vocab.errors import LayoutError
+from kvcalc.vocab.errors import LayoutError, StartupRefusal
 from kvcalc.vocab.kinds import HeadRuleError, heads_per_rank
 from kvcalc.engines.vllm.layers import pp_split
 
@@ -130,7 +130,12 @@ def test_mamba2_groups_replicate_under_tp():
 
 def test_fp8_ds_mla_and_fp8_mla_pages():
     base = {"model": {"num_layers": 2, "kv_lora_rank": 512, "qk_rope_head_dim": 64}, "cache": {"block_size": 64}}
-    assert make_plan(base, cache={"kv_cache_dtype": "fp8_ds_mla"}).grouping.groups[0].spec.page_size_bytes == 64 * 656
+    # fp8_ds_mla is a sparse-MLA format: no dense MLA backend lists it, vLLM finds no backend for it.
+    with pytest.raises(StartupRefusal, match="No valid attention backend found for cuda"):
+        make_plan(base, cache={"kv_cache_dtype": "fp8_ds_mla"})
+    sparse = {"model": {**base["model"], "index_head_dim": 128}, "cache": {"block_size": 64}}
+    p = make_plan(sparse, cache={"kv_cache_dtype": "fp8_ds_mla"})
+    assert {s.page_size_bytes for _, s in p.layers.stages[0].layers if s.head_size == 576} == {64 * 656}
     assert make_plan(base, cache={"kv_cache_dtype": "fp8"}).grouping.groups[0].spec.page_size_bytes == 64 * 576
     assert make_plan(base).grouping.groups[0].spec.page_size_bytes == 64 * 1152
 
@@ -180,7 +185,8 @@ def test_mtp_layer_copies_mla_and_merges():
     assert len(p.grouping.groups[0].layer_names) == 62
     assert p.grouping.groups[0].layer_names[-1] == "model.layers.61.mtp_block.self_attn.attn"
     # deepseek-v3.json: with_mtp_layer_bytes_per_token = 71424 = 62 * 1152.
-    assert 62 * p.grouping.groups[0].spec.page_size_bytes // 64 == model_json("deepseek-v3.json")[
+    spec = p.grouping.groups[0].spec
+    assert 62 * spec.page_size_bytes // spec.block_size == model_json("deepseek-v3.json")[
         "_derived_bf16"]["with_mtp_layer_bytes_per_token"]
 
 

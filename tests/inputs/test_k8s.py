@@ -146,3 +146,110 @@ def test_a_bare_pod(capsys, tmp_path):
     code, out, err = run(capsys, "plan", "--k8s", str(path), "--format", "json")
     assert code == 0, err
     assert json.loads(out)["offload"]["selected"]["num_blocks_scheduler"] == 15279
+
+
+# Issue 34: what the cluster, not the manifest, decides.
+
+LMCACHE_TRANSFER = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+
+
+def _deployment(tmp_path, args, *, env_from=None, volumes=(), mounts=(), others=(), namespace=None):
+    """A Deployment running `vllm serve KIMI ARGS` (the Kimi-K2.5 config), with the given extra objects."""
+    import yaml
+
+    model = tmp_path / "kimi-k2.5"
+    model.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(EXAMPLES_DIR, "configs", "kimi-k2.5.json"), model / "config.json")
+    container = {"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "command": ["vllm", "serve", str(model), *args],
+                 "resources": {"limits": {"memory": "512Gi", "nvidia.com/gpu": 4}},
+                 "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}, *mounts]}
+    if env_from is not None:
+        container["envFrom"] = env_from
+    meta = {"name": "vllm", **({"namespace": namespace} if namespace else {})}
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {"template": {"spec": {
+        "containers": [container],
+        "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "200Gi"}}, *volumes]}}}}
+    path = tmp_path / "deploy.yaml"
+    path.write_text(yaml.safe_dump_all([*others, deploy]))
+    return str(path)
+
+
+def _gates(capsys, path):
+    code, out, err = run(capsys, "plan", "--k8s", path, "--check", "--format", "json")
+    doc = json.loads(out)
+    return code, doc, {c["name"]: c for c in doc.get("checks", [])}, err
+
+
+def test_an_optional_env_from_the_manifest_does_not_hold_makes_the_pool_gates_unknown(capsys, tmp_path):
+    # envFrom with optional: true was skipped when the manifest did not hold it: the pod starts without it, but the
+    # cluster may hold it and its LMCACHE_* variables would set LMCache's pool. Unknown, as a non-optional one is.
+    path = _deployment(tmp_path, ["-tp", "4", "--kv-transfer-config", LMCACHE_TRANSFER],
+                       env_from=[{"configMapRef": {"name": "lmcache-env", "optional": True}}])
+    code, doc, gates, err = _gates(capsys, path)
+    assert gates["host_memory"]["status"] == "unknown"
+    assert "ConfigMap 'lmcache-env' (envFrom, optional) is not in this manifest" in gates["host_memory"]["reason"]
+    assert code == 1
+
+
+def _cm(name, data, namespace=None):
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def test_a_configmap_of_another_namespace_is_not_the_pods(capsys, tmp_path):
+    # ConfigMaps were looked up by name alone: one in namespace `other` fed a pod in namespace `serving`. The pod
+    # cannot reference it: its variables are unread, the pool gates unknown. In the pod's namespace it is read.
+    env_from = [{"configMapRef": {"name": "lmcache-env"}}]
+    args = ["-tp", "4", "--kv-transfer-config", LMCACHE_TRANSFER]
+    elsewhere = _cm("lmcache-env", {"LMCACHE_MAX_LOCAL_CPU_SIZE": "20"}, namespace="other")
+    path = _deployment(tmp_path, args, env_from=env_from, others=[elsewhere], namespace="serving")
+    code, doc, gates, err = _gates(capsys, path)
+    assert gates["host_memory"]["status"] == "unknown"
+    assert code == 1
+    mine = _cm("lmcache-env", {"LMCACHE_MAX_LOCAL_CPU_SIZE": "20"}, namespace="serving")
+    path = _deployment(tmp_path, args, env_from=env_from, others=[elsewhere, mine], namespace="serving")
+    code, doc, gates, err = _gates(capsys, path)
+    assert doc["offload"]["lmcache"]["max_local_cpu_size"] == 20
+    assert gates["host_memory"]["status"] == "pass"
+
+
+def test_a_containers_config_file_is_the_configmap_mounted_there_not_this_machines(capsys, tmp_path):
+    # --config PATH in a container was read from this machine's PATH: here a file saying TP 8 on this machine while
+    # the ConfigMap mounted at PATH in the container says TP 4. Without a mount at PATH it is refused (exit 2), as
+    # LMCACHE_CONFIG_FILE is.
+    local = tmp_path / "etc"
+    local.mkdir()
+    (local / "config.yaml").write_text("tensor-parallel-size: 8\n")
+    args = ["--config", str(local / "config.yaml"), "--kv-offloading-size", "64"]
+    path = _deployment(tmp_path, args)
+    code, out, err = run(capsys, "plan", "--k8s", path)
+    assert code == 2
+    assert "--config: expected a file the manifest mounts in the container" in err
+    cm = _cm("vllm-config", {"config.yaml": "tensor-parallel-size: 4\n"})
+    path = _deployment(tmp_path, args, others=[cm], volumes=[{"name": "cfg", "configMap": {"name": "vllm-config"}}],
+                       mounts=[{"name": "cfg", "mountPath": str(local)}])
+    code, out, err = run(capsys, "plan", "--k8s", path, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["parallel"]["tensor_parallel_size"] == 4
+
+
+def test_a_setting_the_scripts_control_flow_decides_makes_its_gates_unknown(capsys, tmp_path):
+    # `test -f X && export LMCACHE_…` was read as straight-line code: planned on 100 GiB, passed. Whether it runs is
+    # the file's: the pool gates are unknown. The same export unconditionally is read (Kimi-K2.5 is MLA: LMCache
+    # stores on the first rank only, 100 GiB past a 64 GiB limit).
+    import yaml
+
+    path = _deployment(tmp_path, [])
+    doc = list(yaml.safe_load_all(open(path)))
+    container = doc[-1]["spec"]["template"]["spec"]["containers"][0]
+    serve = " ".join(container["command"]) + f" -tp 4 --kv-transfer-config '{LMCACHE_TRANSFER}'"
+    container["resources"]["limits"]["memory"] = "64Gi"
+    for script, status in ((f"test -f /etc/lmcache/on && export LMCACHE_MAX_LOCAL_CPU_SIZE=100\nexec {serve}",
+                            "unknown"),
+                           (f"export LMCACHE_MAX_LOCAL_CPU_SIZE=100\nexec {serve}", "fail")):
+        container["command"], container["args"] = ["/bin/sh", "-c"], [script]
+        with open(path, "w") as fh:
+            yaml.safe_dump_all(doc, fh)
+        code, out, gates, err = _gates(capsys, path)
+        assert gates["host_memory"]["status"] == status, script
+        assert code == 1

@@ -116,8 +116,9 @@ def test_the_validator_refuses_a_key_without_a_row():
 
 def test_defaults():
     # vLLM's defaults (EngineArgs: tp = pp = dp = 1, mp, max_num_batched_tokens 8192 on the API server's default,
-    # kv_cache_dtype auto, one node) and kvcalc's documented ones (README: release 0.33.0, cuda, H100 = sm90,
-    # 4096 B host pages; no KV connector without a budget, as vLLM runs none), as the validator gives them for a
+    # kv_cache_dtype auto, one node) and kvcalc's documented ones (README: release 0.33.0, cuda, no GPU arch named:
+    # an H100-class GPU, 4096 B host pages; no KV connector without a budget, as vLLM runs none), as the validator
+    # gives them for a
     # layout that names none.
     lay = layout_from_dict(MINIMAL)
     expected = {
@@ -128,7 +129,8 @@ def test_defaults():
         "cache.mamba_ssm_cache_dtype": "auto", "cache.mamba_cache_mode": "auto", "cache.kv_cache_memory": None,
         "cache.num_gpu_blocks_override": None, "offload.backend": "none", "offload.block_size": None,
         "offload.blocks_per_chunk": None, "host.page_size": 4096, "host.pinned_round_threshold_mb": None,
-        "vllm.version": "0.33.0", "vllm.platform": "cuda", "vllm.gpu_arch": "sm90", "vllm.attention_backend": None,
+        "vllm.version": "0.33.0", "vllm.platform": "cuda", "vllm.gpu_arch": None, "vllm.attention_backend": None,
+        "vllm.rocm_use_aiter": False,
         "model.name": "unnamed model", "model.kv_head_replication": True,
     }
     for path, value in expected.items():

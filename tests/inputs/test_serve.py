@@ -149,9 +149,13 @@ def test_a_layout_and_a_serve_line_are_exclusive(capsys):
 @pytest.mark.parametrize("version", ["0.19.1", "0.22.1", "0.33.0"])
 def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
     # What vllm-args prints, fed back as a serve line (MODEL = the config), plans exactly what the config plans.
+    from kvcalc.inputs.hf.limits import model_limits
+
     path = os.path.join(CONFIGS, config)
-    flags = ["--tp", "2", "--cpu-bytes", "64G", "--kv-cache-memory", "40GiB", "--max-model-len", "32K",
-             "--enable-prefix-caching", "--vllm-version", version]
+    with open(path) as fh:
+        derived = model_limits(json.load(fh), path).derived_max_model_len  # vLLM refuses a longer --max-model-len
+    flags = ["--tp", "2", "--cpu-bytes", "64G", "--kv-cache-memory", "40GiB", "--max-model-len",
+             str(int(min(32768, derived or 32768))), "--enable-prefix-caching", "--vllm-version", version]
     code, out, err = run(capsys, "plan", path, *flags, "--format", "json")
     if code != 0:
         pytest.skip(f"{config} on {version} is refused: {err.strip()[:80]}")
@@ -213,3 +217,54 @@ def test_init_from_a_serve_line_plans_what_the_line_plans(capsys, tmp_path):
     for key in ("gpu", "cache", "parallel"):
         assert a[key] == b[key], key
     assert a["offload"]["selected"] == b["offload"]["selected"]
+
+
+LMCACHE_LINE = ("vllm serve {model} -tp 4 --kv-transfer-config "
+                "'{{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}}'")
+
+
+def _lmcache_gates(capsys, line, *flags):
+    code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", "0.33.0", "--check", "--format", "json",
+                         *flags)
+    doc = json.loads(out)
+    return code, doc, {c["name"]: c for c in doc["checks"]}
+
+
+@pytest.mark.parametrize("how", ["variable", "config file"])
+def test_an_lmcache_variable_before_the_serve_line_sets_its_pool(capsys, tmp_path, how):
+    # Issue 34: `LMCACHE_MAX_LOCAL_CPU_SIZE=100 vllm serve …` (or LMCACHE_CONFIG_FILE naming a file that says so)
+    # was planned on LMCache's 5 GiB default and the note said the variable did not change the pool. LMCache reads
+    # its environment in the serve process: 100 GiB on each of the 4 TP ranks = 400 GiB, past a 300 GiB node.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(HERE, "fixtures", "models", "llama-3.1-8b.json"), model / "config.json")
+    if how == "variable":
+        prefix = "LMCACHE_MAX_LOCAL_CPU_SIZE=100"
+    else:
+        (tmp_path / "lmcache.yaml").write_text("max_local_cpu_size: 100\n")
+        prefix = f"LMCACHE_CONFIG_FILE={tmp_path}/lmcache.yaml"
+    code, doc, gates = _lmcache_gates(capsys, f"{prefix} " + LMCACHE_LINE.format(model=model),
+                                      "--host-memory", "300GiB")
+    assert doc["offload"]["lmcache"]["max_local_cpu_size"] == 100
+    assert doc["offload"]["lmcache"]["pool_bytes_per_engine"] == 4 * 100 * 2 ** 30
+    assert gates["host_memory"]["status"] == "fail"
+    assert code == 1
+
+
+@pytest.mark.parametrize("budget, bytes_", [("1.5e10", 15_000_000_000), ("68719476736.9", 68_719_476_736)])
+def test_a_float_cpu_bytes_to_use_is_what_vllms_int_makes_of_it(capsys, tmp_path, budget, bytes_):
+    # Issue 34: a float budget in kv_connector_extra_config was refused as "vLLM calls int() on it and stops"; the
+    # spec's int(cpu_bytes_to_use) (v1/kv_offload/cpu/spec.py:123 @0.33.0) truncates a float and goes on.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(HERE, "fixtures", "models", "llama-3.1-8b.json"), model / "config.json")
+    cfg = '{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":%s}}'
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --kv-transfer-config '{cfg % budget}'",
+                         "--vllm-version", "0.33.0", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["offload"]["cpu_bytes_to_use"] == bytes_
+    text = cfg % '"64G"'
+    code, out, err = run(capsys, "plan", "--serve", f"vllm serve {model} --kv-transfer-config '{text}'",
+                         "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "int() raises on it" in err

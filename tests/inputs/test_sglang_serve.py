@@ -178,3 +178,30 @@ def test_a_bad_value_is_refused_in_sglangs_words(capsys):
     assert code == 2
     assert "argument --hicache-size: invalid int value: '1.5'" in err
     assert err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("flag", ["--enable-hierarchical-cache=false", "--disable-cuda-graph=0"])
+def test_a_switch_given_a_value_is_refused_as_sglangs_parser_does(capsys, tmp_path, flag):
+    # Issue 34: `--enable-hierarchical-cache=false` was read as the switch on (HiCache planned). A bool field is
+    # argparse's store_true (srt/arg_groups/arg_utils.py:393-395 @0.5.23), which stops on an explicit value.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    code, out, err = run(capsys, "plan", "--serve", f"python -m sglang.launch_server --model-path {model} {flag}")
+    assert code == 2
+    assert f"ignored explicit argument '{flag.split('=')[1]}'" in err
+
+
+@pytest.mark.parametrize("flags, said", [("--tp 2 --nnodes 3", "tp_size must be divisible by number of nodes"),
+                                         ("--tp 2 --dp 2 --nnodes 2", "multi-node data-parallel replicas")])
+def test_sglangs_node_rules_are_sglangs_not_vllms(capsys, tmp_path, flags, said):
+    # Issue 34: an SGLang line's --nnodes was refused with vLLM's rule and words ('world_size=2 must be divisible
+    # by nnodes=3'); SGLang's own are srt/arg_groups/validation_hook.py:179-181 and :199-202 @0.5.23.
+    model = tmp_path / "llama"
+    model.mkdir()
+    shutil.copy(os.path.join(MODELS, "llama-3.1-8b.json"), model / "config.json")
+    code, out, err = run(capsys, "plan", "--serve", f"python -m sglang.launch_server --model-path {model} {flags}",
+                         "--gpu", "H100")
+    assert code == 2
+    assert said in err
+    assert "vLLM" not in err

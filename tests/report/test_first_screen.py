@@ -101,8 +101,9 @@ def test_the_summary_is_in_gib_and_fits_80_columns(capsys, monkeypatch, tmp_path
     assert code == 0, err
     first = out.split("\nLayout")[0].splitlines()
     assert all(len(line) <= 80 for line in first)
-    assert first[2] == "Summary: 64.00 GiB CPU budget per engine"
-    rows = {line[:33].strip(): line[33:].split() for line in first[3:10]}
+    assert first[2].startswith("GPU KV cache: ")  # the first answer (issue 35), then the Summary
+    assert first[3] == "Summary: 64.00 GiB CPU budget per engine"
+    rows = {line[:33].strip(): line[33:].split() for line in first[4:11]}
     # 0.33.0's column: the region, 68,715,896,832 B = 63.997 GiB -> 64.00 GiB, resident and in /dev/shm alike.
     assert REGION / GIB == 68715896832 / GIB
     assert rows["host memory resident, node"][-2:] == ["64.00", "GiB"]

@@ -35,6 +35,16 @@ COMMANDS = {
     "check-log": ["check", LLAMA, "--log", os.path.join(FIX, "logs", "llama-3.1-8b-tp1-v0.19.1.log")],
     "check-metrics": ["check", KIMI, "--metrics", os.path.join(FIX, "metrics", "kimi-k2.5-eagle3-tp4-v0.33.0.prom"),
                       "--vllm-version", "0.33.0"],
+    # Issue 35: --compare-engines (a plain rich Table split "10,737,418,2" / "40 B"), SGLang's tables, the first
+    # screen, the GPU-side size and the listings.
+    "plan-engines": ["plan", os.path.join(FIX, "models", "llama-3.1-8b.json"), "--gpu", "H100", "--vllm-version",
+                     "0.33.0", "--cpu-bytes", "10G", "--compare-engines"],
+    "plan-sglang-engines": ["plan", os.path.join(EX, "sglang", "mixtral-8x7b-tp2-hicache.yaml"), "--compare-engines"],
+    "plan-summary": ["plan", os.path.join(FIX, "models", "llama-3.1-8b.json"), "--gpu", "H100", "--vllm-version",
+                     "0.19.0", "--max-model-len", "16384", "--summary"],
+    "size-gpu": ["size", os.path.join(FIX, "hf", "mixtral-8x7b-v0.1.json"), "--gpu", "L40S", "--vllm-version",
+                 "0.19.0", "--concurrency", "4"],
+    "versions": ["versions", "--format", "table"],
 }
 NUMBER = re.compile(r"\d[\d,.]*\d|\d")
 
@@ -70,3 +80,51 @@ def test_size_at_80_columns_keeps_every_family_and_its_budget(capsys, monkeypatc
         assert re.search(rf"^{family} ", out, re.M), family
     assert out.count("598,074,195,968") == 5  # every family but old, whose note says no budget helps
     assert "out of bounds at any budget" in out
+
+
+def test_the_engines_table_keeps_its_numbers_whole_at_any_width():
+    # --compare-engines drew a plain rich Table: at 80 columns a long refusal squeezed the number columns and rich
+    # folded them inside a number. It is a FitTable now: every number whole, or one block per engine.
+    import io
+
+    from rich.console import Console
+
+    from kvcalc.report.engines import EngineEntry
+    from kvcalc.report.table import Style
+    from kvcalc.report.table_engines import engines_table
+
+    entries = [EngineEntry(engine="vllm", version="0.33.0", gpu_tokens=10_737_418_240, host_tokens=1_525_872_000,
+                           host_bytes_per_node=10_737_418_240, shm_bytes_per_node=10_737_418_240, refusal=None),
+               EngineEntry(engine="sglang", version="0.5.23", gpu_tokens=None, host_tokens=None,
+                           host_bytes_per_node=None, shm_bytes_per_node=None,
+                           refusal="SGLang's budget starts from the GPU: give --gpu NAME, --gpu-capacity-mib or "
+                                   "--gpu-free-memory (SGLang logs it as 'Load weight end. ... mem usage=X GB') or a config.json, "
+                                   "and the release you run")]
+    for width in (60, 80, 100):
+        buf = io.StringIO()
+        Console(file=buf, width=width, color_system=None, highlight=False).print(engines_table(entries, Style(plain=True)))
+        found = set(NUMBER.findall(buf.getvalue()))
+        assert {"10,737,418,240", "1,525,872,000"} <= found, (width, buf.getvalue())
+        assert found - {"10,737,418,240", "1,525,872,000", "10", "0.33.0", "0.5.23"} == set(), (width, found)
+
+
+def test_a_word_wider_than_a_block_keeps_every_line():
+    # A value with one word wider than the console (a long path, a long hub id) sent FitTable's per-row block into
+    # another vertical layout that printed blank lines: it is now one wrapped "label: value" line, folded only inside that
+    # word, and nothing is lost.
+    import io
+
+    from rich.console import Console
+
+    from kvcalc.report.engines import EngineEntry
+    from kvcalc.report.table import Style
+    from kvcalc.report.table_engines import engines_table
+
+    word = "x" * 70
+    entry = EngineEntry(engine="sglang", version="0.5.23", gpu_tokens=None, host_tokens=None,
+                        host_bytes_per_node=None, shm_bytes_per_node=None, refusal=f"give ({word})")
+    buf = io.StringIO()
+    Console(file=buf, width=60, color_system=None, highlight=False).print(engines_table([entry], Style(plain=True)))
+    text = buf.getvalue()
+    assert "".join(text.split()).count(word) == 1
+    assert not any(line.strip() == "" for line in text.splitlines())

@@ -185,3 +185,47 @@ def test_a_log_is_not_reused_for_another_tp(capsys):
     code, doc, err = _from_log(capsys, "--tp", "2")
     assert code == 2
     assert "measured with tensor_parallel_size 1" in err
+
+
+def _llama_layout(tmp_path, **sections):
+    import yaml
+
+    path = tmp_path / "llama.yaml"
+    path.write_text(yaml.safe_dump({"model": {"hf_config": LLAMA_CFG}, "vllm": {"version": "0.19.0"}, **sections}))
+    return str(path)
+
+
+def test_a_layout_setting_the_log_contradicts_is_a_mismatch(capsys, tmp_path):
+    # Issue 34: the layout's own TP and KV dtype were replaced by the log's (its engine line: tensor_parallel_size=1,
+    # kv_cache_dtype=auto), so a TP 2 / fp8 layout "matched" the TP 1 / bf16 run. Each contradiction is its own row.
+    layout = _llama_layout(tmp_path, parallel={"tensor_parallel_size": 2},
+                           cache={"kv_cache_dtype": "fp8", "max_model_len": 16384})
+    code, out, err = run(capsys, "check", layout, "--log", LLAMA_LOG, "--format", "json")
+    assert code == 1
+    rows = {r["quantity"]: r for r in json.loads(out)["rows"] if r["match"] is False}
+    assert rows["tensor_parallel_size"]["logged"] == "1"
+    assert rows["tensor_parallel_size"]["predicted"].startswith("2")
+    assert rows["kv_cache_dtype"]["logged"] == "auto"
+    # The same layout at the log's own settings matches.
+    layout = _llama_layout(tmp_path, cache={"max_model_len": 16384})
+    code, out, err = run(capsys, "check", layout, "--log", LLAMA_LOG, "--format", "json")
+    assert code == 0, err
+
+
+def test_a_log_is_not_reused_for_the_tp_a_layout_sets(capsys, tmp_path):
+    # --kv-cache-memory-from-log reused a TP 1 run's budget at the layout's TP 2 silently.
+    layout = _llama_layout(tmp_path, parallel={"tensor_parallel_size": 2}, cache={"max_model_len": 16384})
+    code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", LLAMA_LOG)
+    assert code == 2
+    assert "measured with tensor_parallel_size 1" in err
+
+
+def test_a_layouts_kv_dtype_reuses_the_logged_budget_in_bytes(capsys, tmp_path):
+    # The layout's fp8 (not a flag) counts as --kv-cache-dtype fp8 would: 29,751 blocks of 2 MiB logged are
+    # 62,392,369,152 B, 59,502 blocks of 1 MiB in fp8 (test_what_if_another_kv_dtype_reuses_the_logged_budget).
+    layout = _llama_layout(tmp_path, cache={"kv_cache_dtype": "fp8", "max_model_len": 16384})
+    code, out, err = run(capsys, "plan", layout, "--kv-cache-memory-from-log", LLAMA_LOG, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["cache"]["kv_cache_memory"] == [29_751 * 2_097_152]
+    assert doc["gpu"]["num_blocks"] == 62_392_369_152 // 1_048_576 == 59_502

@@ -187,3 +187,17 @@ def test_a_scrape_names_no_release(capsys, tmp_path):
     code, out, err = run(capsys, "check", str(path), "--metrics", os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom"))
     assert code == 2
     assert "a scrape names none, give --vllm-version" in err
+
+
+def test_a_label_given_twice_is_no_scrape(capsys, tmp_path):
+    # Issue 34: `num_gpu_blocks="1",num_gpu_blocks="9412"` kept the last value and the check "matched". Prometheus
+    # refuses a sample whose label is given twice: exit 2, the line and the label named.
+    with open(os.path.join(METRICS, "kimi-k2.5-eagle3-tp4-v0.33.0.prom")) as fh:
+        text = fh.read()
+    doubled = text.replace('num_gpu_blocks="9412"', 'num_gpu_blocks="1",num_gpu_blocks="9412"', 1)
+    assert doubled != text
+    path = tmp_path / "twice.prom"
+    path.write_text(doubled)
+    code, out, err = run(capsys, "check", KIMI, "--metrics", str(path), "--vllm-version", "0.33.0")
+    assert code == 2
+    assert "label 'num_gpu_blocks' given twice" in err

@@ -4,7 +4,7 @@ for SGLang plans (a vLLM plan loads none of it: start-up time is a target)."""
 
 from __future__ import annotations
 
-from ...vocab.errors import UnsupportedError
+from ...vocab.errors import StartupRefusal, UnsupportedError
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import SglangBehaviour, sglang_of
@@ -87,8 +87,7 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
     from ..vllm.weights import stage_weights  # the weights figure, shared with vLLM's stage
 
     per = stage_weights(spec, dtype=layout.model.dtype, tp=layout.parallel.tensor_parallel_size, stages=ranges)
-    basis = "estimate" if spec.has_vision or spec.quantization else "exact"
-    return tuple(w.bytes_per_rank for w in per), basis
+    return tuple(w.bytes_per_rank for w in per), spec.basis()
 
 
 def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str) -> tuple[float, Reserve | None]:
@@ -166,15 +165,17 @@ def _weights_exceed(pre: int, weights: tuple[int, ...], basis: str):
     """The real reason when the weights do not fit: they exceed the free memory before the load, so SGLang runs out
     of memory loading them, before it sizes the KV cache (its 'Raise --mem-fraction-static above 1.0xx' would name a
     fraction over 1, which no flag can give)."""
-    from ...vocab.errors import StartupRefusal
 
     worst = max(weights)
     stage = f" (PP stage {weights.index(worst)})" if len(weights) > 1 else ""
-    return StartupRefusal(
+    e = StartupRefusal(
         f"the weights ({worst / GIB:.2f} GiB a GPU{stage}, {basis}) exceed the free GPU memory before the load "
         f"({pre / GIB:.2f} GiB): SGLang runs out of memory loading them, before the KV cache is sized, whatever "
         "--mem-fraction-static says; spread them over more GPUs (--tp-size, --pp-size), load fewer bytes a weight "
         "(a quantized checkpoint) or use a GPU with more memory")
+    e.memory_short, e.weights_bytes, e.requested_bytes = True, worst, pre  # more GPUs may load them
+    e.requested_what = "free before the weights load"
+    return e
 
 
 def _given_budget(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, kv: int,
@@ -209,8 +210,14 @@ def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, rest
 
     sg = sglang_of(layout)
     chunked = _chunked(layout, behaviour, gpu)
-    pools = size_pools(layout, model, rest, gpu.mem_fraction_static or 0.0, gpu.min_mem_fraction_static or 0.0,
-                       page, chunked, (gpu.attn_tp_size, gpu.attn_dp_size), gpu.mm_reservation_mib / 1024)
+    try:
+        pools = size_pools(layout, model, rest, gpu.mem_fraction_static or 0.0, gpu.min_mem_fraction_static or 0.0,
+                           page, chunked, (gpu.attn_tp_size, gpu.attn_dp_size), gpu.mm_reservation_mib / 1024)
+    except StartupRefusal as e:  # a memory refusal of a predicted budget names the weights (tools/loading.py)
+        if e.memory_short and e.weights_bytes is None and gpu.free_before_bytes is not None:
+            e.weights_bytes, e.requested_bytes = max(gpu.weights_bytes), gpu.free_before_bytes
+            e.requested_what = "free before the weights load"
+        raise
     full, swa = pools.full_tokens, pools.swa_tokens
     ratio = sg.swa_full_tokens_ratio
     hybrid = model.kind == "hybrid_swa"

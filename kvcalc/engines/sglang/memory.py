@@ -167,17 +167,21 @@ def rest_gib(pre: int, available: int, mfs: float, world: int = 1) -> tuple[floa
 def none_left(mfs: float, minimum: float) -> StartupRefusal:
     """SGLang's refusal when nothing is left for the KV cache (kv_cache_configurator.py:3043-3058 @0.5.23)."""
     suggested = math.ceil(minimum * 1000) / 1000
-    return StartupRefusal(
+    e = StartupRefusal(
         f"Loaded weights leave no GPU memory for the KV cache under "
         f"--mem-fraction-static={mfs}. Raise --mem-fraction-static above {suggested:.3f} (minimum viable = 1 - "
         f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")
+    e.memory_short = True  # more GPUs may start it (tools/loading.py); the caller names the weights
+    return e
 
 
 def budget(pre: int, available: int, mfs: float, world: int = 1) -> tuple[int, float]:
     """(the KV budget in bytes, the minimum viable fraction): rest_gib, refused when nothing is left."""
     rest, minimum = rest_gib(pre, available, mfs, world)
     if rest <= 0:
-        raise none_left(mfs, minimum)
+        e = none_left(mfs, minimum)
+        e.weights_bytes, e.requested_bytes, e.requested_what = pre - available, pre, "free before the weights load"
+        raise e
     return int(rest * GIB), minimum
 
 

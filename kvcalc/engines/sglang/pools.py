@@ -102,7 +102,9 @@ def size_pools(layout: Layout, model: SglangModel, rest: float, mfs: float, mini
         if model.kind == "hybrid_swa":
             swa = min(swa, full) if cap is not None else min(int(full * sg.swa_full_tokens_ratio) // page * page, swa)
     if full <= 0 or full == NO_KV_STAGE:  # pool_configurator.py:94-99 @0.5.23 (the config has no fraction yet)
-        raise StartupRefusal("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+        e = StartupRefusal("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+        e.memory_short = True  # more GPUs may start it (tools/loading.py)
+        raise e
     n = requests(full, layout.cache.max_model_len, reqs, attn_dp)
     if state is not None:
         n = cap_requests(n, state)

@@ -8,14 +8,15 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...report.fit import FitTable
 from ...vocab.units import exact_bytes, format_bytes
 
 GIB, MIB = 1 << 30, 1 << 20
 
 
 def _table(style, title: str, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False,
-              show_header=header, title_style="bold")
+    t = FitTable(title=title, title_justify="left", box=style.box, show_edge=False, pad_edge=False,
+                 show_header=header, title_style="bold")  # a number is never cut (report/fit.py)
     for c in columns:
         t.add_column(c, overflow="fold")
     return t
@@ -41,6 +42,15 @@ def gpu_line(report, style, width: int = 40) -> Text:
                 f"slack {slack / GIB:.2f} + in use before load {used / GIB:.2f}")
 
 
+def gpu_headline(report) -> Text:
+    """The first answer (issue 35): the GPU KV tokens and how many context_length requests they hold at once
+    (max_total_num_tokens / context_length; max_running_requests, in the token pool's table, caps the running
+    requests besides)."""
+    sg = report.sglang
+    tokens, ctx = sg.max_total_num_tokens, sg.memory.context_length
+    return Text(f"GPU KV cache: {tokens:,} tokens = {tokens / ctx:,.2f} × context_length {ctx:,}")
+
+
 def render(report, style) -> list[RenderableType]:
     sg, par = report.sglang, report.parallel
     m, h = sg.memory, sg.hicache
@@ -49,7 +59,7 @@ def render(report, style) -> list[RenderableType]:
     named = "assumed: no release named" if sg.version_from == "default" else "from " + sg.version_from
     head.append(f" — SGLang {sg.version} ({named}) — "
                 f"TP {par.tensor_parallel_size} × PP {par.pipeline_parallel_size}, DP {par.data_parallel_size}")
-    out: list[RenderableType] = [head, gpu_line(report, style)]
+    out: list[RenderableType] = [head, gpu_headline(report), gpu_line(report, style)]
     t = _table(style, "GPU token pool (SGLang)", "", "", header=False)
     how = "SGLang's default" if sg.mem_fraction_static_default else "the flag"
     t.add_row("mem_fraction_static", f"{sg.mem_fraction_static} ({how}); below {sg.min_mem_fraction_static:.4f} "
@@ -84,9 +94,10 @@ def render(report, style) -> list[RenderableType]:
 
 
 def render_summary(report, style) -> list[RenderableType]:
-    """plan --summary on an SGLang plan: the title, the GPU bar and the Verdict (render's first and last lines)."""
+    """plan --summary on an SGLang plan: the title, the GPU KV cache line, the GPU bar and the Verdict (render's
+    first three and last lines)."""
     full = render(report, style)
-    return full[:2] + full[-1:]
+    return full[:3] + full[-1:]
 
 
 def hicache_table(h, style) -> Table:

@@ -12,6 +12,7 @@ import math
 from ...backends.base import SizeTarget, largest
 from ...backends.hicache import HiCacheSection
 from ...vocab.errors import KvcalcError, known
+from ...tools.loading import smallest_where
 from ...vocab.layout import Layout
 from ...vocab.records import field, record, replace
 from ...vocab.releases.sglang import sglang_of
@@ -103,8 +104,16 @@ def size_gpu(layout: Layout, tokens: int | None, concurrency: float | None) -> d
     k = _smallest(lambda k: pool(k) >= want, 999)
     doc = {"engine": "sglang", "sglang_version": sg.version, "target_tokens": want,
            "context_length": context, "mem_fraction_static": None if k is None else k / 1000,
-           "max_total_num_tokens": None if k is None else pool(k), "refusal": None}
+           "max_total_num_tokens": None if k is None else pool(k), "refusal": None, "smallest_parallel": None}
     if k is None:
-        doc["refusal"] = (f"no mem_fraction_static up to 0.999 holds {want:,} tokens on this GPU: add GPUs (--tp, "
-                          "--pp) or lower the target")
+        refusal = f"no mem_fraction_static up to 0.999 holds {want:,} tokens on this GPU at this TP x PP"
+        found = smallest_where(layout, lambda p: p.stage.gpu.max_total_num_tokens >= want)
+        if found is not None:  # at the layout's own fraction (SGLang's default for each TP when it gives none)
+            tp, pp, p = found
+            doc["smallest_parallel"] = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                        "max_total_num_tokens": p.stage.gpu.max_total_num_tokens}
+            refusal += f": TP {tp} x PP {pp} holds it ({p.stage.gpu.max_total_num_tokens:,} tokens)"
+        else:
+            refusal += ": no TP x PP up to 16 x 8 does either; lower the target"
+        doc["refusal"] = refusal
     return doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...vocab.errors import StartupRefusal
 from ...vocab.kinds import LayerKind
 from ...vocab.layout import Layout, ModelLayout
 from ...vocab.records import record, replace
@@ -42,6 +43,9 @@ def hma_model_veto(model: ModelLayout) -> str | None:
 def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> GpuStage:
     """Layout -> layers -> groups -> tensors and GPU blocks, the hybrid manager on or off as `hma` says (the
     connector's decision: backends/*.hma)."""
+    from .rules import verify
+
+    verify(layout, behaviour.version)  # vLLM's config validation, before any KV number
     if layout.model.is_dsv4:
         from .dsv4_plan import check_release
 
@@ -54,17 +58,23 @@ def build_stage(layout: Layout, behaviour: Behaviour, hma: tuple[bool, str]) -> 
         memory = predict(layout, behaviour, [s.decoder_layers for s in layer_plan.stages])
         tp = layout.parallel.tensor_parallel_size
         cache = replace(cache, kv_cache_memory=tuple(w.kv_cache_bytes for w in memory.workers for _ in range(tp)))
-    if layout.model.is_dsv4:
-        from . import dsv4_plan
+    try:
+        if layout.model.is_dsv4:
+            from . import dsv4_plan
 
-        grouping, gpu = dsv4_plan.build(layout, behaviour, layer_plan, hma, cache.least_memory)
-    else:
-        grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
-        gpu = build_gpu_plan(
-            grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
-            memory=cache.least_memory,
-            num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
-        )
+            grouping, gpu = dsv4_plan.build(layout, behaviour, layer_plan, hma, cache.least_memory)
+        else:
+            grouping = group_layers(layer_plan.runs, hma_enabled=hma[0], threshold=behaviour.group_threshold)
+            gpu = build_gpu_plan(
+                grouping, layer_plan, tp=layout.parallel.tensor_parallel_size,
+                memory=cache.least_memory,
+                num_gpu_blocks_override=cache.num_gpu_blocks_override, refusal_text=behaviour.refusal_text,
+            )
+    except StartupRefusal as e:
+        if memory is not None:  # a predicted budget: the refusal says what the weights took (tools/loading.py)
+            e.weights_bytes, e.requested_bytes = memory.weights_bytes, memory.requested_bytes
+            e.requested_what = f"vLLM requests (ceil(total x {memory.utilization}))"
+        raise
     return GpuStage(behaviour=behaviour, hma_enabled=hma[0], hma_reason=hma[1], layers=layer_plan,
                     grouping=grouping, gpu=gpu, memory=memory)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from math import lcm
 
 from ...vocab.errors import InternalError, LayoutError, UnsupportedError, known
-from ...vocab.kinds import (ATTENTION_BACKENDS, FA4_HD256_BLOCK, GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES,
-                    KV_DTYPES, HeadRuleError, KVQuant, LayerKind, heads_per_rank)
-from ...vocab.layout import Layout, base_block_size
+from ...vocab.kinds import (GDN_FLASHINFER_CHECKPOINT_ALIGNMENT, KV_CACHE_DTYPES, KV_DTYPES, HeadRuleError, KVQuant,
+                            LayerKind, heads_per_rank)
+from ...vocab.layout import Layout
 from ...vocab.records import record
+from ...vocab.releases.attn_rules import cap_in
 from .specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -24,11 +25,10 @@ from .specs import (
     UsageContext,
     interned,
 )
-from . import dsv4
-from .mamba import mamba_dtypes, mamba_mode
 from .runs import Run, clip, named_specs, progressions
 from ...vocab.units import cdiv
 from ...vocab.releases.vllm import Behaviour
+from .attention_block import AttentionPlan, plan_attention
 
 DEFAULT_MAMBA_CHUNK = 2048
 _UNBOUNDED = 1 << 62  # the last stage owns every index past its decoder layers (drafter / MTP layers)
@@ -96,6 +96,7 @@ class LayerPlan:
     enable_prefix_caching: bool
     usage: UsageContext
     notes: tuple[str, ...]
+    attention: AttentionPlan  # the backend of each kind of attention layer, and the block size they gave
 
     @property
     def runs(self) -> tuple[Run, ...]:
@@ -122,8 +123,10 @@ class _KVDtype:
     mla_str: str  # the cache-dtype string recorded on MLA specs
 
 
-def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bool = False) -> _KVDtype:
-    name = "auto" if for_layer_auto else layout.cache.kv_cache_dtype
+def resolve_kv_dtype(layout: Layout, behaviour: Behaviour, *, for_layer_auto: bool = False,
+                     name: str | None = None) -> _KVDtype:
+    """The KV dtype of the layers: the layout's (`name`: the format vLLM switched to, fp8_ds_mla), or auto."""
+    name = "auto" if for_layer_auto else name or layout.cache.kv_cache_dtype
     row = KV_DTYPES.get(name)
     if row is None:
         raise UnsupportedError(
@@ -226,6 +229,8 @@ class _Builder:
             return []
         if kind.dsv4:
             m = self.model
+            from . import dsv4  # DeepSeek-V4 layouts only (start-up time is a target)
+
             return dsv4.decoder_runs(kind, indices, block=self.block_size, head=d, index_head=m.index_head_dim,
                                      window=known(m.sliding_window, "DeepSeek-V4's window"), prefix=prefix)
         if kind is LayerKind.MLA and self.model.mla_per_layer > 1:
@@ -288,19 +293,23 @@ def _attention_token_page(b: _Builder, layout: Layout) -> int | None:
                     kv_quant=kv.quant).page_size_bytes
 
 
-def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str) -> int:
+def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, mode: str,
+                         attention: AttentionPlan) -> int:
     """The kernel block the hybrid alignment rounds to, as each release computes it (spec 4.3)."""
     model = layout.model
-    backend = ATTENTION_BACKENDS[layout.backend]
+    rules = attention.rules
     if not behaviour.hybrid_kernel_uses_block_size:
-        # 0.19.1 model_executor/models/config.py: 16, or 64 for MLA (128 with CUTLASS_MLA).
-        return (128 if backend.name == "CUTLASS_MLA" else 64) if model.is_mla else 16
-    base = backend.kernel_block
-    first = model.first_attention
-    if (behaviour.fa4_hd256_kernel and backend.name == "FLASH_ATTN" and layout.gpu_arch == "sm100"
-            and first is not None and model.head_size[first] == 256 and model.head_size_v[first] == 256):
-        base = FA4_HD256_BLOCK  # 0.29+ flash_attn.py: FA4's hd256 kernel on SM100
-    kernel = max(base, block_size)  # 0.20.0+ platforms/interface.py _align_hybrid_block_size
+        # 0.19.1 model_executor/models/config.py: 16, or 64 for MLA (128 with CUTLASS_MLA); 0.14-0.17: 32 for head
+        # size 256 on family 100 with FlashInfer or no backend named (attn_rules hybrid_fi_hd256).
+        if model.is_mla:
+            return 128 if layout.attention_backend == "CUTLASS_MLA" or attention.config_backend == "CUTLASS_MLA" \
+                else 64
+        first = model.first_attention
+        if rules.hybrid_fi_hd256 and cap_in(attention.device.capability, "10.x") and first is not None \
+                and model.head_size[first] == 256 and layout.attention_backend in (None, "FLASHINFER"):
+            return 32
+        return 16
+    kernel = max(attention.kernel_block, block_size)  # 0.20.0+ platforms/interface.py _align_hybrid_block_size
     if model.is_mla and behaviour.hybrid_mla_floor_128:
         kernel = max(kernel, 128)  # 0.27.0+: MLA hybrids keep 128-token blocks for the TRTLLM/FlashInfer kernels
     if mode == "align" and behaviour.hybrid_checkpoint_alignment and _gdn_checkpoints(layout):
@@ -308,13 +317,20 @@ def _hybrid_kernel_block(layout: Layout, behaviour: Behaviour, block_size: int, 
     return kernel
 
 
+def backend_multiple(behaviour: Behaviour, attention: AttentionPlan) -> int:
+    """0.32.0+: the hybrid block is also a multiple of every non-SSM backend's smallest kernel block (their lcm)."""
+    return attention.kernel_lcm if behaviour.hybrid_backend_lcm else 1
+
+
 def _gdn_checkpoints(layout: Layout) -> bool:
-    """0.33.0: GDN layers with FlashInfer's prefill export mid-prefill checkpoints (64-token alignment): CUDA SM90,
-    or SM100 with head_k_dim 128 (mamba/gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend)."""
+    """0.33.0: GDN layers with FlashInfer's prefill export mid-prefill checkpoints (64-token alignment): CUDA SM90
+    (mamba/gdn/qwen_gdn_linear_attn.py:248-262 _resolve_gdn_prefill_backend). SM10x / SM12x take it only with head_k_dim
+    128 and a CUDA 13 runtime, which kvcalc does not assume (the executed vectors ran without one: B200 / RTX 5090
+    Qwen3-Next kept 544-token blocks)."""
     m = layout.model.mamba
     if m is None or m.kind != "gated_delta_net" or layout.platform != "cuda":
         return False
-    return layout.gpu_arch == "sm90" or m.get("linear_key_head_dim") == 128
+    return layout.capability == "9.0"
 
 
 def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
@@ -333,7 +349,7 @@ def _check_cache_options(layout: Layout, behaviour: Behaviour) -> None:
 
 
 def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str, kv: _KVDtype, kv_auto: _KVDtype,
-                notes: list[str]) -> tuple[int, int | None, MambaSpec | None, bool]:
+                notes: list[str], attention: AttentionPlan) -> tuple[int, int | None, MambaSpec | None, bool]:
     """(the attention block size, raised for a hybrid model so one attention page holds a Mamba state (spec 4.3);
     the Mamba block size; the Mamba spec; whether the block size was raised, so its "not set" note no longer
     applies). Only a model with Mamba layers gets past the first line."""
@@ -350,17 +366,18 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
         return a // b
 
     shapes = tuple(row.shapes(mamba.values, tp, ns, exact))
+    from .mamba import mamba_dtypes
+
     dtypes = mamba_dtypes(layout, len(shapes))
     mp = interned(MambaSpec, block_size=1, shapes=shapes, dtypes=dtypes).real_page_size_bytes
     a1 = _attention_token_page(_Builder(layout, behaviour, block_size, kv, kv_auto, None), layout)
     mamba_block = pad = None
     raised = False
     if a1 is not None and mp > 0:
-        kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode)
+        kernel = _hybrid_kernel_block(layout, behaviour, block_size, mode, attention)
         chunk = cache.mamba_block_size or (mamba.get("chunk_size") if mamba.has("chunk_size")
                                            else DEFAULT_MAMBA_CHUNK)
-        # 0.32.0+: the block is also a multiple of every attention backend's smallest kernel block.
-        multiple = ATTENTION_BACKENDS[layout.backend].kernel_block if behaviour.hybrid_backend_lcm else 1
+        multiple = backend_multiple(behaviour, attention)  # 0.32.0+
         al = hybrid_alignment(mode=mode, block_size=block_size, attention_token_page=a1, mamba_page=mp,
                               kernel_block=kernel, mamba_chunk=chunk, multiple=multiple)
         if al.raised_from is not None:
@@ -370,8 +387,11 @@ def _mamba_side(layout: Layout, behaviour: Behaviour, block_size: int, mode: str
         block_size, mamba_block, pad = al.block_size, al.mamba_block_size, al.mamba_page_padded
         if pad is not None:
             notes.append(f"Mamba page padded from {mp} to {pad} B (+{(pad - mp) * 10000 // mp / 100:.2f} %)")
-    elif mode == "align":
-        mamba_block = block_size
+    elif mode in ("align", "all"):
+        # An attention-free model: no page to align with. MambaModelConfig.verify_and_update_config (0.19.1 and
+        # 0.33.0 model_executor/models/config.py:471 / :778): with prefix caching, mamba_block_size defaults to the
+        # block size.
+        mamba_block = cache.mamba_block_size or block_size
     if mode == "none":
         mamba_block = cache.mamba_block_size or cache.max_model_len
     # 0.33.0 qwen_gdn_linear_attn.py get_kv_cache_spec: a GDN layer exporting prefill checkpoints keeps one
@@ -404,10 +424,11 @@ def _stages(layout: Layout, b: _Builder) -> tuple[StageLayers, ...]:
     return tuple(stages)
 
 
-def _kv_dtypes(layout: Layout, behaviour: Behaviour) -> tuple[_KVDtype, _KVDtype, str | None]:
-    """(the KV dtype, the one skipped layers keep, a note when the model's attention ignores the flag)."""
+def _kv_dtypes(layout: Layout, behaviour: Behaviour, name: str) -> tuple[_KVDtype, _KVDtype, str | None]:
+    """(the KV dtype, the one skipped layers keep, a note when the model's attention ignores the flag); `name`: the
+    KV format the attention backend settled (fp8_ds_mla where vLLM switches to it)."""
     cache, model = layout.cache, layout.model
-    kv = resolve_kv_dtype(layout, behaviour)
+    kv = resolve_kv_dtype(layout, behaviour, name=name)
     # Only layers named by kv_cache_dtype_skip_layers keep dtype auto: without them the second dtype is never read.
     kv_auto = resolve_kv_dtype(layout, behaviour, for_layer_auto=True) if cache.kv_cache_dtype_skip_layers else kv
     if not model.kv_cache_dtype_auto:
@@ -424,21 +445,25 @@ def _kv_dtypes(layout: Layout, behaviour: Behaviour) -> tuple[_KVDtype, _KVDtype
 def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
     """Layout -> every PP stage's KV-owning layers as runs of specs, the block sizes and the Mamba cache mode."""
     model, cache = layout.model, layout.cache
-    kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour)
+    resolve_kv_dtype(layout, behaviour)  # the release's KV dtypes first (vLLM's argument parser refuses others)
+    attention = plan_attention(layout, behaviour)
+    kv, kv_auto, auto_note = _kv_dtypes(layout, behaviour, attention.kv_cache_dtype)
     _check_cache_options(layout, behaviour)
-    prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    if model.has_mamba:
+        from .mamba import mamba_mode  # hybrid and Mamba layouts only (start-up time is a target)
+
+        prefix, mode, mode_notes = mamba_mode(layout, behaviour)
+    else:
+        prefix, mode, mode_notes = cache.enable_prefix_caching is not False, "none", ()  # vLLM: on by default
     notes = list(mode_notes) + ([auto_note] if auto_note else [])
-    # --- block size (section 3.9) and the hybrid bump (section 4.3)
-    block_size = base_block_size(cache.block_size, model.is_mla, layout.backend)
-    block_note = None
+    if attention.kv_basis:
+        notes.append(f"KV cache dtype {attention.kv_cache_dtype}: {attention.kv_basis}")
+    # --- block size (the backend's: attention_block.py) and the hybrid bump (section 4.3)
+    block_size, block_note = attention.block_size, None
     if cache.block_size is None:
-        block_note = f"block size not set: using {block_size}, the {layout.backend} backend's default"
-    if model.is_dsv4:
-        block_size = cache.block_size or dsv4.BLOCK_SIZE
-        if cache.block_size is None:
-            block_note = (f"block size not set: using {block_size}, DeepSeek-V4's DEEPSEEK_SPARSE_SWA backend's "
-                          "preferred block (the sliding caches keep 64 tokens, the compressor states 4 and 8)")
-    block_size, mamba_block, mamba_spec, raised = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes)
+        block_note = attention.block_note
+    block_size, mamba_block, mamba_spec, raised = _mamba_side(layout, behaviour, block_size, mode, kv, kv_auto, notes,
+                                                              attention)
     if raised:
         block_note = None
     stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
@@ -446,4 +471,4 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
                          mamba_cache_mode=mode)
     return LayerPlan(stages=stages, block_size=block_size, block_size_note=block_note,
                      mamba_block_size=mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
-                     usage=usage, notes=tuple(notes))
+                     usage=usage, notes=tuple(notes), attention=attention)

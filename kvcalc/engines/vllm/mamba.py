@@ -31,9 +31,11 @@ def mamba_mode(layout: Layout, behaviour: Behaviour) -> tuple[bool, str, tuple[s
     model, cache = layout.model, layout.cache
     prefix = cache.enable_prefix_caching
     if not model.has_mamba:
-        return prefix is not False, "none", ()  # vLLM: prefix caching on by default
+        return prefix is not False, "none", ()  # vLLM: prefix caching on by default (layers.py asks only for Mamba)
     if prefix is None:
-        prefix = False  # vLLM: off by default for hybrid (Mamba) models
+        # vLLM's default (config/model.py is_prefix_caching_supported): hybrid models from 0.26.0, never an
+        # attention-free (pure Mamba) model.
+        prefix = behaviour.hybrid_prefix_caching and model.first_attention is not None
     modes = behaviour.mamba_modes
     mode, notes = "none", []
     row = model.mamba_section.row

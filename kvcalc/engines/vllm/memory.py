@@ -23,6 +23,7 @@ import math
 from ...vocab.errors import StartupRefusal, UnsupportedError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
+from ...vocab.releases.attn_rules import cap_in
 from ...vocab.releases.vllm import Behaviour
 from ...vocab.units import cdiv
 from ...vocab.weights import WeightsSpec
@@ -188,7 +189,7 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
     seqs, mnbt = cache.max_num_seqs or 1024, cache.max_num_batched_tokens
     draft = layout.model.draft
     decode = 1 + (draft.num_speculative_tokens if draft else 0)
-    ceiling = behaviour.max_capture_sm100 if layout.gpu_arch == "sm100" else 512
+    ceiling = behaviour.max_capture_sm100 if cap_in(layout.capability, "10.x") else 512
     graphs = (0, 0) if gpu.enforce_eager else capture_sizes(seqs, mnbt, decode, ceiling)
     profiled = behaviour.memory_budget != "A" and (runner == "v1" or behaviour.mrv2_rule == "all")
     subtracts = profiled and behaviour.memory_budget in ("C", "D")
@@ -230,7 +231,7 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                    source=gpu.total_source),
         MemoryTerm(name="requested", bytes=requested, basis="exact",
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),
-        MemoryTerm(name="weights", bytes=bind.weights_bytes, basis="estimate" if spec.has_vision or quant else "exact",
+        MemoryTerm(name="weights", bytes=bind.weights_bytes, basis=spec.basis(gpu.quantization),
                    source=f"{spec.source}; TP {par.tensor_parallel_size}, PP stage {bind.pp_rank}, vocabulary padded "
                           f"to 64" + (f", {quant} weights" if quant else "")),
         MemoryTerm(name="activation_peak", bytes=bind.activation_peak_bytes, basis="estimate",

@@ -5,6 +5,7 @@ expanded only for reports and --verify."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...vocab.units import cdiv
@@ -13,13 +14,35 @@ if TYPE_CHECKING:
     from .specs import KVCacheSpec
 
 
-class Run(NamedTuple):
-    """The layers `model.layers.{i}.{module}` for `i` in `indices`, every one with `spec`."""
+if TYPE_CHECKING:
+    class Run(NamedTuple):
+        """The layers `model.layers.{i}.{module}` for `i` in `indices`, every one with `spec`."""
 
-    module: str  # the name after `model.layers.{i}.`, e.g. "self_attn.attn"
-    order: int  # position among one decoder layer's KV modules, in registration order
-    indices: range  # decoder layer indices (drafter layers continue after the target's)
-    spec: KVCacheSpec
+        module: str  # the name after `model.layers.{i}.`, e.g. "self_attn.attn"
+        order: int  # position among one decoder layer's KV modules, in registration order
+        indices: range  # decoder layer indices (drafter layers continue after the target's)
+        spec: KVCacheSpec
+else:
+    class Run(tuple):
+        """The NamedTuple above, built by hand: typing.NamedTuple compiles its constructor from source at import
+        (~0.8 M instructions of every command's start-up)."""
+
+        __slots__ = ()
+
+        def __new__(cls, module, order, indices, spec):
+            return tuple.__new__(cls, (module, order, indices, spec))
+
+        module = property(itemgetter(0))
+        order = property(itemgetter(1))
+        indices = property(itemgetter(2))
+        spec = property(itemgetter(3))
+
+        def _replace(self, **changes):
+            return Run(changes.get("module", self[0]), changes.get("order", self[1]),
+                       changes.get("indices", self[2]), changes.get("spec", self[3]))
+
+        def __repr__(self):
+            return f"Run(module={self[0]!r}, order={self[1]!r}, indices={self[2]!r}, spec={self[3]!r})"
 
 
 def layer_count(runs: tuple[Run, ...]) -> int:

@@ -156,13 +156,20 @@ def largest_fitting_len(groups: tuple[KVCacheGroup, ...], usage: UsageContext, g
     return lo
 
 
+def _short(text: str) -> StartupRefusal:
+    """vLLM's memory refusal (StartupRefusal.memory_short: more GPUs may start it)."""
+    e = StartupRefusal(text)
+    e.memory_short = True
+    return e
+
+
 def _check_enough(groups, usage: UsageContext, group_size: int, avail: int, worker: int, text: str) -> None:
     """vLLM's _check_enough_kv_cache_memory (v1/core/kv_cache_utils.py:609-643 @0.14.0, :697-728 @0.22.0; 0.33.0
     v1/core/kv_cache_planning.py:50-87), with its messages."""
     cpu = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if text == "v2" \
         else ""
     if avail <= 0:
-        raise StartupRefusal(f"vLLM refuses to start (worker {worker}, KV budget {avail:,} B): No available memory for "
+        raise _short(f"vLLM refuses to start (worker {worker}, KV budget {avail:,} B): No available memory for "
                              f"the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
                              f"engine{cpu}. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
                              "more details.")
@@ -172,7 +179,7 @@ def _check_enough(groups, usage: UsageContext, group_size: int, avail: int, work
         estimated = f"Based on the available memory, the estimated maximum model length is {est}. " if est else ""
         whose, flag = ("model's", " (which also controls CPU memory on the CPU backend)") if text == "v2" else (
             "models's", "")
-        raise StartupRefusal(
+        raise _short(
             f"vLLM refuses to start (worker {worker}, {needed:,} B needed, {avail:,} B available): To serve at least "
             f"one request with the {whose} max seq len ({usage.max_model_len}), ({_gib(needed)} GiB KV cache is "
             f"needed, which is larger than the available KV cache memory ({_gib(avail)} GiB). {estimated}Try "

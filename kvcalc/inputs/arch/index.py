@@ -76,6 +76,7 @@ def _gpt_oss(m: Mapped, cfg: Cfg, row: Arch) -> None:
     # gpt_oss.py:175: the window for layer_idx % 2 == 0, whatever layer_types says.
     kinds = pattern_kinds(n, lambda i: i % 2 == 1)
     sliding_layers(m, cfg, row.attention_rule, n, kinds, "gpt_oss.py:175: even layers slide, odd layers are full")
+    m.put("attention_sinks", True, "gpt_oss.py:106-186: every attention layer passes sinks")
 
 
 def _chatglm(m: Mapped, cfg: Cfg, row: Arch) -> None:

@@ -197,6 +197,10 @@ def mla(m: Mapped, cfg: Cfg, *, indexer: bool) -> None:
                                "not mapped; write the layout YAML instead")
     m.put("kv_lora_rank", cfg.int_("kv_lora_rank", minimum=1), cfg.origin("kv_lora_rank"))
     m.put("qk_rope_head_dim", cfg.int_("qk_rope_head_dim"), cfg.origin("qk_rope_head_dim"))
+    if cfg.get("qk_nope_head_dim") is not None:
+        m.put("qk_nope_head_dim", cfg.int_("qk_nope_head_dim"), cfg.origin("qk_nope_head_dim"))
+    if cfg.get("num_attention_heads") is not None:
+        m.put("num_attention_heads", cfg.int_("num_attention_heads", minimum=1), cfg.origin("num_attention_heads"))
     if indexer:
         freq, pattern = cfg.get("index_topk_freq", 1), cfg.get("index_topk_pattern")
         if freq != 1 or pattern is not None:

@@ -10,10 +10,10 @@ the transformers configuration classes' own.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
+from ...vocab.errors import LayoutError
 from ...vocab.weights import ParamBlock, WeightsSpec
 
 # transformers' defaults for tie_word_embeddings (LlamaConfig & co. False; GemmaConfig / Gemma2Config / Gemma3TextConfig
@@ -202,6 +202,12 @@ def _quantization(data: dict) -> tuple[str | None, tuple[int, int] | None, tuple
     return method, None, None
 
 
+def _params(blocks: list, num_layers: int) -> int:
+    """The parameters the blocks count (a layer block once per decoder layer that has it)."""
+    return sum(b.params * (b.kv_heads or 1) * ((num_layers if b.layers is None else len(b.layers))
+                                                if b.placement == "layers" else 1) for b in blocks)
+
+
 def _text_config(data: dict) -> dict:
     inner = data.get("text_config")
     if isinstance(inner, dict):
@@ -209,17 +215,34 @@ def _text_config(data: dict) -> dict:
     return data
 
 
-def checkpoint_bytes(directory: str | None) -> int | None:
-    """model.safetensors.index.json's metadata.total_size, when the model directory has it."""
+# model.safetensors.index.json lists every tensor: DeepSeek-V3's (91,000 tensors) is 8.9 MB.
+MAX_INDEX_BYTES = 64 << 20
+# The checkpoint's bytes per parameter: 4-bit weights with group scales hold more than 0.25 B, fp32 less than 8 B
+# (vision towers and MTP layers the breakdown does not count stay inside the bound).
+INDEX_BYTES_PER_PARAM = (1, 4), (8, 1)
+
+
+def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
+    """model.safetensors.index.json's metadata.total_size, when the model directory has it (read through the
+    guarded reader: a FIFO or a device there is refused, not waited on). `params`: the parameters the config's
+    shapes give; a total_size outside 0.25..8 bytes per parameter contradicts them and is refused."""
     if not directory:
         return None
     path = os.path.join(directory, "model.safetensors.index.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            total = json.load(fh).get("metadata", {}).get("total_size")
-    except (OSError, ValueError, AttributeError):
+    if not os.path.lexists(path):
         return None
-    return total if isinstance(total, int) and total > 0 else None
+    from ..files import read_json
+
+    data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        return None
+    (lo_n, lo_d), (hi_n, hi_d) = INDEX_BYTES_PER_PARAM
+    if params and not params * lo_n // lo_d <= total <= params * hi_n // hi_d:
+        raise LayoutError(path, "metadata.total_size", f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
+                                                       f"{params:,} parameters config.json's shapes give", total)
+    return total
 
 
 # Model types whose released configs omit vocab_size because it is their transformers class's default (Gemma-3's
@@ -259,7 +282,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
     method, linear, expert = _quantization(data)
     arch = data.get("architectures")
     experts = _int(cfg, "num_local_experts") or _int(cfg, "num_experts") or _int(cfg, "n_routed_experts")
-    index = checkpoint_bytes(directory)
+    index = checkpoint_bytes(directory, _params(blocks + vision, _int(cfg, "num_hidden_layers", 1)))
     stored = {"float32": 4, "bfloat16": 2, "float16": 2}.get(str(cfg.get("torch_dtype") or data.get("torch_dtype")
                                                                  or cfg.get("dtype") or data.get("dtype")), 2)
     return WeightsSpec(

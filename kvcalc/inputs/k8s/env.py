@@ -74,14 +74,17 @@ def container_env(source: str, key: str, container: dict, objects: dict, injecte
             name = ref.get("name")
             doc = objects.get((kind, name))
             if doc is None:
-                if not ref.get("optional"):
-                    unread.append(f"{kind} {name!r} (envFrom) is not in this manifest")
+                # Optional or not, the cluster may hold it: its variables are unknown either way (optional only
+                # lets the pod start without it).
+                unread.append(f"{kind} {name!r} (envFrom{', optional' if ref.get('optional') else ''}) is not in "
+                              "this manifest")
                 continue
             for k, v in config_data(doc, source, f"{kind}/{name}").items():
                 values[prefix + k] = v
                 unknown.pop(prefix + k, None)
     entries = expect(container.get("env"), list, source, f"{key}.env", "a list of name/value entries")
     seen: set[str] = set()
+    total = 0
     for j, entry in enumerate(entries):
         entry = expect(entry, dict, source, f"{key}.env[{j}]", "a name/value entry")
         name = entry.get("name")
@@ -103,9 +106,31 @@ def container_env(source: str, key: str, container: dict, objects: dict, injecte
         if not isinstance(value, str):
             raise LayoutError(source, f"{key}.env[{j}].value", "a string (quote numbers in YAML)", value
                               if isinstance(value, (int, float, bool)) else type(value).__name__)
-        values[name] = k8s_expand(value, values)
+        values[name] = _expanded(source, f"{key}.env[{j}].value", value, values)
+        total += len(values[name])
+        if total > MAX_ENV_BYTES:
+            raise LayoutError(source, f"{key}.env", f"variables of at most {MAX_ENV_BYTES:,} bytes in all after $(VAR) "
+                                                    "expansion (kvcalc's bound; execve refuses far less)",
+                              f"more than {MAX_ENV_BYTES:,}")
         unknown.pop(name, None)
     return PodEnv(values=values, unknown=unknown, unread=unread, notes=notes)
+
+
+# Linux's MAX_ARG_STRLEN (32 pages): execve refuses a longer argument or environment string with E2BIG, so no
+# container gets one; and a bound on a container's variables in all.
+MAX_ARG_STRLEN = 131072
+MAX_ENV_BYTES = 4 << 20
+
+
+def _expanded(source: str, key: str, value: str, values: dict) -> str:
+    from ..serve.argv import ExpansionTooLong
+
+    try:
+        return k8s_expand(value, values, MAX_ARG_STRLEN)
+    except ExpansionTooLong:
+        raise LayoutError(source, key, f"a value of at most {MAX_ARG_STRLEN:,} bytes after $(VAR) expansion (Linux's "
+                                       "MAX_ARG_STRLEN: the container would not start, execve fails with E2BIG)",
+                          f"more than {MAX_ARG_STRLEN:,}") from None
 
 
 def _value_from(source: str, key: str, spec, objects: dict):

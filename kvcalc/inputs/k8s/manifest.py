@@ -18,8 +18,8 @@ from typing import Any
 from ...vocab.errors import LayoutError, UnsupportedError, known
 from ...vocab.records import field, record
 from .env import PodEnv, container_env, expect
-from .pods import PodTemplate, documents, mounted_files, objects, templates
-from ..serve.argv import k8s_expand, shell_script, unwrap
+from .pods import PodTemplate, documents, in_namespace, mounted_files, objects, templates
+from ..serve.argv import k8s_expand, shell_script, unwrap, unwrap_env
 from ..serve.shell import Command, run_script, split_script
 from ..serve.servers import server_of
 
@@ -153,10 +153,22 @@ def _argv(source: str, key: str, c: dict) -> list[str]:
     return words
 
 
-def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) -> list[Command]:
-    """The commands the container runs: one (the exec form), or a `sh -c` script's."""
+def _expanded(source: str, key: str, word: str, values: dict) -> str:
+    from ..serve.argv import ExpansionTooLong
+    from ..serve.shell import MAX_SCRIPT
+
+    try:
+        return k8s_expand(word, values, MAX_SCRIPT)
+    except ExpansionTooLong:
+        raise LayoutError(source, key, f"a word of at most {MAX_SCRIPT:,} characters after $(VAR) expansion",
+                          f"more than {MAX_SCRIPT:,}") from None
+
+
+def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict, wanted=None) -> list[Command]:
+    """The commands the container runs: one (the exec form), or a `sh -c` script's (those `wanted` takes: by
+    default the ones that start a server)."""
     unknown = {n: why for n, why in env.unknown.items()}
-    expanded = [k8s_expand(w, env.values) for w in argv]
+    expanded = [_expanded(source, f"{key} command", w, env.values) for w in argv]
     script = shell_script(expanded)
     if script is None:
         missing = {f"$({n})": why for n, why in unknown.items() if any(f"$({n})" in w for w in expanded)}
@@ -165,7 +177,12 @@ def _commands(source: str, key: str, argv: list[str], env: PodEnv, files: dict) 
     # Kubernetes leaves $(NAME) of an unreadable variable as written; the shell would then run NAME.
     for name in unknown:
         text = text.replace(f"$({name})", "${" + name + "}")
-    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files)
+    return run_script(split_script(source, f"{key} script", text), env.values, unknown, params, files,
+                      wanted=wanted or _starts_server, source=source, key=f"{key} script")
+
+
+def _starts_server(words: tuple) -> bool:
+    return server_of(unwrap(words)[0]) is not None
 
 
 @record
@@ -182,6 +199,7 @@ class _Found:
 
 def _servers(source: str, tpl: PodTemplate, c: dict, objs: dict, j: int) -> _Found:
     label, pod = tpl.label, tpl.spec
+    objs = in_namespace(objs, tpl.namespace)
     key = f"{label} containers[{j}]"
     env = container_env(source, key, c, objs, tpl.env, tpl.unknown)
     hits = []
@@ -360,6 +378,17 @@ def _check_refs(path: str, label: str, argv: list[str], unknown: dict) -> list[s
     return notes
 
 
+def _starts_lmcache_server(words: tuple) -> bool:
+    """A script's command that starts LMCache's MP server (serve/lmcache_mp.split_command reads it)."""
+    from ..serve.lmcache_mp import split_command
+
+    try:
+        split_command(list(unwrap(words)[0]))
+    except LayoutError:
+        return False
+    return True
+
+
 def _lmcache_server(path: str, docs: list[dict], hit: _Found) -> ServerGrant | None:
     """The first container of the manifest (the vLLM pod's first) whose command starts LMCache's MP server."""
     from ..serve.lmcache_mp import split_command
@@ -372,7 +401,8 @@ def _lmcache_server(path: str, docs: list[dict], hit: _Found) -> ServerGrant | N
                 continue
             key = f"{tpl.label} containers[{j}]"
             env = container_env(path, key, c, objs, tpl.env, tpl.unknown)
-            for cmd in _commands(path, key, _argv(path, key, c), env, mounted_files(path, tpl.spec, c, objs)):
+            for cmd in _commands(path, key, _argv(path, key, c), env, mounted_files(path, tpl.spec, c, objs),
+                                 wanted=_starts_lmcache_server):
                 words = list(unwrap(cmd.words)[0])
                 try:
                     split_command(words)
@@ -391,7 +421,7 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     hit = _the_container(path, docs, container)
     c, cmd = hit.container, known(hit.command, "the server's command")  # a container that runs a server has one
     label = f"{hit.label} container {c.get('name')!r}"
-    words, added = unwrap(cmd.words)
+    words, added, cleared, removed = unwrap_env(cmd.words)
     argv = ["vllm", "serve", *words[hit.start:]]
     if hit.engine == "SGLang":  # SGLang's line, in its own spellings (inputs/serve/sglang.py)
         rest = words[hit.start:]
@@ -405,5 +435,7 @@ def read(path: str, *, container: str | None = None) -> PodGrant:
     image = c.get("image") if isinstance(c.get("image"), str) else None
     return PodGrant(source=f"{path}: {label}", argv=argv, memory_limit=memory, memory_request=request,
                     shm=_shm(path, label, hit.pod, c, memory), gpus=gpus, image=image,
-                    env={**cmd.env, **added}, env_unknown=dict(cmd.env_unknown), env_unread=list(env.unread),
+                    env={**({} if cleared else {k: v for k, v in cmd.env.items() if k not in removed}), **added},
+                    env_unknown={} if cleared else {k: v for k, v in cmd.env_unknown.items() if k not in removed},
+                    env_unread=[] if cleared else list(env.unread),
                     notes=notes + env.notes, files=hit.files, lmcache_server=_lmcache_server(path, docs, hit))

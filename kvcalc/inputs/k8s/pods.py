@@ -24,6 +24,7 @@ class PodTemplate:
     spec: dict
     env: dict  # variables the controller adds to every container unless the container defines them
     unknown: dict  # variables the controller adds whose value is known only when the pod runs: name -> why
+    namespace: str | None = None  # the workload's metadata.namespace (None: where the manifest is applied)
 
 
 def documents(path: str) -> list[dict]:
@@ -62,17 +63,39 @@ def documents(path: str) -> list[dict]:
 
 
 def objects(path: str, docs: list[dict]) -> dict:
-    """(kind, name) -> the ConfigMaps and Secrets of the manifest."""
+    """(kind, namespace, name) -> the ConfigMaps and Secrets of the manifest (namespace None when it names none)."""
     out: dict = {}
     for doc in docs:
         if doc.get("kind") in ("ConfigMap", "Secret"):
             meta = expect(doc.get("metadata"), dict, path, f"{doc['kind']}.metadata", "a mapping")
-            out[(doc["kind"], meta.get("name"))] = doc
+            out[(doc["kind"], meta.get("namespace"), meta.get("name"))] = doc
+    return out
+
+
+def in_namespace(objs: dict, namespace: str | None) -> dict:
+    """(kind, name) -> the ConfigMaps and Secrets a pod of `namespace` can reference: a pod reads only its own
+    namespace's. One that names another namespace is not the pod's; one that names none (or a workload that names
+    none) goes where the manifest is applied (`kubectl apply -n X` refuses an object that names another namespace
+    than X), taken as the same namespace."""
+    out: dict = {}
+    for (kind, ns, name), doc in objs.items():
+        if ns is None or namespace is None or ns == namespace:
+            if (kind, name) in out and ns != namespace:
+                continue  # the pod's own namespace's object of that name wins
+            out[(kind, name)] = doc
     return out
 
 
 def templates(source: str, doc: dict) -> list[PodTemplate]:
-    """Every pod template a document holds."""
+    """Every pod template a document holds, with the document's namespace."""
+    from ...vocab.records import replace
+
+    meta = doc.get("metadata")
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    return [replace(t, namespace=ns) if ns is not None else t for t in _templates(source, doc)]
+
+
+def _templates(source: str, doc: dict) -> list[PodTemplate]:
     kind = doc.get("kind")
     if kind in ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount", "PersistentVolumeClaim"):
         return []

@@ -20,7 +20,7 @@ GIB = 1 << 30
 
 def gpu_section(r: Reader, g: dict) -> GpuLayout:
     name = r.key(g, "gpu.name")
-    total, source, error, rocm = None, "", None, False
+    total, source, error, rocm, capability = None, "", None, False, None
     if g.get("total_memory") is not None:
         total = r.size(g["total_memory"], "gpu.total_memory")
         if total <= 0:
@@ -34,7 +34,7 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
         if total is None:
             total, source = device.total_bytes, device.total_text
             error = device.total_error_gib if device.total_basis == "estimate" else None
-        name, rocm = device.name, device.rocm
+        name, rocm, capability = device.name, device.rocm, device.capability
     util = g.get("memory_utilization")
     if util is not None:
         if isinstance(util, bool) or not isinstance(util, (int, float)) or not math.isfinite(util) \
@@ -42,6 +42,7 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
             raise r.fail("gpu.memory_utilization", "a fraction in (0, 1]", util)
         util = float(util)
     return GpuLayout(name=name, total_memory=total, total_source=source, total_error_gib=error, rocm=rocm,
+                     capability=capability,
                      memory_utilization=util, used_memory=_used(r, g, total),
                      enforce_eager=r.key(g, "gpu.enforce_eager"), quantization=r.key(g, "gpu.quantization"))
 

@@ -64,6 +64,9 @@ def model_section(r: Reader, data: Any) -> ModelLayout:
         raise r.fail("model.mla_per_layer", "1 with an indexer or a drafter (two MLA attentions a layer with those "
                      "is not modelled)", per_layer)
     return ModelLayout(kv_head_replication=replication, kv_cache_dtype_auto=r.key(m, "model.kv_cache_dtype_auto"),
+                       num_attention_heads=r.key(m, "model.num_attention_heads"),
+                       qk_nope_head_dim=r.key(m, "model.qk_nope_head_dim"),
+                       attention_sinks=r.key(m, "model.attention_sinks"),
                        mla_per_layer=per_layer, name=name, num_layers=n, dtype=dtype, layer_types=kinds,
                        num_kv_heads=heads, head_size=head_size, head_size_v=head_size_v, sliding_window=sliding,
                        attention_chunk_size=chunk, kv_lora_rank=kv_lora, qk_rope_head_dim=rope,

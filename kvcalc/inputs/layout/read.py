@@ -43,6 +43,16 @@ def _apply(top: dict, overrides: dict[str, tuple[Any, str]]) -> dict[str, str]:
 
 
 CONFIG_KEY = "__config__"  # not a layout key: the model's config.json (path, contents), when one was read
+WRITTEN_KEY = "__written__"  # not a layout key: the key paths the user set (Layout.written)
+
+
+def _leaves(node: dict, prefix: str = "") -> set[str]:
+    """The key paths of a layout's scalar and list values (a section's own keys, not the section)."""
+    out: set[str] = set()
+    for k, v in node.items():
+        path = f"{prefix}{k}"
+        out |= _leaves(v, path + ".") if isinstance(v, dict) else {path}
+    return out
 
 
 def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[Any, str]] | None = None,
@@ -53,13 +63,16 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
     overrides = overrides or {}
     if data is None:
         data = {}
-    carried = None
+    carried, written = None, None
     if isinstance(data, dict) and CONFIG_KEY in data:  # an expanded layout expanded again (a sweep point)
         carried = data[CONFIG_KEY]
-        data = {k: v for k, v in data.items() if k != CONFIG_KEY}
+    if isinstance(data, dict) and (CONFIG_KEY in data or WRITTEN_KEY in data):
+        written = data.get(WRITTEN_KEY)
+        data = {k: v for k, v in data.items() if k not in (CONFIG_KEY, WRITTEN_KEY)}
     r = Reader(source, {path: flag for path, (_, flag) in overrides.items()})
     top = r.mapping(data, "", CHILDREN[""])
     top = {k: (dict(v) if isinstance(v, dict) else v) for k, v in top.items()}
+    mine = (set(written) if written is not None else _leaves(top) - {"model.hf_config"}) | set(overrides)
     origin = _apply(top, overrides)
     model = top.get("model")
     nextn = 0
@@ -91,6 +104,7 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
         model["draft"] = draft
     if carried is not None:
         top.setdefault(CONFIG_KEY, carried)
+    top[WRITTEN_KEY] = frozenset(mine)
     return top, origin
 
 

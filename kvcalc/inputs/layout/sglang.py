@@ -241,9 +241,21 @@ def _model_facts(r: Reader, config: dict) -> dict:
     return out
 
 
+def _nodes(r: Reader, par: ParallelLayout) -> None:
+    """SGLang's own node rules (srt/arg_groups/validation_hook.py:179-181 and :199-202 @0.5.23), in its words."""
+    tp, pp, nnodes = par.tensor_parallel_size, par.pipeline_parallel_size, par.nnodes
+    if nnodes > 1 and (tp * pp) % nnodes:
+        raise r.fail("parallel.nnodes", f"a divisor of TP x PP = {tp * pp} (SGLang stops: 'tp_size must be divisible "
+                                        "by number of nodes')", nnodes)
+    if par.data_parallel_size > 1 and nnodes != 1:
+        raise r.fail("parallel.nnodes", "1 with DP replicas (SGLang stops: 'multi-node data-parallel replicas are "
+                                        "not supported; use attention DP (--attn-dp-size) across nodes')", nnodes)
+
+
 def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: ParallelLayout, cache: CacheLayout,
                   common: dict) -> Layout:
     """The Layout of an SGLang deployment (`common`: the Layout fields read as for vLLM)."""
+    _nodes(r, parallel)
     for path, instead in VLLM_ONLY.items():
         if _given(top, path):
             raise r.fail(path, f"no such setting with engine sglang: {instead}", "given")

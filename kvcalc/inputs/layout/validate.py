@@ -12,9 +12,9 @@ import math
 from importlib import import_module
 from typing import Any
 
-from ...vocab.errors import UnsupportedError
+from ...vocab.errors import UnsupportedError, known
 from ...vocab.keys import KEY, UNMODELLED
-from ...vocab.kinds import (ATTENTION_BACKENDS, HeadRuleError, heads_per_rank)
+from ...vocab.kinds import GPU_ARCH_CAPABILITY, HeadRuleError, heads_per_rank
 from ...vocab.layout import (
     NO_CONNECTOR,
     CacheLayout,
@@ -24,7 +24,6 @@ from ...vocab.layout import (
     ModelLayout,
     OffloadLayout,
     ParallelLayout,
-    base_block_size,
 )
 from ...vocab.records import replace
 from ...vocab.units import gib_float_to_bytes
@@ -66,41 +65,30 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
     if "model" not in top:
         raise r.fail("model", "a model section (see the README's layout format)")
     model = model or model_section(r, top.get("model"))
-    parallel = _parallel(r, top.get("parallel"), model)
+    # An engine with its own reader checks its own node rules (inputs/layout/<engine>.py); vLLM's are here.
+    parallel = _parallel(r, top.get("parallel"), model, ENGINE_LAYOUTS.get(r.key(top, "engine")) is None)
     mpe = r.key(top["model"], "model.max_position_embeddings") if isinstance(top.get("model"), dict) else None
     cache = _cache(r, top.get("cache"), model, parallel, mpe)
     vllm = r.section(top.get("vllm"), "vllm")
-    version = written(vllm, "vllm.version")
-    if isinstance(version, float):
-        raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
-    version = r.str_(version, "vllm.version")
-    version_from = r.flags.get("vllm.version") or ("layout file" if "version" in vllm else "default")
-    try:
-        behaviour_for(version)
-    except UnsupportedError as e:
-        raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
-    platform = r.key(vllm, "vllm.platform")
-    backend = r.key(vllm, "vllm.attention_backend")
-    if backend is not None and ATTENTION_BACKENDS[backend].mla != model.is_mla:
-        kind = "an MLA" if model.is_mla else "a non-MLA"
-        names = [b for b, row in ATTENTION_BACKENDS.items() if row.mla == model.is_mla]
-        raise r.fail("vllm.attention_backend", f"{kind} attention backend for this model (one of "
-                     f"{', '.join(names)})", backend)
-    gpu_arch = r.key(vllm, "vllm.gpu_arch")
+    version, version_from, platform, backend, gpu_arch, aiter = _vllm_section(r, vllm, model, source)
     own = ENGINE_LAYOUTS.get(r.key(top, "engine"))
     if own is not None:  # another engine's own keys (inputs/layout/<engine>.py, loaded only for it)
         return import_module(own, __package__).engine_layout(
             r, top, model=model, parallel=parallel, cache=cache, common=dict(
             host=_host(r, top.get("host")), vllm_version=version, vllm_version_from=version_from, source=source,
-            platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-            provenance=tuple(sorted((origin or {}).items()))))
-    offload = _offload(r, top.get("offload"), model, cache, backend, version)
+            platform=platform, attention_backend=backend, gpu_arch=gpu_arch, rocm_use_aiter=aiter,
+            provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
+            limits=_limits(top)))
+    offload = _offload(r, top.get("offload"), model, cache, version)
     host = _host(r, top.get("host"))
     gpu = _gpu(r, top.get("gpu"))
     if gpu.rocm:  # an AMD GPU by name runs vLLM's ROCm platform (platforms/__init__.py resolve_current_platform)
         if "platform" in vllm and platform != "rocm":
             raise r.fail("vllm.platform", f"rocm with {gpu.name} (an AMD GPU)", platform)
         platform = "rocm"
+    if gpu.capability is not None and gpu_arch is not None and GPU_ARCH_CAPABILITY[gpu_arch] != gpu.capability:
+        raise r.fail("vllm.gpu_arch", f"no value, or the arch of {gpu.name} (compute capability {gpu.capability})",
+                     gpu_arch)
     weights = None
     if gpu.predicts:
         from .gpu import class_defaults, read_weights  # only a predicted budget needs them
@@ -115,9 +103,44 @@ def validate(top: dict, *, source: str, overrides: dict[str, tuple[Any, str]] | 
         sglang = sglang_settings(r, top)
     return Layout(model=model, parallel=parallel, cache=cache, offload=offload, host=host, gpu=gpu, weights=weights,
                   sglang=sglang, engine=r.key(top, "engine"), vllm_version=version, vllm_version_from=version_from,
-                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch,
-                  provenance=tuple(sorted((origin or {}).items())),
+                  source=source, platform=platform, attention_backend=backend, gpu_arch=gpu_arch, rocm_use_aiter=aiter,
+                  provenance=tuple(sorted((origin or {}).items())), written=top.get("__written__", frozenset()),
+                  limits=_limits(top),
                   unmodelled=_unmodelled(r, top) if UNMODELLED else ())
+
+
+def _vllm_section(r: Reader, vllm: dict, model: ModelLayout,
+                  source: str) -> tuple[str, str, str, str | None, str | None, bool]:
+    """(the release, where it came from, the platform, the attention backend, the GPU arch, VLLM_ROCM_USE_AITER) of
+    the vllm section."""
+    version = written(vllm, "vllm.version")
+    if isinstance(version, float):
+        raise r.fail("vllm.version", "a quoted release string such as '0.20.0' (YAML read this as a number)", version)
+    version = r.str_(version, "vllm.version")
+    version_from = r.flags.get("vllm.version") or ("layout file" if "version" in vllm else "default")
+    try:
+        behaviour_for(version)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{source}: {r.where('vllm.version')}: {e}") from None
+    backend = _attention_backend(r, vllm, version)
+    return (version, version_from, r.key(vllm, "vllm.platform"), backend, r.key(vllm, "vllm.gpu_arch"),
+            r.key(vllm, "vllm.rocm_use_aiter"))
+
+
+def _attention_backend(r: Reader, vllm: dict, version: str) -> str | None:
+    """--attention-backend: a member of the release's AttentionBackendEnum (config/attention.py
+    validate_backend_before: AttentionBackendEnum[value.upper()], vLLM's ValueError for another name)."""
+    from ...vocab.releases.attn_priorities import enum_members
+    from ...vocab.releases.vllm import parse_release
+
+    name = r.key(vllm, "vllm.attention_backend")
+    if name is None:
+        return None
+    members = enum_members(parse_release(version)[0])
+    if name.upper() not in members:
+        raise r.fail("vllm.attention_backend", f"an attention backend of vLLM {version} (vLLM: \"Unknown attention "
+                     f"backend: '{name.upper()}'. Valid options are: {', '.join(members)}\")", name)
+    return name.upper()
 
 
 def _gpu(r: Reader, data: Any) -> GpuLayout:
@@ -129,25 +152,40 @@ def _gpu(r: Reader, data: Any) -> GpuLayout:
     return gpu_section(r, g)
 
 
+def _limits(top: dict):
+    """The model config's limits vLLM validates (inputs/hf/limits.py), when a config.json was read."""
+    config = top.get("__config__")
+    if config is None:
+        return None
+    from ..hf.limits import model_limits
+
+    return model_limits(config[1], config[0])
+
+
 def _host(r: Reader, data: Any) -> HostLayout:
     h = r.section(data, "host")
     page = r.key(h, "host.page_size")
     if page & (page - 1):
         raise r.fail("host.page_size", f"a power of two >= {KEY['host.page_size'].minimum} (the host's mmap.PAGESIZE)",
                      page)
+    gb = h.get("cpu_offload_gb")
+    key = KEY["host.cpu_offload_gb"]
+    if gb is not None and (isinstance(gb, bool) or not isinstance(gb, (int, float)) or not math.isfinite(gb)
+                           or not 0 <= gb <= known(key.cap, "the key's cap")):
+        raise r.fail("host.cpu_offload_gb", "a non-negative number of GiB (vLLM's --cpu-offload-gb)", gb)
     return HostLayout(page_size=page, pinned_round_threshold_mb=r.key(h, "host.pinned_round_threshold_mb"),
-                      free_hugepages=r.key(h, "host.free_hugepages"))
+                      free_hugepages=r.key(h, "host.free_hugepages"), cpu_offload_gb=gb or 0)
 
 
 def validate_offload(top: dict, base: Layout, *, flags: dict[str, str]) -> Layout:
     """`base` with the offload section of `top` (a layout dict that differs from base's only there); `flags`: key
     path -> the flag that set it (named in error messages and in the budget's source)."""
     r = Reader(base.source, flags)
-    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache, base.attention_backend,
+    return replace(base, offload=_offload(r, top.get("offload"), base.model, base.cache,
                                           base.vllm_version))
 
 
-def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
+def _parallel(r: Reader, data: Any, model: ModelLayout, vllm_nodes: bool = True) -> ParallelLayout:
     p = r.section(data, "parallel")
     tp = r.key(p, "parallel.tensor_parallel_size")
     pp = r.key(p, "parallel.pipeline_parallel_size")
@@ -179,7 +217,7 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
         local = r.int_(local, "parallel.data_parallel_size_local",
                        minimum=KEY["parallel.data_parallel_size_local"].minimum, maximum=dp)
     world = dp * pp * tp
-    if nnodes > 1 and world % nnodes:
+    if vllm_nodes and nnodes > 1 and world % nnodes:
         # engine/arg_utils.py (0.14.0:1470, an assert; 0.33.0:2405, a ValueError): the whole DP x PP x TP world over
         # the nodes.
         raise r.fail("parallel.nnodes", f"a divisor of the world size DP x PP x TP = {world} (vLLM stops: "
@@ -187,7 +225,7 @@ def _parallel(r: Reader, data: Any, model: ModelLayout) -> ParallelLayout:
     par = ParallelLayout(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
                          pp_layer_partition=part, distributed_executor_backend=backend, nnodes=nnodes,
                          data_parallel_size_local=local)
-    if nnodes > 1 and nnodes % max(dp // par.dp_local, 1):
+    if vllm_nodes and nnodes > 1 and nnodes % max(dp // par.dp_local, 1):
         # config/parallel.py 0.33.0:827-835 (nnodes_within_dp): the nodes must split evenly over the DP node groups.
         raise r.fail("parallel.nnodes", f"a multiple of the DP node groups DP / DP local = {dp // par.dp_local} "
                      "(vLLM stops: 'Invalid data parallel configuration')", nnodes)
@@ -235,7 +273,9 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        max_num_batched_tokens=mnbt, enable_prefix_caching=prefix, hybrid_kv_cache_manager=hma,
                        mamba_cache_dtype=mdt, mamba_ssm_cache_dtype=msdt, mamba_block_size=mbs,
                        mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
-                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None)
+                       max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None,
+                       allow_long_max_model_len=r.key(c, "cache.allow_long_max_model_len"),
+                       enable_chunked_prefill=r.key(c, "cache.enable_chunked_prefill"))
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:
@@ -279,7 +319,20 @@ def _kv_cache_memory(r: Reader, c: dict, par: ParallelLayout) -> tuple[int, ...]
     return (r.size(raw, "cache.kv_cache_memory"),)
 
 
-def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backend: str | None,
+def _section_that_counts(r: Reader, o: dict, which: str) -> tuple[str, Any]:
+    """(the connector, the offload.lmcache section that counts); no budget, no connector named and no LMCache key is
+    vLLM without a KV connector (backends/none.py)."""
+    section = o.get("lmcache")
+    if isinstance(section, dict):  # (LMCache's section filter only when there is one: start-up time is a target)
+        from .lmcache_section import counted_section
+
+        section = counted_section(r, section, which)
+    if "backend" not in o and section is None and not any(o.get(k) is not None for k in CONNECTOR_KEYS):
+        which = NO_CONNECTOR.backend
+    return which, section
+
+
+def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout,
              version: str) -> OffloadLayout:
     o = r.section(data, "offload")
     which, notes, how = _connector(r, o, version)
@@ -289,9 +342,7 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
     if o.get("simple") is not None:
         raise r.fail("offload.simple", "no simple section with this backend (set offload.backend: simple, or "
                      "--offload-backend simple)")
-    from .lmcache_section import counted_section
-
-    which, section = counted_section(r, o, which, CONNECTOR_KEYS)
+    which, section = _section_that_counts(r, o, which)
     own = CONNECTOR_LAYOUTS.get(which)
     if own is not None:  # its own section's reader (inputs/layout/<backend>.py, loaded only for it)
         return import_module(own[0], __package__).connector_layout(r, o, selected_by=how, notes=notes)
@@ -334,9 +385,10 @@ def _offload(r: Reader, data: Any, model: ModelLayout, cache: CacheLayout, backe
         cpu, src = None, "not given"  # the GPU side is still planned; the report's CPU counts are null
     block = r.key(o, "offload.block_size")
     bpc = r.key(o, "offload.blocks_per_chunk")
-    gpu_block = base_block_size(cache.block_size, model.is_mla, backend)
-    if block is not None and block % gpu_block:
-        raise r.fail("offload.block_size", f"a multiple of the GPU block size {gpu_block}", block)
+    # Without --block-size the GPU block size is the selected backend's: the connector's own check (backends/
+    # formulas.py) compares with it once the plan knows it.
+    if block is not None and cache.block_size is not None and block % cache.block_size:
+        raise r.fail("offload.block_size", f"a multiple of the GPU block size {cache.block_size}", block)
     # A backend that takes the budget as the native connector does (cpu_bytes_to_use) keeps its own name.
     return OffloadLayout(backend=which, cpu_bytes_to_use=cpu, cpu_bytes_source=src, cpu_bytes_written=written,
                          block_size=block, blocks_per_chunk=bpc, notes=notes)

@@ -2,8 +2,9 @@
 the way a POSIX shell reads it, far enough to find the one command that starts the server and the words and
 environment it gets.
 
-Input stage, pure (no I/O). What is read: quoting ('…', "…", backslash), line continuations (LF and CRLF), comments,
-the separators `;` `&&` `||` `|` `&` and newlines, redirections (dropped with their target), `$VAR` / `${VAR}` /
+Input stage, pure (no I/O). What is read: the tokens (serve/lexer.py: quoting, continuations, comments, operators,
+redirections dropped with their target), the control flow (serve/flow.py: lists, AND-OR lists, pipelines, subshells,
+if / while / for / case; what it decides is unknown), `set -a`, `set --`, `shift`, `$VAR` / `${VAR}` /
 `${VAR:-default}` and their field splitting outside quotes, `"$@"` and `$1…` from the words after the script,
 `export X=…` / `X=…` lines and `X=… cmd` prefixes, and the wrappers `exec`, `env`, `nohup`, `time`, `command`.
 What cannot be known (`$(cmd)`, backticks, a variable the pod gets from somewhere kvcalc cannot read) is kept as
@@ -17,10 +18,12 @@ import re
 from ...vocab.errors import LayoutError
 from ...vocab.records import field, record
 from .arith import arithmetic
+from .lexer import MAX_SCRIPT, split_script  # noqa: F401 - the script's tokens, read here
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
-MAX_SCRIPT = 1 << 20  # a container script longer than 1 MiB is not a serve command
+# Built-ins whose effect on the variables and the exit status kvcalc evaluates (no process is started).
+BUILTINS = frozenset(("export", "readonly", "declare", "typeset", "unset", "set", "shift", "true", "false", ":"))
 
 
 @record
@@ -35,220 +38,56 @@ class Command:
     env_unknown: dict = field(factory=dict)  # the process's variables whose value cannot be read: name -> why
 
 
-def split_script(source: str, key: str, script: str) -> list:
-    """The script's tokens: words (lists of (quoted, kind, text) parts) and operators (str)."""
-    if len(script) > MAX_SCRIPT:
-        raise LayoutError(source, key, f"a script of at most {MAX_SCRIPT:,} characters", f"{len(script):,}")
-    lexer = _Lexer(source, key, script)
-    return lexer.run()
-
-
-class _Lexer:
-    """Tokens of a POSIX shell script: words as parts and the control operators between them."""
-
-    def __init__(self, source: str, key: str, text: str):
-        self.source, self.key, self.s, self.i = source, key, text, 0
-        self.tokens: list = []
-        self.word: list | None = None
-
-    def fail(self, what: str) -> LayoutError:
-        line = self.s.count("\n", 0, self.i) + 1
-        return LayoutError(self.source, f"{self.key} line {line}", "a shell script kvcalc can read", what)
-
-    def part(self, quoted: bool, kind: str, text: str) -> None:
-        if self.word is None:
-            self.word = []
-        self.word.append((quoted, kind, text))
-
-    def end(self) -> None:
-        if self.word is not None:
-            self.tokens.append(self.word)
-            self.word = None
-
-    def op(self, text: str) -> None:
-        self.end()
-        self.tokens.append(text)
-
-    def run(self) -> list:
-        s = self.s
-        while self.i < len(s):
-            c = s[self.i]
-            if c == "\\":
-                self.backslash()
-            elif c in " \t\r":
-                self.end()
-                self.i += 1
-            elif c == "\n":
-                self.op("\n")
-                self.i += 1
-            elif c == "#" and self.word is None:
-                nl = s.find("\n", self.i)
-                self.i = len(s) if nl < 0 else nl
-            elif c == "'":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    raise self.fail("an unterminated ' quote")
-                self.part(True, "text", s[self.i + 1:end])
-                self.i = end + 1
-            elif c == '"':
-                self.double()
-            elif c == "$":
-                self.dollar(False)
-            elif c == "`":
-                self.backquote(False)
-            elif s.startswith("&>", self.i):  # bash: &>file sends both streams
-                self.i += 1
-                self.redirect()
-            elif c in ";&|()":
-                two = s[self.i:self.i + 2]
-                text = two if two in ("&&", "||", ";;", "|&") else c
-                self.op(text)
-                self.i += len(text)
-            elif c in "<>":
-                self.redirect()
-            else:
-                self.part(False, "text", c)
-                self.i += 1
-        self.end()
-        return self.tokens
-
-    def backslash(self) -> None:
-        s, i = self.s, self.i
-        if s.startswith("\\\n", i):
-            self.i += 2
-        elif s.startswith("\\\r\n", i):
-            self.i += 3
-        else:
-            self.part(True, "text", s[i + 1:i + 2])
-            self.i += 2
-
-    def double(self) -> None:
-        s = self.s
-        self.i += 1
-        self.part(True, "text", "")  # "" is a word even when empty
-        while True:
-            if self.i >= len(s):
-                raise self.fail('an unterminated " quote')
-            c = s[self.i]
-            if c == '"':
-                self.i += 1
-                return
-            if c == "\\" and self.i + 1 < len(s) and s[self.i + 1] in '$`"\\\n':
-                if s[self.i + 1] != "\n":
-                    self.part(True, "text", s[self.i + 1])
-                self.i += 2
-            elif c == "$":
-                self.dollar(True)
-            elif c == "`":
-                self.backquote(True)
-            else:
-                self.part(True, "text", c)
-                self.i += 1
-
-    def dollar(self, quoted: bool) -> None:
-        s, i = self.s, self.i
-        nxt = s[i + 1:i + 2]
-        if nxt == "(":
-            end = _closing(s, i + 1)
-            if end < 0:
-                raise self.fail("an unterminated $( substitution")
-            self.part(quoted, "unknown", s[i:end + 1])
-            self.i = end + 1
-        elif nxt == "{":
-            end = s.find("}", i + 2)
-            if end < 0:
-                raise self.fail("an unterminated ${ expansion")
-            self.part(quoted, "param", s[i + 2:end])
-            self.i = end + 1
-        elif nxt and (nxt in "@*#?$!-0123456789"):
-            self.part(quoted, "param", nxt)
-            self.i += 2
-        else:
-            m = _NAME.match(s, i + 1)
-            if m:
-                self.part(quoted, "param", m.group(0))
-                self.i = m.end()
-            else:
-                self.part(quoted, "text", "$")
-                self.i += 1
-
-    def backquote(self, quoted: bool) -> None:
-        end = self.s.find("`", self.i + 1)
-        if end < 0:
-            raise self.fail("an unterminated ` substitution")
-        self.part(quoted, "unknown", self.s[self.i:end + 1])
-        self.i = end + 1
-
-    def redirect(self) -> None:
-        """`>file`, `2>&1`, `>>log`, `<in`, `&>out`: dropped with their target (a leading fd number too)."""
-        s = self.s
-        if self.word is not None and all(not q and k == "text" and t.isdigit() for q, k, t in self.word):
-            self.word = None  # the fd of 2>…
-        self.end()
-        m = re.compile(r"<<-?|>>|>&|<&|>\||<>|>|<").match(s, self.i)
-        assert m is not None  # noqa: S101 - run() calls it on < or >
-        if m.group(0).startswith("<<"):
-            raise self.fail("a here-document")
-        self.i = m.end()
-        while self.i < len(s) and s[self.i] in " \t":
-            self.i += 1
-        self.tokens.append("redirect")
-
-
-def _closing(s: str, open_at: int) -> int:
-    """The index of the `)` that closes the `(` at open_at (quotes inside skipped), or -1."""
-    depth, i = 0, open_at
-    while i < len(s):
-        c = s[i]
-        if c in "'\"":
-            end = s.find(c, i + 1)
-            if end < 0:
-                return -1
-            i = end
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
-SEPARATORS = frozenset(("\n", ";", "&&", "||", "|", "|&", "&", ";;", "(", ")"))
+MAX_EXPANDED = 4 << 20  # bytes a script's expansions may produce in all ($V, $(cat FILE)): a bound on the work
 
 
 def run_script(tokens: list, env: dict[str, str], unknown_env: dict[str, str], params: list[str],
-               files: dict[str, str] | None = None) -> list[Command]:
-    """The script's simple commands in order, each expanded with the variables set before it. `env`: the
-    container's variables (exported); `unknown_env`: variables the container gets whose value kvcalc cannot read
-    (name -> why); `params`: $0, $1, … (the words after the script in `sh -c SCRIPT …`); `files`: path -> text of
-    the files the manifest mounts (for `$(cat FILE)`)."""
+               files: dict[str, str] | None = None, *, wanted=None, source: str = "the script",
+               key: str = "") -> list[Command]:
+    """The script's simple commands in order, each expanded with the variables set before it and the control flow
+    followed (serve/flow.py). `env`: the container's variables (exported); `unknown_env`: variables the container
+    gets whose value kvcalc cannot read (name -> why); `params`: $0, $1, … (the words after the script in
+    `sh -c SCRIPT …`); `files`: path -> text of the files the manifest mounts (for `$(cat FILE)`); `wanted`: the
+    commands to return, by their words (None: every one): the others get no copy of the environment."""
+    from .flow import Flow
+
     shell = _Shell(dict(env), dict(unknown_env), set(env) | set(unknown_env), params, files or {})
-    out: list[Command] = []
-    words: list = []
-    skip_next = False
-    for tok in tokens + ["\n"]:
-        if isinstance(tok, list):
-            if skip_next:
-                skip_next = False
-            else:
-                words.append(tok)
-        elif tok == "redirect":
-            skip_next = True
-        elif tok in SEPARATORS:
-            if words:
-                cmd = shell.command(words)
-                if cmd is not None:
-                    out.append(cmd)
-            words = []
-    return out
+    shell.wanted, shell.where = wanted, (source, key)
+    return Flow(shell, source, key).run(tokens)
 
 
 class _Shell:
     def __init__(self, values: dict, unknown: dict, exported: set, params: list[str], files: dict):
         self.values, self.unknown, self.exported, self.params = values, unknown, exported, params
         self.files = files
+        self.wanted, self.where = None, ("the script", "")
+        self.conditional: str | None = None  # why the command being run may or may not run (serve/flow.py)
+        self.status: int | None = 0  # the last command's exit status, when kvcalc knows it
+        self.last = ""  # the last command's words, for a reason
+        self.allexport = False  # set -a
+        self.params_unknown: str | None = None  # why $@ is unknown (a `set --` the control flow decides)
+        self.expanded = 0  # bytes the expansions produced (MAX_EXPANDED)
+
+    def snapshot(self) -> tuple:
+        """What a subshell may change: restored at its end (the exit status is the subshell's)."""
+        return (dict(self.values), dict(self.unknown), set(self.exported), list(self.params), self.allexport,
+                self.params_unknown)
+
+    def restore(self, saved: tuple) -> None:
+        (self.values, self.unknown, self.exported, self.params, self.allexport, self.params_unknown) = saved
+
+    def mark_unknown(self, name: str, why: str) -> None:
+        self.values.pop(name, None)
+        self.unknown[name] = why
+
+    def grow(self, text: str) -> str:
+        """`text`, counted against the script's expansion bound."""
+        self.expanded += len(text)
+        if self.expanded > MAX_EXPANDED:
+            source, key = self.where
+            raise LayoutError(source, key, f"a script whose expansions produce at most {MAX_EXPANDED:,} bytes "
+                                           "(kvcalc's bound on the work)", f"more than {MAX_EXPANDED:,}")
+        return text
 
     def command(self, words: list) -> Command | None:
         prefix: dict[str, str] = {}
@@ -267,13 +106,17 @@ class _Shell:
         fields: list[str] = []
         for w in words[i:]:
             fields += self.fields(w, missing)
-        if not fields:  # X=1 alone: a shell variable (exported if it was)
+        self.last, self.status = " ".join(fields)[:60], None
+        if not fields:  # X=1 alone: a shell variable (exported if it was, or under set -a)
             self.set_all(prefix, export=False)
-            self.unset_known(prefix_unknown)
+            self.unset_known({n: self.conditional or why for n, why in prefix_unknown.items()})
+            self.status = 0
             return None
-        if fields[0] in ("export", "readonly", "declare", "typeset") or fields[0] == "unset":
+        if fields[0] in BUILTINS:
             self.builtin(fields, missing)
             return None
+        if self.wanted is not None and not self.wanted(tuple(fields)):
+            return None  # not a server: no copy of the environment
         env = {k: v for k, v in self.values.items() if k in self.exported}
         env.update(prefix)
         for name in prefix_unknown:
@@ -309,10 +152,20 @@ class _Shell:
         return name, parts
 
     def builtin(self, fields: list[str], missing: dict) -> None:
-        if fields[0] == "unset":
+        head = fields[0]
+        self.status = 1 if head == "false" else 0
+        if head == "unset":
             for name in fields[1:]:
-                self.values.pop(name, None)
-                self.unknown.pop(name, None)
+                if self.conditional:
+                    self.mark_unknown(name, self.conditional)
+                else:
+                    self.values.pop(name, None)
+                    self.unknown.pop(name, None)
+            return
+        if head in ("set", "shift"):
+            self.positional(fields)
+            return
+        if head in ("true", "false", ":"):
             return
         for arg in fields[1:]:
             if arg.startswith("-"):
@@ -320,23 +173,63 @@ class _Shell:
             name, eq, value = arg.partition("=")
             refs = [r for r in missing if r in value]
             if eq and refs:
-                self.unset_known({name: missing[refs[0]]})
+                self.unset_known({name: self.conditional or missing[refs[0]]})
                 if fields[0] != "readonly":
                     self.exported.add(name)
             elif eq:
                 self.set_all({name: value}, export=fields[0] != "readonly")
             else:
+                if self.conditional and name in self.values:
+                    self.mark_unknown(name, self.conditional)  # whether the server gets it: the flow decides
                 self.exported.add(name)
 
     def set_all(self, assignments: dict, export: bool) -> None:
         for name, value in assignments.items():
-            self.values[name] = value
-            self.unknown.pop(name, None)
-            if export:
+            if self.conditional:
+                self.mark_unknown(name, self.conditional)
+            else:
+                self.values[name] = value
+                self.unknown.pop(name, None)
+            if export or self.allexport:
                 self.exported.add(name)
+
+    def positional(self, fields: list[str]) -> None:
+        """`set -a` / `set +a` / `set -o allexport` (assignments exported from then on), `set -- ARGS` and `set ARGS`
+        (the positional parameters become ARGS), `shift [N]`: as sh does them (XCU 2.14 set, shift)."""
+        if fields[0] == "shift":
+            n = fields[1] if len(fields) > 1 else "1"
+            if self.conditional:
+                self.params_unknown = self.conditional
+            elif n.isdigit() and int(n) <= len(self.params) - 1:
+                self.params = self.params[:1] + self.params[1 + int(n):]
+            else:
+                self.status = 1
+            return
+        args, i = fields[1:], 0
+        while i < len(args) and args[i][:1] in "-+" and args[i] not in ("-", "--"):
+            opt = args[i]
+            if opt in ("-o", "+o") and i + 1 < len(args):
+                if args[i + 1] == "allexport":
+                    self.allexport = opt == "-o"
+                i += 2
+                continue
+            if "a" in opt[1:]:
+                self.allexport = opt[0] == "-"
+            i += 1
+        if i < len(args) and args[i] in ("-", "--"):
+            i += 1
+        elif i >= len(args):
+            return  # options only: the parameters stay
+        if self.conditional:
+            self.params_unknown = self.conditional
+        else:
+            self.params, self.params_unknown = self.params[:1] + args[i:], None
 
     def lookup(self, expr: str, missing: dict) -> list[str] | None:
         """A parameter's value as fields ($@ gives one per parameter), or None with `missing` told why."""
+        if self.params_unknown and (expr in ("@", "*", "#") or expr.isdigit() and expr != "0"):
+            missing["${" + expr + "}"] = self.params_unknown
+            return None
         if expr in ("@", "*"):
             return list(self.params[1:])
         if expr.isdigit():
@@ -371,7 +264,7 @@ class _Shell:
         elif op in ("?", ":?") and empty:
             missing[ref] = f"{name} is not set (the script would stop)"
             return None
-        return [value or ""]
+        return [self.grow(value or "")]
 
     def fields(self, word: list, missing: dict) -> list[str]:
         """A word's fields: unquoted expansions split on blanks, "$@" one field per parameter."""
@@ -432,7 +325,7 @@ class _Shell:
             return None
         m = re.fullmatch(r"(?:\$\(|`)\s*(?:cat\s+|<\s*)([^\s;&|<>()`$]+)\s*(?:\)|`)", text)
         if m and m.group(1) in self.files:
-            return self.files[m.group(1)].rstrip("\n")  # $(...) drops trailing newlines
+            return self.grow(self.files[m.group(1)].rstrip("\n"))  # $(...) drops trailing newlines
         missing[text] = (f"{m.group(1)} is not a file of this manifest (a ConfigMap or Secret mounted in the "
                          "container)" if m else "a command substitution kvcalc does not run")
         return None

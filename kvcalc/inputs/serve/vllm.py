@@ -12,6 +12,7 @@ decimal), `--config FILE` a YAML of serve arguments that the command line overri
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from typing import Any
@@ -39,7 +40,8 @@ UNMODELLED = {
 HANDLED = frozenset(("--model", "--revision", "--config", "--kv-offloading-backend", *JSON_FLAGS))
 # Accepted, with a word on what they change that kvcalc takes from elsewhere.
 NOTE = {
-    "--cpu-offload-gb": "offloads weights, not the KV cache (not modelled in the KV budget prediction)",
+    "--cpu-offload-gb": "offloads weights, not the KV cache: the host_memory gate counts them per rank; the GPU-side "
+                        "KV budget prediction does not take them off the weights",
     "--compilation-config": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--optimization-level": "CUDA graph settings: the predicted KV budget assumes vLLM's default capture sizes",
     "--cudagraph-capture-sizes": "CUDA graph sizes: the predicted KV budget assumes vLLM's default capture sizes",
@@ -120,6 +122,8 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
             value = _value(r, opt.spelling, opt.value, key, notes)
             if value is not None:
                 overrides[key.path] = (value, opt.spelling)
+            if name in NOTE:
+                notes.append(f"{opt.spelling}: {NOTE[name]}")
         elif name == "--kv-transfer-config":
             _transfer(_json(name, opt.value), overrides, notes)
         elif name == "--speculative-config":
@@ -141,6 +145,34 @@ def parse(argv: list[str], *, env: dict[str, str] | None = None,
         notes.append(f"options of vLLM {release}'s parser that do not change the KV cache or the offload pool: "
                      + ", ".join(dict.fromkeys(ignored)))
     return top, overrides, notes
+
+
+def option_value(release: str, tokens: list[str]) -> Any:
+    """What the release's parser makes of one option's tokens (serve/vllm_args.spans), for telling a change of value
+    from a change of spelling (`--max-model-len 128K` is 131,072): a switch's state, the key's parsed value, the
+    JSON, else the text; None when the parser refuses the tokens."""
+    from ...vocab.errors import KvcalcError
+    from .vllm_args import read
+    from ..values import Reader
+
+    try:
+        _, opts = read(release, list(tokens))
+    except KvcalcError:
+        return None
+    if len(opts) != 1:
+        return None
+    opt = next(iter(opts.values()))
+    if opt.value is None:
+        return ("switch", opt.name, not opt.negated)
+    key = KEY_OF.get(opt.name) or next((KEY_OF[a] for a in _aliases(release, opt.name) if a in KEY_OF), None)
+    try:
+        if opt.name in JSON_FLAGS:
+            return _json(opt.name, opt.value)
+        if key is not None and key.vllm_parse != "switch":
+            return _value(Reader(SOURCE, {}), opt.spelling, opt.value, key, [])
+    except KvcalcError:
+        pass
+    return opt.value
 
 
 def _aliases(release: str, name: str) -> tuple[str, ...]:
@@ -234,6 +266,14 @@ def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: 
                                  "specified in kv_connector_extra_config'")
 
 
+LONG_VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def long_allowed(value: str) -> bool:
+    """envs.py (0.33.0:1115-1118): os.environ.get(..., "0").strip().lower() in ("1", "true")."""
+    return value.strip().lower() in ("1", "true")
+
+
 def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
     """The engine's environment variables kvcalc reads: VLLM_USE_SIMPLE_KV_OFFLOAD (envs.py, 0.19.0:1666:
     bool(int(value)), a ValueError for anything int() does not read); the others are listed in a note."""
@@ -245,10 +285,34 @@ def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: s
         except ValueError:
             raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
         overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
-    others = sorted(k for k in env if k != ENV_VAR)
+    read = {ENV_VAR}
+    if LONG_VAR in env:
+        overrides["cache.allow_long_max_model_len"] = (long_allowed(env[LONG_VAR]),
+                                                       f"{LONG_VAR}={env[LONG_VAR]} ({where})")
+        read.add(LONG_VAR)
+    if overrides.get("offload.backend", (None,))[0] == "lmcache":
+        read |= _lmcache_env(env, overrides, notes, where)
+    others = sorted(k for k in env if k not in read)
     if others:
         notes.append(f"environment variables that do not change the KV cache or the offload pool ({where}): "
                      + ", ".join(others))
+
+
+def _lmcache_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> set[str]:
+    """`LMCACHE_MAX_LOCAL_CPU_SIZE=100 vllm serve … LMCacheConnectorV1`: the LMCACHE_* variables (and the file
+    LMCACHE_CONFIG_FILE names) the LMCache process reads, as a manifest's env is read (layout/lmcache_sources.py);
+    the line's kv_connector_extra_config entries win over them, as LMCache applies those last. The names read."""
+    from ..layout.lmcache_sources import ENV_PREFIX
+    from ..layout.lmcache_sources import overrides as lmcache_sources
+
+    lm = {k: v for k, v in env.items() if k.startswith(ENV_PREFIX)}
+    if not lm:
+        return set()
+    got, lm_notes = lmcache_sources(environ=lm, env_label=where)
+    for path, value in got.items():
+        overrides.setdefault(path, value)
+    notes += lm_notes
+    return set(lm)
 
 
 def _native_flag(overrides: dict, notes: list[str]) -> None:
@@ -291,6 +355,21 @@ def _simple_extra(extra: dict, overrides: dict, notes: list[str]) -> None:
         notes.append("kv_connector_extra_config entries SimpleCPUOffloadConnector does not read: " + ", ".join(others))
 
 
+def _int_budget(budget: Any, notes: list[str]) -> int:
+    """cpu_bytes_to_use as the spec reads it: int(value) (v1/kv_offload/cpu/spec.py:123 @0.33.0, :43 @0.19.1,
+    cpu.py:49 @0.14.0). A float truncates (1.5e10 is 15,000,000,000 B), digits in a string pass; "64G", inf and
+    nan raise there."""
+    if isinstance(budget, float) and math.isfinite(budget) and budget >= 0:
+        notes.append(f"--kv-transfer-config cpu_bytes_to_use {budget!r}: vLLM takes int() of it, {int(budget):,} B")
+        return int(budget)
+    if isinstance(budget, str) and budget.strip().isascii() and budget.strip().isdigit():
+        return int(budget.strip())
+    why = {float: "int() raises on it (OverflowError or ValueError)", bool: "a boolean is no byte count"}.get(
+        type(budget), "int() raises on it (ValueError)")
+    raise StartupRefusal(f"{SOURCE}: --kv-transfer-config cpu_bytes_to_use {budget!r}: {why}, and vLLM stops (give "
+                         "a whole number of bytes, or --kv-offloading-size in GiB)")
+
+
 def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
     if not isinstance(cfg, dict):
         raise _fail("--kv-transfer-config", "a JSON object", cfg)
@@ -304,12 +383,7 @@ def _transfer(cfg: Any, overrides: dict, notes: list[str]) -> None:
                              "kv_connector is set' (kv_both for offloading)")
     budget = extra.get("cpu_bytes_to_use")
     if budget is not None and not (isinstance(budget, int) and not isinstance(budget, bool)):
-        # The spec divides it by a chunk's bytes through int() (v1/kv_offload/cpu/spec.py:123 @0.33.0): "64G"
-        # raises there; digits in a string pass int().
-        if not (isinstance(budget, str) and budget.strip().isascii() and budget.strip().isdigit()):
-            raise StartupRefusal(f"{SOURCE}: --kv-transfer-config cpu_bytes_to_use {budget!r}: vLLM calls int() on it "
-                                 "and stops (give a whole number of bytes, or --kv-offloading-size in GiB)")
-        extra = {**extra, "cpu_bytes_to_use": int(budget.strip())}
+        extra = {**extra, "cpu_bytes_to_use": _int_budget(budget, notes)}
     if connector == "LMCacheConnectorV1":
         _lmcache_extra(extra, overrides, notes)
         return

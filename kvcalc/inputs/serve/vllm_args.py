@@ -7,6 +7,8 @@ words (exit 2); an option kvcalc has no rule for is accepted only when it cannot
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import os
 from typing import Any
 
@@ -44,6 +46,11 @@ def serve_words(words: list[str]) -> list[str]:
     return list(words)
 
 
+# The files a manifest's container mounts (path -> text) while its serve line is read (inputs/sources.py): what
+# --config reads there. None: a serve line of this machine, whose --config is a file here.
+CONTAINER_FILES: ContextVar = ContextVar("container_files", default=None)
+
+
 def config_tokens(release: str, args: list[str]) -> list[str] | None:
     """The tokens of the `--config FILE` YAML (only the exact token `--config` is expanded, as
     utils/argparse_utils.py does: `--config=FILE` is an option the serve parser then refuses or ignores); None
@@ -61,7 +68,18 @@ def config_tokens(release: str, args: list[str]) -> list[str] | None:
     from ...vocab.releases.vllm_flags import config_tokens as tokens_of
     from ..files import decode, parse_yaml, read_bytes
 
-    data = parse_yaml(decode(read_bytes(path, "a readable vLLM --config YAML"), path), source=path)
+    mounted = CONTAINER_FILES.get()
+    if mounted is not None:
+        # A manifest's container: --config names a path in the container, a file the manifest mounts (a ConfigMap
+        # or Secret it holds), never a file of the same name on this machine.
+        text = mounted.get(os.path.normpath(path)) if path.startswith("/") else None
+        if text is None:
+            raise fail("--config", "a file the manifest mounts in the container (a ConfigMap or Secret it holds, "
+                                   "at an absolute path)", path,
+                       detail="kvcalc does not read the container's files from this machine")
+        data = parse_yaml(text, source=f"{path} (mounted in the container)")
+    else:
+        data = parse_yaml(decode(read_bytes(path, "a readable vLLM --config YAML"), path), source=path)
     if data is None:
         return []
     if not isinstance(data, dict):
@@ -147,3 +165,38 @@ def _take(release: str, m, args: list[str], i: int, opts: dict[str, Option]) -> 
         value = (prev if isinstance(prev, list) else [prev]) + (value if isinstance(value, list) else [value])
     opts[info.name] = Option(name=info.name, spelling=m.spelling, value=value)  # argparse: the last one wins
     return i
+
+
+def spans(release: str, args: list[str]) -> list[tuple[str | None, list[str]]]:
+    """A serve line's arguments (after `vllm serve`), as given, cut into (the option's name in the release's parser,
+    its tokens): `-tp 4` and `--tensor-parallel-size=4` are both ("--tensor-parallel-size", tokens as written); a
+    positional word is ("", [word]); a token the parser does not resolve alone (`--config`'s file, a dotted JSON
+    option) is (None, [token]), kept whole. vllm-args replaces the spans it spells and keeps the others."""
+    from ...vocab.releases import vllm_flags as vf
+
+    out: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-" or _negative_number(a):
+            out.append(("" if a != "--" else None, [a]))
+            i += 1
+            continue
+        try:
+            rewritten = vf.rewrite(release, [a])
+            m = vf.resolve(release, rewritten[0]) if len(rewritten) == 1 and "." not in rewritten[0] else None
+        except ValueError:
+            m = None
+        if m is None:
+            out.append((None, [a]))
+            i += 1
+            continue
+        j = i + 1
+        if m.info.takes_value and m.value is None:
+            while j < len(args) and (not args[j].startswith("-") or _negative_number(args[j]) or args[j] == "-"):
+                j += 1
+                if m.info.nargs is None or m.info.nargs == "?":
+                    break
+        out.append((m.info.name, args[i:j]))
+        i = j
+    return out

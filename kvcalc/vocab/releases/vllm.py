@@ -191,10 +191,10 @@ STEPS: dict[str, tuple[Step, ...]] = {
         Step((0, 0, 0), False, "0.19.1 model_executor/models/config.py: kernel block 16 (64 for MLA)"),
         Step((0, 20, 0), True, "0.20.0 platforms/interface.py _align_hybrid_block_size: max(backend's smallest "
                                "kernel block, block_size)")),
-    "fa4_hd256_kernel": (  # FlashAttention 4's head-size-256 kernel on SM100 takes 128-token kernel blocks
-        Step((0, 0, 0), False, "0.28.0 v1/attention/backends/flash_attn.py: [MultipleOf(16)]"),
-        Step((0, 29, 0), True, "0.29.0 v1/attention/backends/flash_attn.py: _get_fa4_hd256_block_size -> "
-                               "FA4_HD256_PAGE_SIZE (128)")),
+    "hybrid_prefix_caching": (  # prefix caching's default for hybrid (Mamba) models
+        Step((0, 0, 0), False, "0.25.1 config/model.py:1883-1887 is_prefix_caching_supported: hybrid -> False"),
+        Step((0, 26, 0), True, "0.26.0 config/model.py:1895-1897: 'Generative hybrid models support prefix caching' "
+                               "(engine/arg_utils.py: enable_prefix_caching defaults to it)")),
     "hybrid_mla_floor_128": (
         Step((0, 0, 0), False, "0.26.0 platforms/interface.py: no MLA floor"),
         Step((0, 27, 0), True, "0.27.0 platforms/interface.py: kernel_block_alignment_size = "
@@ -358,7 +358,7 @@ class Behaviour:
     supports_skip_layers: bool
     supports_scaled_kv_dtypes: bool
     hybrid_kernel_uses_block_size: bool
-    fa4_hd256_kernel: bool
+    hybrid_prefix_caching: bool
     hybrid_mla_floor_128: bool
     concurrency_sum: bool
     dsv4_grouping: str
