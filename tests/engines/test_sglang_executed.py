@@ -25,7 +25,7 @@ FIXTURES = os.path.join(HERE, "..", "fixtures", "sglang")
 DATA = json.load(open(os.path.join(FIXTURES, "executed_vectors.json"), encoding="utf-8"))
 VECTORS = DATA["vectors"]
 # The categories kvcalc models so far (pools.md (a) - (i)); the others are expected to fail until built.
-BUILT = {"a", "b", "c", "d", "e", "f", "h", "i"}
+BUILT = {"a", "b", "c", "d", "e", "f", "g", "h", "i"}
 
 
 def _path(text: str) -> str:
@@ -109,6 +109,12 @@ def check_pools(v: dict) -> None:
         assert gpu.configurator == s["configurator"], v["id"]
         if "swa_cap" in s:
             assert gpu.swa_cap == s["swa_cap"], v["id"]
+        for key in ("c4_max_total_num_tokens", "c128_max_total_num_tokens", "c4_state_pool_size",
+                    "c128_state_pool_size"):  # DeepSeek-V4's compressed pools (DSV4PoolConfigurator)
+            if key in s:
+                assert getattr(gpu.dsv4, key) == s[key], f"{v['id']}: {key}"
+        if "swa_ratio" in s:
+            assert gpu.dsv4.swa_ratio == s["swa_ratio"], v["id"]
     assert gpu.budget_bytes == pools["stages"][0]["budget_bytes"], v["id"]
 
 
@@ -148,7 +154,7 @@ def check_host_layout(v: dict) -> None:
     assert host_tokens(256, (want["size_per_token"],), 1, 2.0, None) == want["host_tokens"], v["id"]
 
 
-# Vectors of what is built next: HiCache layouts' refusals (step 4), the cgroup input (step 5).
+# Vectors of what is built next (none: every category is modelled).
 LATER: tuple[str, ...] = ()
 
 

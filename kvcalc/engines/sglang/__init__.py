@@ -4,7 +4,7 @@ for SGLang plans (a vLLM plan loads none of it: start-up time is a target)."""
 
 from __future__ import annotations
 
-from ...vocab.errors import StartupRefusal, UnsupportedError
+from ...vocab.errors import StartupRefusal, UnsupportedError, known
 from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import SglangBehaviour, sglang_of
@@ -13,7 +13,8 @@ from .deploy import attention_parallel, mm_reservation_gib, speculative
 from .mamba import MambaState
 from .memory import GIB, Reserve, attention_backend, default_fraction, free_before, gpu_defaults, rest_gib
 from .model import SglangModel, StageCells, sglang_model
-from .pools import size_pools
+from .dsv4 import Dsv4Pools
+from .pools import Pools, size_pools
 
 
 @record
@@ -65,6 +66,7 @@ class SglangGpu:
     mamba: MambaState | None = field("the Mamba / GDN state pool, carved out of the budget first", default=None)
     mm_reservation_mib: float = field("the multimodal reservation off the budget (SGLANG_VLM_CACHE_SIZE_MB ...)",
                                       default=0.0)
+    dsv4: Dsv4Pools | None = field("DeepSeek-V4's compressed pools (DSV4PoolConfigurator)", default=None)
 
 
 @record
@@ -132,6 +134,12 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture), behaviour.hybrid_swa_stage_layers, attn[0])
     mm = mm_reservation_gib(layout, behaviour)
     _executed(layout, behaviour, model)
+    if model.kind == "dsv4":
+        from .dsv4 import refusal
+
+        why = refusal(layout, behaviour)
+        if why:
+            raise UnsupportedError(f"{layout.source}: {why}")
     if sg.kv_budget_bytes is not None:  # --compare-engines: vLLM's --kv-cache-memory as the budget itself
         return _given_budget(layout, behaviour, model, sg.kv_budget_bytes, attn)
     if sg.gpu_free_memory is None and sg.capacity_mib is None:
@@ -219,6 +227,8 @@ def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, rest
             e.requested_what = "free before the weights load"
         raise
     full, swa = pools.full_tokens, pools.swa_tokens
+    if pools.dsv4 is not None:
+        return _dsv4_stage(layout, behaviour, model, gpu, pools, chunked)
     ratio = sg.swa_full_tokens_ratio
     hybrid = model.kind == "hybrid_swa"
     cells = tuple(CellSize(pp_rank=s.pp_rank, full=s.full_bytes, swa=s.swa_bytes, draft=d,
@@ -233,6 +243,25 @@ def _tokens(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, rest
                   chunked_prefill_size=chunked, configurator=pools.configurator, swa_cap=pools.swa_cap,
                   mamba=pools.mamba,
                   log_lines=_log_lines(model, bind, full, swa, page, pools.max_running_requests, layout))
+    return SglangStage(behaviour=behaviour, model=model, gpu=gpu, notes=model.notes)
+
+
+def _dsv4_stage(layout: Layout, behaviour: SglangBehaviour, model: SglangModel, gpu: SglangGpu, pools: Pools,
+                chunked: int) -> SglangStage:
+    """DeepSeek-V4's pools: the SWA slot and the compressed pools' bytes a full token (the coefficient is total)."""
+    from ...vocab.records import replace
+    from .dsv4 import log_line
+
+    d, full, swa = known(pools.dsv4, "DeepSeek-V4's pools"), pools.full_tokens, pools.swa_tokens
+    compressed = d.bytes_per_full_token - d.swa_ratio * d.bytes_per_swa_token
+    cells = (CellSize(pp_rank=0, full=int(compressed), swa=int(d.bytes_per_swa_token), total=d.bytes_per_full_token),)
+    reqs = pools.max_running_requests
+    gpu = replace(gpu, budget_bytes=pools.budget_bytes, cell_size_bytes=cells, max_total_num_tokens=full,
+                  full_max_total_num_tokens=full, swa_max_total_num_tokens=swa, max_running_requests=reqs,
+                  kv_bytes_per_rank=int(full * d.bytes_per_full_token) + d.fixed_bytes, chunked_prefill_size=chunked,
+                  configurator=pools.configurator, dsv4=d,
+                  log_lines=(log_line(full, swa, d), f"max_total_num_tokens={full}, max_running_requests={reqs}, "
+                                                      f"context_len={layout.cache.max_model_len}"))
     return SglangStage(behaviour=behaviour, model=model, gpu=gpu, notes=model.notes)
 
 

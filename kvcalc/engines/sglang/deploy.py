@@ -86,8 +86,11 @@ def speculative(layout: Layout) -> bool:
 
 
 def resolved_requests(layout: Layout) -> int | None:
-    """--max-running-requests as SGLang resolves it: the flag's, else 48 with a speculative draft."""
+    """--max-running-requests as SGLang resolves it: the flag's, else 48 with a speculative draft, 256 for
+    DeepSeek-V4 (arg_groups/deepseek_v4_hook.py:137-145 @0.5.23)."""
     sg = sglang_of(layout)
+    if sg.max_running_requests is None and layout.model.is_dsv4:
+        return 256
     if sg.max_running_requests is None and speculative(layout):
         return SPEC_DEFAULT_REQUESTS
     return sg.max_running_requests

@@ -115,6 +115,8 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     350 get_default_attn_backend; srt/arg_groups/overrides.py:1143-1200 page constraints, :1343-1363 default 1;
     srt/arg_groups/model_overrides/deepseek_v2.py:179-187 trtllm_mla on SM100)."""
     sg = sglang_of(layout)
+    if layout.model.is_dsv4:  # model_overrides/deepseek_v4.py:24-62 @0.5.23: backend dsv4, page 256 on CUDA
+        return "dsv4", 256
     sinks = sg.architecture in ATTENTION_SINKS
     # :305-320 is_no_spec_infer_or_topk_one: a draft with top-k > 1 keeps neither fa3 nor trtllm_mha for MHA
     multi = sg.speculative_algorithm is not None and (sg.speculative_eagle_topk or 1) > 1

@@ -53,7 +53,7 @@ class StageCells:
 class SglangModel:
     """The model as SGLang sizes it."""
 
-    kind: str = field("mha | mla | hybrid_swa")
+    kind: str = field("mha | mla | hybrid_swa | dsv4")
     kv_itemsize: int = field("bytes per KV element")
     heads_per_rank: int = field("KV heads one rank holds (MLA: 1 latent)")
     head_dim: int = field("K width (MLA: kv_lora_rank + qk_rope_head_dim)")
@@ -92,7 +92,7 @@ def _kv_itemsize(layout: Layout) -> int:
 
 def _refuse_unmodelled(layout: Layout) -> None:
     m = layout.model
-    if m.index_head_dim is not None:
+    if m.index_head_dim is not None and not m.is_dsv4:
         raise UnsupportedError(f"{layout.source}: SGLang is not modelled for the DeepSeek-V3.2 DSA indexer pool (its "
                                "scaled FP8 layout depends on the DSA kernels); plan it with --engine vllm")
     if m.draft is not None:
@@ -117,6 +117,12 @@ def sglang_model(layout: Layout, hybrid_swa_arch: bool, stage_layers: bool = Tru
     `attn_tp`: the attention TP, TP / the attention DP: KV heads per rank, srt/runtime_context.py:73-76 @0.5.23)."""
     _refuse_unmodelled(layout)
     m, tp = layout.model, attn_tp or layout.parallel.tensor_parallel_size
+    if m.is_dsv4:  # every layer keeps its sliding window, the compressed ones more (engines/sglang/dsv4.py)
+        from .dsv4 import SLOT_BYTES
+
+        return SglangModel(kind="dsv4", kv_itemsize=1, heads_per_rank=1, head_dim=m.head_size[0], v_head_dim=0,
+                           stages=(StageCells(pp_rank=0, layers=(0, m.num_layers), full_layers=m.num_layers,
+                                              swa_layers=0, full_bytes_per_layer=SLOT_BYTES, swa_bytes_per_layer=0),))
     itemsize = _kv_itemsize(layout)
     kinds = m.layer_types
     attn = [i for i, k in enumerate(kinds) if k.attention or k is LayerKind.MLA]

@@ -11,6 +11,7 @@ from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import sglang_of
 from .deploy import draft_layers, resolved_requests
+from .dsv4 import Dsv4Pools
 from .mamba import MambaState, cap_requests, carve
 from .memory import GIB, NO_KV_STAGE, none_left, requests, stage_tokens
 from .model import SglangModel
@@ -30,6 +31,7 @@ class Pools:
     swa_cap: int | None = field("SWARequestCap: the SWA tokens the request cap needs, before page alignment")
     mamba: MambaState | None = field("the Mamba / GDN state pool")
     max_running_requests: int = field("per DP worker")
+    dsv4: Dsv4Pools | None = field("DeepSeek-V4's compressed pools (DSV4PoolConfigurator)", default=None)
 
 
 def _swa_cap(layout: Layout, page: int, chunked: int, attn_dp: int, reqs: int) -> int:
@@ -86,6 +88,8 @@ def size_pools(layout: Layout, model: SglangModel, rest: float, mfs: float, mini
     if rest <= 0:
         raise none_left(mfs, minimum)
     budget = int(rest * GIB)
+    if model.kind == "dsv4":
+        return _dsv4(layout, budget, reqs)
     draft = _draft(model, draft_layers(layout))
     cap = None
     if _cap_applies(layout, model, chunked, reqs):
@@ -113,3 +117,17 @@ def size_pools(layout: Layout, model: SglangModel, rest: float, mfs: float, mini
 
 
 __all__ = ["Pools", "size_pools"]
+
+
+def _dsv4(layout: Layout, budget: int, reqs: int | None) -> Pools:
+    """DSV4PoolConfigurator (engines/sglang/dsv4.py), then the requests as for every pool."""
+    from .dsv4 import dsv4_pools
+
+    full, swa, extra = dsv4_pools(layout, budget, reqs or 1)
+    if full <= 0:  # pool_configurator.py:94-99 @0.5.23
+        e = StartupRefusal("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+        e.memory_short = True
+        raise e
+    return Pools(configurator="DSV4PoolConfigurator", budget_bytes=budget, draft_bytes=(0,), full_tokens=full,
+                 swa_tokens=swa, swa_cap=None, mamba=None, dsv4=extra,
+                 max_running_requests=requests(full, layout.cache.max_model_len, reqs, 1))

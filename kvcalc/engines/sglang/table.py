@@ -74,8 +74,14 @@ def render(report, style) -> list[RenderableType]:
     t.add_row("free before load", f"{exact_bytes(m.free_before_bytes)} ({m.free_before_basis})")
     t.add_row("weights per rank", ", ".join(format_bytes(w) for w in m.weights_bytes) + f" ({m.weights_basis})")
     t.add_row("KV budget per rank", exact_bytes(m.budget_bytes))
-    t.add_row("bytes per token", "; ".join(
-        f"stage {c.pp_rank}: {c.full:,}" + (f" + {c.swa:,} SWA" if c.swa else "") for c in sg.cell_size_bytes))
+    if m.dsv4 is not None:  # DSV4PoolConfigurator's coefficient (engines/sglang/dsv4.py)
+        d = m.dsv4
+        t.add_row("bytes per token", f"{d.bytes_per_full_token:,.2f} = {d.swa_ratio} x {d.bytes_per_swa_token:,.2f} "
+                                     f"SWA slot + the compressed pools ({d.c4_layers} c4, {d.c128_layers} c128 "
+                                     f"layers); c128 state {format_bytes(d.fixed_bytes)} first")
+    else:
+        t.add_row("bytes per token", "; ".join(
+            f"stage {c.pp_rank}: {c.full:,}" + (f" + {c.swa:,} SWA" if c.swa else "") for c in sg.cell_size_bytes))
     t.add_row("max_total_num_tokens", f"{sg.max_total_num_tokens:,} ({sg.kind}, page {sg.page_size}, backend "
                                       f"{m.attention_backend})")
     if m.swa_max_total_num_tokens is not None:

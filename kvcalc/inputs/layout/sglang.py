@@ -153,6 +153,7 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         gpu_free_memory=_size(r, s, "sglang.gpu_free_memory"), weights_bytes=_size(r, s, "sglang.weights_bytes"),
         architecture=arch, hicache=_hicache(r, s.get("hicache"), version),
         context_length_given=isinstance(top.get("cache"), dict) and top["cache"].get("max_model_len") is not None,
+        swa_ratio_given=s.get("swa_full_tokens_ratio") is not None,
         host_available=_size(r, h, "host.available_memory"), host_cgroup=_cgroup(r, h), **_deployment(r, s),
         **_model_facts(r, config[1] if isinstance(config, tuple) else {}))
 
@@ -225,7 +226,9 @@ def _model_facts(r: Reader, config: dict) -> dict:
     mem_fraction_static is adjusted by, a nested text_config (SGLang's multimodal sub-config)."""
     nextn = config.get("num_nextn_predict_layers")
     out: dict = {"num_nextn_predict_layers": nextn if isinstance(nextn, int) and nextn > 0 else None,
-                 "has_text_config": isinstance(config.get("text_config"), dict)}
+                 "has_text_config": isinstance(config.get("text_config"), dict),
+                 "model_type": config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+                 "kv_source_layers": bool(config.get("kv_source_layer_ids"))}
     vision = config.get("vision_config")
     if isinstance(vision, dict):
         layers, hidden = vision.get("num_hidden_layers"), vision.get("hidden_size")

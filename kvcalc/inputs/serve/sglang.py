@@ -56,7 +56,10 @@ ENV_KEYS = {"SGLANG_VLM_CACHE_SIZE_MB": ("sglang.vlm_cache_size_mb", int),
             "SGLANG_MM_FEATURE_CACHE_MB": ("sglang.mm_feature_cache_mb", int),
             "SGLANG_MAMBA_SSM_DTYPE": ("sglang.mamba_ssm_dtype", str)}
 ENV_DEFAULTS = {"SGLANG_MAMBA_CONV_DTYPE": "bfloat16", "SGLANG_SWA_EVICTION_INTERVAL": "128",
-                "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING": "0", "SGLANG_PP_LAYER_PARTITION": None}
+                "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING": "0", "SGLANG_PP_LAYER_PARTITION": None,
+                # DeepSeek-V4's pool layout and compress state (environ.py:1754-1832)
+                "SGLANG_DSV4_KV_LAYOUT": "v4", "SGLANG_DSV4_COMPRESSED_KV_LAYOUT": "auto",
+                "SGLANG_DSV4_COMPRESS_STATE_DTYPE": "float32", "SGLANG_OPT_USE_ONLINE_COMPRESS": "0"}
 # srt/arg_groups/fields/model.py @0.5.23 --dtype choices -> the layout's dtype; 'auto' keeps the config's.
 DTYPES = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16", "float": "float32", "float32": "float32"}
 # --kv-cache-dtype choices (srt/mem_cache/kv_cache_dtype.py @0.5.23) -> kvcalc's names; the FP4 / MX formats are
@@ -85,12 +88,15 @@ NOT_MODELLED: dict[str, str] = {
     "prefill_attention_backend": "a prefill attention backend (its page size and reserve)",
     "decode_attention_backend": "a decode attention backend (its page size and reserve)",
     "enable_two_batch_overlap": "two-batch overlap (it turns the prefill CUDA graph off from 0.5.17)",
+    "dsv4_attn_backend": "a DeepSeek-V4 attention backend (trtllm's uniform FP8 pools, flashmla_mega's V4.1 layout)",
+    "enable_encoder_swa_bounded_replay": "DeepSeek-V4.1's encoder SWA replay (request-window pools)",
 }
 # Values of a refused field that change nothing (the field's default): accepted.
 HARMLESS = {"disaggregation_mode": ("null",), "moe_a2a_backend": ("none",), "cpu_offload_gb": (0,),
             "offload_group_size": (-1, 0), "attn_cp_size": (1,), "dcp_size": (1,),
             "disable_hybrid_swa_memory": (False,),
-            "enable_lora": (None, False), "enable_two_batch_overlap": (False,)}
+            "enable_lora": (None, False), "enable_two_batch_overlap": (False,), "dsv4_attn_backend": ("auto",),
+            "enable_encoder_swa_bounded_replay": (False,)}
 # Speculative algorithms SGLang runs as its EAGLE family (srt/speculative/spec_info.py:32-66 @0.5.23: NEXTN and
 # MTP are aliases of EAGLE); the others size their drafts by rules kvcalc has not executed.
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "MTP")

@@ -269,6 +269,9 @@ class SglangLayout:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     num_nextn_predict_layers: int | None = None  # the target config's (a path-less MTP draft's layers)
+    model_type: str | None = None  # the config's model_type (DeepSeek-V4 / V4.1 differ in SGLang's pools)
+    kv_source_layers: bool = False  # the config lists kv_source_layer_ids (DeepSeek-V4.1's shared compressed KV)
+    swa_ratio_given: bool = False  # --swa-full-tokens-ratio given (DeepSeek-V4's default is the override's 0.1)
     # multimodal
     enable_multimodal: bool | None = None  # None: SGLang's default for the architecture
     language_only: bool = False
