@@ -10,7 +10,7 @@ from typing import Any
 
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
 from ...vocab.devices import find_device, known_names
-from ...vocab.errors import UnsupportedError
+from ...vocab.errors import KvcalcError, UnsupportedError
 from ...vocab.releases.sglang import HiCacheLayout, HostCgroup, SglangLayout, parse_release
 from ..values import Reader, written
 
@@ -263,11 +263,15 @@ def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: Paralle
         if _given(top, path):
             raise r.fail(path, f"no such setting with engine sglang: {instead}", "given")
     sg = sglang_settings(r, top, strict=True)
-    weights = None
-    if sg.weights_bytes is None:
-        from .gpu import read_weights
+    from .gpu import read_weights
 
+    if sg.weights_bytes is None:
         weights = read_weights(top.get("__config__"))
+    else:  # SGLang's budget takes the flag; the breakdown (or why none) is kept for --compare-engines' vLLM side
+        try:
+            weights = read_weights(top.get("__config__"))
+        except KvcalcError as e:
+            weights = f"the model's parameter breakdown: {e}"
     return Layout(model=model, parallel=parallel, cache=cache, offload=NO_CONNECTOR, weights=weights,
                   engine="sglang", sglang=sg, **common)
 
