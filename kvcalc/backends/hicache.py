@@ -231,8 +231,10 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
                               bytes_per_stage=(), bytes_per_engine=None, bytes_per_node=None, pools=(),
                               guard_bytes_per_rank=None, ranks_per_host=ranks, pinning=PINNING,
                               storage_backend=None), ()
+    # DP attention's host pools are the base HostKVCache of each worker's device pool (executed at 0.5.23 through
+    # hicache23.py: R1 / Llama-3.3-70B at TP 8 x DP 8, auto-size and --hicache-size); before 0.5.23 not executed.
     unexecuted = [w for w, on in (("a Mamba / GDN state pool", stage.gpu.mamba is not None),
-                                  ("DP attention", stage.gpu.attn_dp_size > 1),
+                                  ("DP attention", stage.gpu.attn_dp_size > 1 and not b.deployment_pools),
                                   ("a speculative draft", any(c.draft for c in stage.gpu.cell_size_bytes)))
                   if on]
     if unexecuted:
