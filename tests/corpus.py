@@ -58,7 +58,8 @@ def commands() -> list[list[str]]:
     for log in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "logs", "*.log"))):
         name = os.path.basename(log)
         layout = {"gpt": "examples/gpt-oss-120b.yaml", "kimi": "examples/kimi-k2.5-eagle3-tp4.yaml",
-                  "llama": "examples/llama-3.1-8b.yaml", "gemma": "tests/fixtures/hf/gemma-3-12b-it.json"}[
+                  "llama": "examples/llama-3.1-8b.yaml", "gemma": "tests/fixtures/hf/gemma-3-12b-it.json",
+                  "deepseek": "tests/fixtures/hf/deepseek-v2-lite.json"}[
             name.split("-")[0]]
         tp = ["--tp", "2"] if "tp2" in name else []
         out.append(["check", os.path.join(*layout.split("/")), "--log", _rel(log), *tp, "--format", "json"])

@@ -91,7 +91,9 @@ def test_issue_command_kimi_eagle3_is_vector_b2(capsys):
     assert doc['gpu']['kv_cache_size_tokens'] == 602368
     assert doc["gpu"]["groups"][0]["layers"][-1] == "model.layers.61.self_attn.attn"
     assert 'out-of-bounds' in err
-    assert err.count('\n') == 1
+    # and the GPU class the backend was selected for (no --gpu: kvcalc's default, said with its basis)
+    assert "H100-class GPU (9.0), no --gpu named" in err
+    assert err.count('\n') == 2
 
 
 def test_issue_command_llama_tp2_is_vector_a2(capsys):
@@ -426,3 +428,46 @@ def test_every_release_is_modelled_as_its_own_source(capsys):
     doc, err = run_json(capsys, "plan", ex("llama-3.1-8b.yaml"), "--vllm-version", "0.29.0")
     assert doc["family"] == "single-alloc"
     assert "not read" not in err
+
+
+def test_a_command_builds_only_the_options_its_line_spells():
+    # Each Typer option costs start-up time: `plan FILE --format json` builds --format (and the argument), not
+    # --verify, --summary or the other 17 own options; an option it does not build still reaches the command with
+    # its default (the plan below runs with verify False, summary False).
+    import inspect
+
+    from kvcalc.cli.app import app
+
+    (command,) = [c for c in app.registered_commands if c.callback.__name__ == "plan"]
+    flags = command.callback
+    flags.select(["examples/llama-3.1-8b.yaml", "--format", "json"])
+    built = set(inspect.signature(flags).parameters)
+    assert {"layout", "fmt"} <= built, f"plan built {sorted(built)}"
+    assert not {"verify", "summary", "compare_versions"} & built, f"plan built {sorted(built)}"
+    flags.select(["examples/llama-3.1-8b.yaml", "--verify"])
+    assert "verify" in inspect.signature(flags).parameters, "--verify spelled but not built"
+    flags.select(["examples/llama-3.1-8b.yaml", "--no-such-option"])
+    assert {"verify", "summary"} <= set(inspect.signature(flags).parameters), "an unknown option builds them all"
+    flags.select(None)
+
+
+def test_the_entry_points_freeze_the_imports_and_main_does_not():
+    # The console script and `python -m kvcalc` run through cli.entry, which moves the imports' objects to the
+    # permanent generation (a cold start's collections stop walking them); main, called in-process, does not.
+    import gc
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as fh:  # (tomllib is 3.11+; 3.10 is supported)
+        script = [line for line in fh if line.startswith("kvcalc = ")]
+    assert script == ['kvcalc = "kvcalc.cli:entry"\n'], f"the console script line: {script}"
+    with open(os.path.join(root, "kvcalc", "__main__.py"), encoding="utf-8") as fh:
+        assert "sys.exit(entry())" in fh.read(), "python -m kvcalc does not run cli.entry"
+    probe = ("import gc, sys; from kvcalc.cli import entry; sys.argv = ['kvcalc', '--version']; rc = entry(); "
+             "print(rc, gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.split()[-2:] == ["0", "True"], f"entry: {out.stdout!r}"
+    before = gc.get_freeze_count()
+    main(["--version"])
+    assert gc.get_freeze_count() == before, "main froze the caller's objects"

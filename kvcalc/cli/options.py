@@ -38,6 +38,7 @@ class FlagCommand:
         self.__name__, self.__doc__, self.__module__ = fn.__name__, fn.__doc__, fn.__module__
         self.__globals__ = fn.__globals__
         self.selection: frozenset[str] | None = None  # the flags to build (None: all)
+        self.own_selection: frozenset[str] | None = None  # the command's own options to build (None: all)
         self.built_for: tuple | None = None
 
     def select(self, args: list[str] | None) -> None:
@@ -47,27 +48,43 @@ class FlagCommand:
         from ..vocab.keys import FLAGS
 
         if args is None:
-            self.selection = None
+            self.selection = self.own_selection = None
             return
         spelled = {s: f.name for f in FLAGS.values() if f.name not in self.exclude
                    for pair in f.flag for s in pair.split("/")}
-        # The command's own options (typer's OptionInfo defaults carry their spellings).
-        own = {d for p in self.fn.__defaults__ or () for d in (getattr(p, "param_decls", None) or ())}
-        names = set()
+        own = self._own_spellings()
+        names, own_names = set(), set()
         for a in args:
             if a == "--":
                 break
             word = a.split("=", 1)[0]
             if word in spelled:
                 names.add(spelled[word])
-            elif word.startswith("-") and len(word) > 1 and word not in own and not word[1:2].isdigit():
-                self.selection = None
+            elif word in own:
+                own_names.add(own[word])
+            elif word.startswith("-") and len(word) > 1 and not word[1:2].isdigit():
+                self.selection = self.own_selection = None
                 return
-        self.selection = frozenset(names)
+        self.selection, self.own_selection = frozenset(names), frozenset(own_names)
+
+    def _own_spellings(self) -> dict[str, str]:
+        """The command's own options: each spelling (typer's OptionInfo defaults carry them) -> the parameter."""
+        import inspect
+
+        return {s: name for name, p in inspect.signature(self.fn).parameters.items()
+                for d in (getattr(p.default, "param_decls", None) or ()) for s in d.split("/")}
+
+    @staticmethod
+    def _optional(p) -> bool:
+        """An own option Typer need not build when the line does not spell it: a plain default, no callback, no
+        environment variable (each built option costs ~0.4 M instructions: `plan` has 20 of its own)."""
+        info = p.default
+        return (type(info).__name__ == "OptionInfo" and info.callback is None and not info.envvar
+                and info.default is not ...)
 
     @property
     def _built(self):
-        key = (self.selection,)
+        key = (self.selection, self.own_selection)
         if self.built_for is None or self.built_for[0] != key:
             self.built_for = (key, self._build())
         return self.built_for[1]
@@ -90,7 +107,8 @@ class FlagCommand:
                 ann = seen[ann]
             hints[key] = ann
         own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
-               for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"]
+               for p in inspect.signature(self.fn).parameters.values() if p.name != "flags"
+               and (self.own_selection is None or p.name in self.own_selection or not self._optional(p))]
         added = []
         for f in chosen:
             listed = self.lists and f.sweep
@@ -110,9 +128,14 @@ class FlagCommand:
         return self._built[2]
 
     def __call__(self, **kwargs):
+        import inspect
+
         from ..vocab.keys import FLAGS
 
         values = {name: kwargs.pop(name, None) for name, f in FLAGS.items() if name not in self.exclude}
+        for name, p in inspect.signature(self.fn).parameters.items():  # the own options not built: their defaults
+            if name != "flags" and name not in kwargs and self._optional(p):
+                kwargs[name] = p.default.default
         return self.fn(flags=values, **kwargs)
 
 

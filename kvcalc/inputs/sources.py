@@ -113,12 +113,11 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
                 **base}
     if grant.lmcache_server is not None:
         base = _server_container(grant.lmcache_server, base, limits, say)
-    from .serve.vllm import LONG_VAR, long_allowed
+    from .serve.engine_env import read_switches
 
-    if LONG_VAR in grant.env:
-        value = grant.env[LONG_VAR]
-        base = {"cache.allow_long_max_model_len": (long_allowed(value), f"{LONG_VAR}={value} (the manifest's env)"),
-                **base}
+    switches: dict = {}
+    read_switches(grant.env, switches, "the manifest's env")
+    base = {**switches, **base}
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources

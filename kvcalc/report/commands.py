@@ -98,6 +98,12 @@ def render_log_check(result: dict, log: str, layout_source: str) -> Table:
                ("quantity", "predicted", "logged", "match"))
     for r in result["rows"]:
         t.add_row(r["quantity"], r["predicted"], r["logged"], {True: "yes", False: "NO"}[r["match"]])
+    stages = result.get("stages") or []
+    least = min((s["num_blocks"][0] for s in stages), default=None)
+    for s in stages if len(stages) > 1 else ():  # PP > 1: each stage's own count; the engine keeps the smallest
+        lo, hi = s["num_blocks"]
+        t.add_row(f"PP stage {s['pp_rank']} blocks (its budget)", f"{lo:,}" if lo == hi else f"{lo:,}..{hi:,}",
+                  s["memory"], "the min" if lo == least else "")
     return t
 
 

@@ -15,9 +15,9 @@ from ..pipeline import Plan
 from ..vocab.errors import KvcalcError, known
 from ..vocab.records import replace
 from ..vocab.releases.vllm import FAMILIES
-from .sections import (SCHEMA_VERSION, BackingAllocation, CacheSection, DraftSummary, FamilyEntry, GpuSection,
-                       GroupSummary, ModelField, ModelSection, OffloadSection, ParallelSection, Report, SpecSummary,
-                       TensorEntry, WorkerSection)
+from .sections import (SCHEMA_VERSION, AttentionChoiceEntry, AttentionSection, BackingAllocation, CacheSection,
+                       DraftSummary, FamilyEntry, GpuSection, GroupSummary, ModelField, ModelSection, OffloadSection,
+                       ParallelSection, Report, SpecSummary, TensorEntry, WorkerSection)
 from .verdict import verdict
 
 if TYPE_CHECKING:
@@ -123,6 +123,18 @@ def model_fields(plan: Plan) -> list[ModelField]:
     return out
 
 
+def attention_section(plan: Plan) -> AttentionSection:
+    """The backend of each kind of attention layer, why, and the GPU class the selection assumed."""
+    from ..engines.vllm.attention import explain
+
+    a = plan.layers.attention
+    return AttentionSection(
+        gpu_class=a.device.capability, gpu_class_basis=a.device.basis, platform=a.device.platform,
+        choices=[AttentionChoiceEntry(layers=c.query.what, backend=c.backend, how=c.how, why=explain(c),
+                                      rejected=[f"{n}: {', '.join(r)}" for n, r in c.rejected]) for c in a.choices],
+        block_size=a.block_size, block_basis=a.block_basis)
+
+
 def gpu_section(plan: Plan) -> GpuSection:
     gpu = plan.gpu
     single = plan.behaviour.rule.single_allocation
@@ -148,7 +160,7 @@ def gpu_section(plan: Plan) -> GpuSection:
             )
             for w in gpu.workers
         ],
-        memory=gpu_memory(plan),
+        memory=gpu_memory(plan), attention=attention_section(plan),
     )
 
 

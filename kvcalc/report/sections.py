@@ -142,6 +142,30 @@ class WorkerSection:
 
 
 @record
+class AttentionChoiceEntry:
+    """The backend one kind of attention layer gets."""
+
+    layers: str = field("which layers (vLLM builds one AttentionSelectorConfig per kind)")
+    backend: str = field("the AttentionBackendEnum member vLLM uses")
+    how: str = field("priority (the first valid of the release's list) | selected (--attention-backend) | forced "
+                     "(0.14-0.17 check_and_update_config's MLA default) | chain (ROCm 0.14-0.17) | model")
+    why: str = field("the reason, in words")
+    rejected: list[str] = field("the backends tried before it and vLLM's reasons for refusing them")
+
+
+@record
+class AttentionSection:
+    """The attention backend vLLM selects on the GPU class and the block size that follows."""
+
+    gpu_class: str = field("the compute capability (CUDA) or gfx target (ROCm) the selection sees")
+    gpu_class_basis: str = field("where it came from: the named GPU's row, --gpu-arch, or kvcalc's default")
+    platform: str = field("cuda | rocm")
+    choices: list[AttentionChoiceEntry] = field("one per kind of attention layer, in layer order")
+    block_size: int = field("the block size the backends give, before the hybrid alignment")
+    block_basis: str = field("why that size")
+
+
+@record
 class GpuSection:
     """The GPU KV cache vLLM builds, and what it logs."""
 
@@ -158,6 +182,8 @@ class GpuSection:
     workers: list[WorkerSection] = field("one per PP stage")
     memory: GpuMemory | None = field("with a GPU (--gpu / --gpu-total-memory): the KV budget, predicted per release "
                                      "with each term's basis, or the flag's", omit_if_none=True)
+    attention: AttentionSection | None = field("the attention backend vLLM selects and why", omit_if_none=True,
+                                               default=None)
 
 
 @record

@@ -165,6 +165,11 @@ def _layout_table(report: Report, style: Style) -> Table:
     lay.add_row("dtype / KV dtype", f"{m.dtype} / {cache.kv_cache_dtype}")
     lay.add_row("block size", f"{gpu.attention_block_size} tokens" + (
         f" (Mamba {cache.mamba_block_size}, mode {cache.mamba_cache_mode})" if cache.mamba_cache_mode else ""))
+    att = gpu.attention
+    for c in att.choices if att is not None else ():
+        lay.add_row("attention backend", f"{c.backend} ({c.layers}): {c.why}")
+    if att is not None and att.choices:
+        lay.add_row("GPU class", att.gpu_class_basis)
     if cache.kv_cache_memory is not None:
         memory = ", ".join(_b(x) for x in cache.kv_cache_memory)
     elif cache.num_gpu_blocks_override is not None:

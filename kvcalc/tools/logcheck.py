@@ -27,8 +27,9 @@ MAX_CANDIDATES = 4096
 CONNECTOR_ARGS = ("kv_transfer_config", "kv_offloading_size", "kv_offloading_backend")
 
 
-def _blocks_for(layout: Layout, memory: int) -> int | None:
-    p = plan(replace(layout, cache=replace(layout.cache, kv_cache_memory=(memory,), num_gpu_blocks_override=None)))
+def _blocks_for(layout: Layout, memory: int | tuple[int, ...]) -> int | None:
+    per = memory if isinstance(memory, tuple) else (memory,)
+    p = plan(replace(layout, cache=replace(layout.cache, kv_cache_memory=per, num_gpu_blocks_override=None)))
     return p.gpu.num_blocks
 
 
@@ -95,6 +96,11 @@ def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str])
     if sizes:
         layout = replace(layout, parallel=replace(par, **sizes))
         taken += [f"{k} {v}" for k, v in sizes.items()]
+    backend = logged.setting("attention_backend")  # --attention-backend, in the non-default args
+    if isinstance(backend, str) and backend.strip("'") and "vllm.attention_backend" not in given \
+            and backend.strip("'") != layout.attention_backend:
+        layout = replace(layout, attention_backend=backend.strip("'").upper())
+        taken.append(f"attention_backend {layout.attention_backend}")
     dtype = str(logged.setting("dtype") or "").removeprefix("torch.")
     if dtype in ("bfloat16", "float16", "float32") and "model.dtype" not in given and dtype != model.dtype:
         layout = replace(layout, model=replace(model, dtype=dtype))
@@ -153,8 +159,22 @@ def contradicted(layout: Layout, logged: StartupLog, given: frozenset[str]) -> l
     return rows
 
 
-def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int | None, int | None, str]:
-    """(the smallest and largest GPU block count the log's memory allows, where the memory came from)."""
+def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int | None, int | None, str, list]:
+    """(the smallest and largest GPU block count the log's memory allows, where the memory came from, each
+    worker's budget when the log names them: tools/logstages.py)."""
+    from ..vocab.releases.vllm import behaviour_for
+    from .logstages import estimate_missing, worker_budgets
+
+    budgets = None if logged.reserved_gib and not logged.available_gib else worker_budgets(
+        layout, logged, behaviour_for(layout.vllm_version).memory_budget in ("C", "D"))
+    if budgets is not None:
+        budgets, notes = estimate_missing(layout, budgets)
+        n_lo = _blocks_for(layout, tuple(max(b.lo, 1) for b in budgets))
+        n_hi = _blocks_for(layout, tuple(b.hi for b in budgets))
+        bind = min(budgets, key=lambda b: b.lo)
+        what = (f"PP stage {bind.pp_rank}'s budget, the smallest: {bind.text}" if len({b.pp_rank for b in budgets}) > 1
+                else f"{bind.text}")
+        return n_lo, n_hi, what, [budgets, notes]
     gibs = logged.available_gib or ((logged.reserved_gib,) if logged.reserved_gib else ())
     if gibs:
         # The smallest worker's memory bounds the engine's block count (the min over workers).
@@ -162,11 +182,31 @@ def _memory_range(layout: Layout, logged: StartupLog, source: str) -> tuple[int 
         lo, hi = (gib - Fraction(1, 200)) * (1 << 30), (gib + Fraction(1, 200)) * (1 << 30)
         n_lo, n_hi = _blocks_for(layout, max(ceil(lo), 1)), _blocks_for(layout, floor(hi))
         what = "Available KV cache memory" if logged.available_gib else "kv_cache_memory_bytes reserved"
-        return n_lo, n_hi, f"{min(gibs, key=Fraction)} GiB logged ({what}, +-0.005 GiB)"
+        return n_lo, n_hi, f"{min(gibs, key=Fraction)} GiB logged ({what}, +-0.005 GiB)", []
     if layout.cache.kv_cache_memory is not None or layout.cache.num_gpu_blocks_override is not None:
         n = plan(layout).gpu.num_blocks
-        return n, n, "the layout's KV memory"
+        return n, n, "the layout's KV memory", []
     raise KvcalcError(f"{source}: no 'Available KV cache memory' line, and the layout gives no KV memory")
+
+
+def _stage_rows(layout: Layout, budgets) -> list[dict]:
+    """Each PP stage's budget and the block count it alone would give (the engine keeps the smallest)."""
+    if not budgets:
+        return []
+
+    def workers(memory: tuple[int, ...]):
+        return plan(replace(layout, cache=replace(layout.cache, kv_cache_memory=memory,
+                                                  num_gpu_blocks_override=None))).gpu.workers
+
+    per_lo, per_hi = workers(tuple(max(b.lo, 1) for b in budgets)), workers(tuple(b.hi for b in budgets))
+    tp = layout.parallel.tensor_parallel_size
+    out = []
+    for w_lo, w_hi in zip(per_lo, per_hi):
+        b = min(budgets[w_lo.pp_rank * tp:(w_lo.pp_rank + 1) * tp], key=lambda x: x.lo)
+        out.append({"pp_rank": w_lo.pp_rank, "memory": b.text, "basis": b.basis,
+                    "memory_bytes": [b.lo, b.hi], "bytes_per_block": w_lo.bytes_per_block,
+                    "num_blocks": [w_lo.num_blocks_before_min, w_hi.num_blocks_before_min]})
+    return out
 
 
 def check(layout: Layout, text: str, *, source: str, version_given: bool = False,
@@ -175,6 +215,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     it), else the one the log names, else the layout's; `given`: the key paths flags set (the log does not
     override them)."""
     from ..pipeline import require
+    from .logstages import attention_rows
 
     require(layout, "check-log", "check --log")
     logged = parse_log(text, source)
@@ -188,7 +229,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     kept = frozenset(p for p in layout.written if p in STATED)
     layout, taken = with_log_settings(layout, logged, given | kept | ({"vllm.version"} if version_given else set()))
     _unmodelled_run(layout, logged, source)
-    n_lo, n_hi, memory_source = _memory_range(layout, logged, source)
+    n_lo, n_hi, memory_source, staged = _memory_range(layout, logged, source)
     if n_lo is None or n_hi is None or n_hi - n_lo > MAX_CANDIDATES:
         raise KvcalcError(f"{source}: the logged memory allows too many GPU block counts to check")
     stated = logged.num_gpu_blocks
@@ -202,12 +243,14 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     if stated is not None and not candidates:
         rows.insert(0, {"quantity": "num_gpu_blocks", "predicted": f"{n_lo:,}..{n_hi:,}",
                         "logged": f"{stated:,}", "match": False})
-    rows[:0] = against
+    rows[:0] = against + attention_rows(p.layers.attention, p.layers.block_size, logged,
+                                        layout.parallel.pipeline_parallel_size)
     if connector_missing:
         rows.insert(0, {"quantity": "KV connector", "predicted": "the layout's offloading connector",
                         "logged": "none (the non-default args name no kv_transfer_config or kv_offloading_size)",
                         "match": False})
     notes = [f"taken from the log: {', '.join(taken)}"] if taken else []
+    notes += staged[1] if staged else []
     if logged.profiling_override is not None:
         o = logged.profiling_override
         notes.append(f"line {o.line} (Overriding num_gpu_blocks=0 with num_gpu_blocks_override={o.override}) is "
@@ -218,6 +261,7 @@ def check(layout: Layout, text: str, *, source: str, version_given: bool = False
     return {"source": source, "vllm_version": p.behaviour.version, "memory": memory_source,
             "num_gpu_blocks": p.gpu.num_blocks, "num_gpu_blocks_range": [n_lo, n_hi],
             "num_gpu_blocks_matching": [matching[0], matching[-1]] if matching else None, "notes": notes,
+            "stages": _stage_rows(layout, staged[0]) if staged else [],
             "rows": rows, "match": all(r["match"] is not False for r in rows) and any(r["match"] is True for r in rows)}
 
 

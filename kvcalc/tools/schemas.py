@@ -87,7 +87,11 @@ def check_documents() -> list[dict]:
     log = obj("check --log", {**head, "memory": STR, "num_gpu_blocks": opt(INT), "num_gpu_blocks_range": opt(arr(INT)),
                               "num_gpu_blocks_matching": opt(arr(INT)),
                               "rows": arr(obj(None, {"quantity": STR, "predicted": STR, "logged": STR,
-                                                     "match": BOOL}))})
+                                                     "match": BOOL})),
+                              "stages": arr(obj("each worker's budget as the log bounds it, per PP stage (the "
+                                                "engine keeps the smallest block count)", {
+                                  "pp_rank": INT, "memory": STR, "basis": {"enum": ["logged", "derived", "estimate"]},
+                                  "memory_bytes": arr(INT), "bytes_per_block": INT, "num_blocks": arr(opt(INT))}))})
     metrics = obj("check --metrics", {**head, "rows": arr(obj(None, {
         "series": STR, "engine": STR, "line": INT, "label": STR, "expected": STR, "found": opt(STR), "match": BOOL,
         "from_scrape": BOOL, "tolerance": {"type": "integer", "minimum": 0}}))})

@@ -166,8 +166,13 @@ def test_vllm_args_round_trips_through_a_serve_line(capsys, config, version):
     code, out, err = run(capsys, "plan", "--serve", line, "--vllm-version", version, "--format", "json")
     assert code == 0, err
     back = json.loads(out)
-    for key in ("gpu", "cache", "parallel"):
+    for key in ("cache", "parallel"):
         assert back[key] == direct[key], key
+    # The line names the block size vllm-args settled (--block-size): only the attention section's reasons differ.
+    assert {k: v for k, v in back["gpu"].items() if k != "attention"} == \
+        {k: v for k, v in direct["gpu"].items() if k != "attention"}
+    assert [c["backend"] for c in back["gpu"]["attention"]["choices"]] == \
+        [c["backend"] for c in direct["gpu"]["attention"]["choices"]]
     for key in ("selected", "old", "fixed", "host", "startup_error"):
         assert back["offload"][key] == direct["offload"][key], key
 
@@ -268,3 +273,16 @@ def test_a_float_cpu_bytes_to_use_is_what_vllms_int_makes_of_it(capsys, tmp_path
                          "--vllm-version", "0.33.0")
     assert code == 2
     assert "int() raises on it" in err
+
+
+@pytest.mark.parametrize("env, backend", [("VLLM_ROCM_USE_AITER=1 ", "ROCM_AITER_MLA"), ("", "TRITON_MLA"),
+                                          ("VLLM_ROCM_USE_AITER=false ", "TRITON_MLA")])
+def test_a_serve_lines_aiter_variable_moves_rocms_backend(capsys, env, backend):
+    # The selection vectors (tests/fixtures/attn/vectors.json, executed on 0.14.1): mla-dsv3 on gfx942, KV auto:
+    # ROCM_AITER_MLA with VLLM_ROCM_USE_AITER=1, TRITON_MLA with 0 (envs.py: "true" / "1" turn it on).
+    model = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "attn", "models",
+                         "mla-dsv3")
+    code, out, err = run(capsys, "plan", "--serve", f"{env}vllm serve {model} --kv-cache-memory-bytes 40G -tp 8",
+                         "--vllm-version", "0.14.1", "--gpu", "MI300X", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["gpu"]["attention"]["choices"][0]["backend"] == backend

@@ -79,6 +79,19 @@ class Choice:
     tried: tuple[str, ...]  # the priority list
 
 
+def explain(c: Choice) -> str:
+    """Why the choice's backend, in words (the table's and JSON's attention section)."""
+    if c.how == "priority":
+        mine = c.tried.index(c.backend)
+        before = [n for n, _ in c.rejected if n in c.tried and c.tried.index(n) < mine]
+        first = f"the first valid ({', '.join(before)} refused before it)" if before else "the first"
+        return f"{first} of the release's priority list {', '.join(c.tried)} (validate_configuration)"
+    return {"selected": "named by --attention-backend (vllm.attention_backend), validated alone as vLLM does",
+            "forced": "set for MLA by check_and_update_config (vLLM 0.14-0.17: platforms/cuda.py)",
+            "chain": "ROCm 0.14-0.17's get_attn_backend_cls if-chain (VLLM_ROCM_USE_AITER and the GPU's gfx target)",
+            "model": "the model builds its own attention (not selected from the priority lists)"}.get(c.how, c.how)
+
+
 @record
 class Context:
     rules: AttentionRules

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from math import lcm
+from operator import attrgetter
 
 from ...vocab.errors import known
 from ...vocab.kinds import LayerKind
@@ -207,8 +208,30 @@ def _dtype(layout: Layout, cap: str) -> str:
     return dtype
 
 
+# What the selection reads of a layout: its plan is kept per these values and the release. Selecting costs ~470 k
+# instructions of a 61-layer MLA + EAGLE3 plan's ~790 k (callgrind, 2026-12-02); a sweep over CPU sizes, TP-free axes
+# or repeated plans selects once. tests/engines/test_attention_memo.py records every attribute the selection reads
+# and fails when one is not in this table.
+READS = ("model", "gpu", "gpu_arch", "platform", "cache.block_size", "cache.kv_cache_dtype",
+         "parallel.tensor_parallel_size", "offload.backend", "attention_backend", "rocm_use_aiter")
+_read = attrgetter(*READS)
+_PLANS: dict[tuple, AttentionPlan] = {}
+_PLANS_KEPT = 256  # bounded: a sweep of 10,000 points over models would otherwise keep them all
+
+
 def plan_attention(layout: Layout, behaviour: Behaviour) -> AttentionPlan:
     """Every kind of attention layer's backend and the block size they give (before the hybrid alignment)."""
+    key = (_read(layout), behaviour.release, behaviour.version)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        plan = _PLANS[key] = select_attention(layout, behaviour)
+    return plan
+
+
+def select_attention(layout: Layout, behaviour: Behaviour) -> AttentionPlan:
+    """plan_attention without the memo: reads only READS of the layout."""
     rules, version = attention_rules(behaviour.release), behaviour.version
     device = device_of(layout)
     m = layout.model

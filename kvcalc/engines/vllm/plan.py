@@ -126,6 +126,10 @@ def plan(layout: Layout, stage: GpuStage | None = None, *, selected_only: bool =
     notes = list(layer_plan.notes) + list(layout.offload.notes) + list(pool.notes)
     if layer_plan.block_size_note:
         notes.append(layer_plan.block_size_note)
+    device = layer_plan.attention.device
+    if layout.gpu.capability is None and layout.gpu_arch is None and layer_plan.attention.choices:
+        notes.append(f"attention backend {layer_plan.attention.backend} selected for {device.basis}: the backend and "
+                     "its block size follow the GPU class (name the GPU with --gpu, or --gpu-arch)")
     if grouping.folded:
         notes.append("hybrid manager off: sliding-window/chunked layers are allocated as full attention")
     if grouping.padding_layers:

@@ -21,7 +21,19 @@ and the `[file:line]` tags move between releases). Formats (vLLM's own format st
   GiB (estimated)`, `Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (u, R GiB)`
   (DEBUG <= 0.25, INFO 0.26+), `reserved X GiB memory for KV Cache as specified by kv_cache_memory_bytes`;
 - the engine's settings: `Initializing a V1 LLM engine (vX) with config: key=value, ...` and `non-default args:
-  {...}` (entrypoints), the banner's `version X`.
+  {...}` (entrypoints), the banner's `version X`;
+- the attention backend each worker selected (platforms/cuda.py get_attn_backend_cls' info_once: `Using X attention
+  backend out of potential backends: [...]` / `(...)` 0.14-0.15, `Using AttentionBackendEnum.X backend.` for a named
+  one; platforms/rocm.py `Using X backend out of ...`) and the block size it set (`Forcing kv cache block size to N
+  for X backend.` 0.14-0.17 platforms/cuda.py check_and_update_config, `Setting kv cache block size to N for X
+  backend.` 0.18+ / `backend(s).` 0.31+ platforms/interface.py update_block_size_for_backend, `Setting attention
+  block size to N tokens to ensure that attention page size is >= mamba page size.` config/vllm.py and
+  model_executor/models/config.py, the hybrid alignment).
+
+Each worker's memory lines are kept per process (`WorkerLines`): with PP > 1 only the first local rank prints the
+INFO `Available KV cache memory` (logger.info_once, scope "local": vllm/logger.py _should_log_with_scope), and every
+other stage's budget is its DEBUG `Requested memory` less its `Total non KV cache memory` (less its `Estimated CUDA
+graph memory` where the release subtracts it: gpu_worker.py determine_available_memory, e.g. :417-421 @0.19.0).
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...vocab.records import field, record
+from ...vocab.records import field, record, replace
 
 _NUM = r"(-?[0-9]+(?:\.[0-9]+)?)"
 _INT = r"([0-9][0-9,]*)"
@@ -62,8 +74,16 @@ _PATTERNS = {
     "engine": re.compile(r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config: (.*)$"),
     "args": re.compile(r"non-default args: (\{.*\})\s*$"),
     "version": re.compile(r"(?:vLLM API server version|\bversion) v?([0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+]*)"),
+    "backend": re.compile(r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend(?:\.| out of)"),
+    "block_line": re.compile(r"(?:Setting|Forcing) kv cache block size to ([0-9]+) for ([A-Za-z0-9_/]+) backend"),
+    "hybrid_block": re.compile(r"Setting attention block size to ([0-9]+) tokens to ensure that attention page size"),
 }
 _EVERY = {"available_gib", "weights_gib", "graph_capture_gib"}
+# The lines kept per worker process (WorkerLines): the pattern and the group of the value.
+_PER_WORKER = {"available_gib": 1, "requested_gib": 1, "initial": 3, "profile": 1, "cudagraph_estimate_gib": 1}
+# "(Worker_PP1_TP0 pid=443)", "(VllmWorker TP1 pid=4251)", "(Worker pid=442)" before the rename
+# (v1/executor/multiproc_executor.py: Worker + _DP / _PP / _PCP / _TP / _DCP / _EP ranks above size 1).
+_PROCESS = re.compile(r"\(((?:Vllm)?Worker[A-Za-z0-9_ ]*) pid=([0-9]+)\)")
 _TAG = re.compile(r"\[(?:v1/worker/)?gpu_worker\.py:([0-9]+)\]")
 # The `[gpu_worker.py:N]` tag of the "Available KV cache memory" line per release: the logger call's line in each
 # wheel's v1/worker/gpu_worker.py (log-formats.md section 6.3, W:359 @0.14.0 ... W:773 @0.33.0, less one: the tag is
@@ -81,6 +101,21 @@ class LoggedOverride:
     computed: int = field("X: the count memory gave (0: CUDA-graph profiling's minimal cache, 0.18 - 0.19.1)")
     override: int = field("Y: the count used")
     line: int = field("its line number")
+
+
+@record
+class WorkerLines:
+    """One worker process's memory lines, as printed (GiB rounded to 0.01)."""
+
+    pid: int
+    name: str  # its logged process name (the most specific one: Worker_PP1 over Worker)
+    pp_rank: int  # 0 when the name has no _PP rank (PP 1)
+    tp_rank: int
+    dp_rank: int
+    available_gib: str | None = None  # "Available KV cache memory" (the first local rank only)
+    requested_gib: str | None = None  # "worker requested memory" / "Requested memory: u (util), R GiB" (DEBUG)
+    non_kv_gib: str | None = None  # "Total non KV cache memory" (DEBUG)
+    cudagraph_estimate_gib: str | None = None  # "Estimated CUDA graph memory: X GiB total" (0.18+)
 
 
 @record
@@ -111,6 +146,10 @@ class StartupLog:
     tag_release: str | None = None  # the release the Available line's [gpu_worker.py:N] tag belongs to
     engine: tuple[tuple[str, str], ...] = ()  # the engine config line's key=value pairs
     args: tuple[tuple[str, Any], ...] = ()  # non-default args
+    workers: tuple[WorkerLines, ...] = ()  # every worker process that printed a memory line, by (DP, PP, TP) rank
+    backends: tuple[str, ...] = ()  # the attention backends the "Using X ... backend" lines name, in order
+    block_lines: tuple[tuple[int, str, int], ...] = ()  # (size, backend, line) of each kv cache block size line
+    hybrid_block: tuple[int, int] | None = None  # (size, line): the last "Setting attention block size" line
 
     @property
     def num_gpu_blocks(self) -> int | None:
@@ -193,18 +232,25 @@ def parse(text: str, source: str = "<log>") -> StartupLog:
     found: dict[str, Any] = {}
     every: dict[str, list[str]] = {k: [] for k in _EVERY}
     overrides: list[LoggedOverride] = []
+    procs: dict[int, dict[str, Any]] = {}  # pid -> its name and memory lines
+    seen: dict[str, list] = {"backend": [], "block_line": [], "hybrid_block": []}
     for no, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
             continue  # a fixture's source header; vLLM's lines never start with '#'
         if "GiB" not in line and "tokens" not in line and "num_gpu_blocks" not in line and "config" not in line \
-                and "version" not in line and "args" not in line and "batched" not in line:
+                and "version" not in line and "args" not in line and "batched" not in line and "backend" not in line:
             continue  # most lines of a DEBUG log hold none of them
+        proc = _process(line, procs)
         for name, pattern in _PATTERNS.items():
             m = pattern.search(line)
             if m is None:
                 continue
             _check(name, m, source, no)
-            if name == "override":
+            if proc is not None and name in _PER_WORKER:
+                proc.setdefault(name, m.group(_PER_WORKER[name]))
+            if name in seen:
+                seen[name].append((m, no))
+            elif name == "override":
                 overrides.append(LoggedOverride(computed=_int(m.group(1)), override=_int(m.group(2)), line=no))
             elif name in every:
                 every[name].append(m.group(1))
@@ -212,7 +258,41 @@ def parse(text: str, source: str = "<log>") -> StartupLog:
                     found["tag"] = t
             elif name not in found:
                 found[name] = m
-    return _record(source, found, every, overrides)
+    logged = _record(source, found, every, overrides)
+    backends = tuple(dict.fromkeys(m.group(1) for m, _ in seen["backend"]))
+    hybrid = seen["hybrid_block"][-1] if seen["hybrid_block"] else None
+    return replace(logged, workers=_workers(procs), backends=backends,
+                   block_lines=tuple((int(m.group(1)), m.group(2), no) for m, no in seen["block_line"]),
+                   hybrid_block=None if hybrid is None else (int(hybrid[0].group(1)), hybrid[1]))
+
+
+def _process(line: str, procs: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """The worker process a line comes from (its record in `procs`), or None (the engine core, the API server)."""
+    found = _PROCESS.findall(line)
+    if not found:
+        return None
+    name, pid = found[-1]
+    proc = procs.setdefault(int(pid), {"name": name})
+    if len(name) > len(proc["name"]):
+        proc["name"] = name  # Worker_PP1 (after decorate_logs) over Worker (before it)
+    return proc
+
+
+def _rank(name: str, tag: str) -> int:
+    m = re.search(r"[_ ]" + tag + r"([0-9]+)", name)
+    return int(m.group(1)) if m else 0
+
+
+def _workers(procs: dict[int, dict[str, Any]]) -> tuple[WorkerLines, ...]:
+    out = []
+    for pid, p in procs.items():
+        if not any(k in p for k in _PER_WORKER):
+            continue
+        out.append(WorkerLines(pid=pid, name=p["name"], pp_rank=_rank(p["name"], "PP"), tp_rank=_rank(p["name"], "TP"),
+                               dp_rank=_rank(p["name"], "DP"), available_gib=p.get("available_gib"),
+                               requested_gib=p.get("requested_gib") or p.get("initial"),
+                               non_kv_gib=p.get("profile"), cudagraph_estimate_gib=p.get("cudagraph_estimate_gib")))
+    return tuple(sorted(out, key=lambda w: (w.dp_rank, w.pp_rank, w.tp_rank, w.pid)))
 
 
 def _record(source: str, found: dict, every: dict, overrides: list) -> StartupLog:

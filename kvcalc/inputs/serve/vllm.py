@@ -20,6 +20,7 @@ from typing import Any
 from ...vocab.errors import StartupRefusal, UnsupportedError
 from ...vocab.keys import KEYS, Key
 from ..hf.hub import fail as _fail
+from .engine_env import read_switches
 from ..hf.hub import hub_cache_dirs, resolve_model  # noqa: F401 - the model lookup, also part of this module's API
 
 SOURCE = "vllm serve"
@@ -266,12 +267,6 @@ def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: 
                                  "specified in kv_connector_extra_config'")
 
 
-LONG_VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
-
-
-def long_allowed(value: str) -> bool:
-    """envs.py (0.33.0:1115-1118): os.environ.get(..., "0").strip().lower() in ("1", "true")."""
-    return value.strip().lower() in ("1", "true")
 
 
 def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
@@ -285,11 +280,7 @@ def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: s
         except ValueError:
             raise _fail(ENV_VAR, f"an integer (vLLM reads bool(int(value)); {where})", env[ENV_VAR]) from None
         overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
-    read = {ENV_VAR}
-    if LONG_VAR in env:
-        overrides["cache.allow_long_max_model_len"] = (long_allowed(env[LONG_VAR]),
-                                                       f"{LONG_VAR}={env[LONG_VAR]} ({where})")
-        read.add(LONG_VAR)
+    read = {ENV_VAR} | read_switches(env, overrides, where)
     if overrides.get("offload.backend", (None,))[0] == "lmcache":
         read |= _lmcache_env(env, overrides, notes, where)
     others = sorted(k for k in env if k not in read)
