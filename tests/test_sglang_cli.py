@@ -294,3 +294,18 @@ def test_hicache_layouts_sglang_cannot_build(capsys, model, layout, needle):
     assert code == 2
     assert needle in err
     assert err.strip().count("\n") == 0
+
+
+def test_a_pods_memory_limit_is_the_cgroups_memory_max(capsys, tmp_path):
+    # --k8s: the container's limits.memory 64Gi is its cgroup's memory.max; SGLang 0.5.23 checks --hicache-size 100
+    # against min(1 TiB available, 64 GiB - 0 used) - the 10 GiB reserve = 54 GiB = 57.98 GB (host_memory.py).
+    model = os.path.join(SG_MODELS, "llama-3.1-8b")
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: sg}\nspec:\n  containers:\n  - name: sglang\n"
+        "    image: lmsysorg/sglang:v0.5.23\n"
+        f"    command: [python3, -m, sglang.launch_server, --model-path, {model}, --enable-hierarchical-cache, "
+        "--hicache-size, '100']\n    resources:\n      limits: {memory: 64Gi, nvidia.com/gpu: 1}\n")
+    code, _, err = run(capsys, "plan", "--k8s", str(pod), "--gpu", "H100", "--host-available", "1TiB")
+    assert code == 2, err
+    assert "Requesting 100.00 GB but only have 57.98 GB free" in err
