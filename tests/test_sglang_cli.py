@@ -255,12 +255,13 @@ SG_MODELS = os.path.join(ROOT, "tests", "fixtures", "sglang", "models")
 
 
 def test_weights_over_the_free_memory_say_so(capsys):
-    # DeepSeek-R1 (FP8, 671B) at TP 8 on H100: 78.73 GiB of weights a GPU against 77.15 GiB free. SGLang runs out of
-    # memory loading them; its KV-sizing refusal would name a fraction over 1 ('above 1.021'), which no flag gives.
+    # DeepSeek-R1 (FP8, 671B) at TP 8 on H100: 78.75 GiB of weights a GPU (issue 30's FP8 rules) against 77.15 GiB
+    # free. SGLang runs out of memory loading them; its KV-sizing refusal would name a fraction over 1, which no flag
+    # gives.
     code, _, err = run(capsys, "plan", os.path.join(SG_MODELS, "deepseek-r1", "config.json"), "--engine", "sglang",
                        "--gpu", "H100", "--tp", "8", "--sglang-version", "0.5.23")
     assert code == 2
-    assert "the weights (78.73 GiB a GPU, estimate) exceed the free GPU memory before the load (77.15 GiB)" in err
+    assert "the weights (78.75 GiB a GPU, estimate) exceed the free GPU memory before the load (77.15 GiB)" in err
     assert "above 1.0" not in err
     assert err.strip().count("\n") == 0
 

@@ -43,7 +43,8 @@ def read_json(path: str, what: str = "a readable config.json", limit: int = MAX_
         raise LayoutError(path, "", "JSON nested less deeply") from None
 
 
-def read_bytes(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_bytes(path: str, what: str, limit: int = MAX_INPUT_BYTES, *, head: bool = False) -> bytes:
+    """The file's bytes, refused above `limit`; `head`: only its first `limit` bytes (a safetensors header)."""
     import stat
 
     if path == "-":
@@ -72,6 +73,8 @@ def read_bytes(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     finally:
         os.close(fd)
     if len(raw) > limit:
+        if head:
+            return raw[:limit]
         raise LayoutError(path, "", f"a file of at most {limit:,} bytes")
     return raw
 

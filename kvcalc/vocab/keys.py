@@ -19,6 +19,7 @@ from .records import MISSING, fields, record
 from .keys_sglang import sglang_rows
 from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
+from .releases.vllm_quant import ALL_METHODS
 from .units import MODEL_DTYPES, SIZE_HELP
 
 # Help groups, in the order `--help` shows them.
@@ -310,10 +311,13 @@ KEYS: tuple[Key, ...] = (
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
        vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),
-    _k("gpu.quantization", "choice", "vLLM's runtime --quantization of a checkpoint that is not quantized (fp8: "
-       "linear weights in 1 byte); a quantized checkpoint's own method comes from its config", nullable=True,
-       choices=("fp8",), flag=("--quantization",), name="quantization", panel="gpu",
-       help="runtime weight quantization: fp8", vllm=("--quantization", "-q"), vllm_parse="str",
+    _k("gpu.quantization", "choice", "vLLM's --quantization: a runtime method for a checkpoint that is not "
+       "quantized (fp8, fp8_per_block, bitsandbytes, experts_int8, ...: the weights at that method's bytes), or the "
+       "quantized checkpoint's own method (its config's quant_method, or a Marlin / override form of it); each "
+       "release accepts its own list (vocab/releases/vllm_quant.py)", nullable=True,
+       choices=ALL_METHODS, flag=("--quantization",), name="quantization", panel="gpu",
+       help="vLLM's --quantization (fp8, fp8_per_block, bitsandbytes, experts_int8, ...)",
+       vllm=("--quantization", "-q"), vllm_parse="str",
        vllm_args="changed"),
 
     _k("offload", "section", "the CPU offload pool: the native offloading connector's budget (without one the GPU "

@@ -19,6 +19,13 @@ PLACEMENTS = ("first", "last", "layers")
 TP_RULES = ("shard", "replicate", "vocab", "kv")
 
 
+def block_kind(name: str) -> str:
+    """A parameter block's kind, as WeightsSpec.unquantized names it: attention, mlp, experts, shared, mamba."""
+    if name.startswith("shared"):
+        return "shared"
+    return next((kind for kind in ("experts", "mamba", "attention", "mlp") if name.startswith(kind)), name)
+
+
 @record
 class ParamBlock:
     """One block of parameters."""
@@ -54,6 +61,10 @@ class WeightsSpec:
     linear_bytes: tuple[int, int] | None = field("the checkpoint's bytes per linear weight element (num, den); "
                                                  "None: the model dtype", default=None)
     expert_bytes: tuple[int, int] | None = field("MXFP4-style checkpoints: bytes per expert element", default=None)
+    expert_bias: bool = field("the experts carry biases (gpt-oss: w13_bias, w2_bias)", default=False)
+    unquantized: tuple[tuple[str, tuple[int, ...] | None], ...] = field(
+        "linear block kinds the checkpoint leaves in the model dtype (ignore / modules_to_not_convert / "
+        "exclude_modules), with the decoder layers named (None: every layer)", default=())
     checkpoint_bytes: int | None = field("model.safetensors.index.json metadata.total_size (the checkpoint's own "
                                          "bytes), when the model directory has it", default=None)
     checkpoint_dtype_bytes: int = field("bytes per element of the checkpoint's torch_dtype (its unquantized "

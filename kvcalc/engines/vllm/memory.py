@@ -27,7 +27,7 @@ from ...vocab.releases.attn_rules import cap_in
 from ...vocab.releases.vllm import Behaviour
 from ...vocab.units import cdiv
 from ...vocab.weights import WeightsSpec
-from .weights import DTYPE_BYTES, VOCAB_PADDING, stage_weights
+from .weights import DTYPE_BYTES, VOCAB_PADDING, stage_weights, weights_basis
 
 GIB, MIB = 1 << 30, 1 << 20
 # Sampler bytes per logit (logits, probabilities and the top-k/top-p work of _dummy_sampler_run, v1/worker/
@@ -184,7 +184,7 @@ def predict(layout: Layout, behaviour: Behaviour, stages: list[tuple[int, int]])
         _refuse_free(total, total - gpu.used_memory, util, requested)
     dtype_bytes = DTYPE_BYTES.get(layout.model.dtype, 2)
     weights = stage_weights(spec, dtype=layout.model.dtype, tp=par.tensor_parallel_size, stages=stages,
-                            runtime_quant=gpu.quantization)
+                            runtime_quant=gpu.quantization, capability=layout.capability, version=behaviour.version)
     runner = model_runner(behaviour, spec, layout.model.has_mamba)
     seqs, mnbt = cache.max_num_seqs or 1024, cache.max_num_batched_tokens
     draft = layout.model.draft
@@ -233,7 +233,10 @@ def _terms(layout: Layout, behaviour: Behaviour, spec: WeightsSpec, bind: StageM
                    source=f"ceil(total x {util}) ({given}; v1/worker/utils.py request_memory)"),
         MemoryTerm(name="weights", bytes=bind.weights_bytes, basis=spec.basis(gpu.quantization),
                    source=f"{spec.source}; TP {par.tensor_parallel_size}, PP stage {bind.pp_rank}, vocabulary padded "
-                          f"to 64" + (f", {quant} weights" if quant else "")),
+                          f"to 64" + (f", {quant} weights" if quant else "")
+                          + (f" ({extra})" if (extra := weights_basis(spec, tp=par.tensor_parallel_size,
+                                                                      capability=layout.capability,
+                                                                      version=behaviour.version)) else "")),
         MemoryTerm(name="activation_peak", bytes=bind.activation_peak_bytes, basis="estimate",
                    source=f"profile run ({runner}): forward at {layout.cache.max_num_batched_tokens:,} tokens"
                           + (f", sampler over min(max_num_seqs, tokens) x vocabulary logits at "

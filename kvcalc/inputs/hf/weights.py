@@ -53,7 +53,7 @@ def _embeddings(cfg: dict, hidden: int, tied_default: bool) -> list[ParamBlock]:
     return out
 
 
-def _rotary(cfg: dict, head_dim: int, copies: int = 1) -> list[ParamBlock]:
+def _rotary(cfg: dict, head_dim: int, copies: int = 1, dtype_bytes: int | None = None) -> list[ParamBlock]:
     """vLLM's RotaryEmbedding keeps a cos/sin cache of max_position_embeddings x rotary_dim in the model dtype
     (model_executor/layers/rotary_embedding; Llama-3.1-8B: 131,072 x 128 x 2 B = 32 MiB, the difference between its
     8.03 B parameters x 2 B and the logged 14.99 GiB)."""
@@ -61,7 +61,7 @@ def _rotary(cfg: dict, head_dim: int, copies: int = 1) -> list[ParamBlock]:
     factor = cfg.get("partial_rotary_factor", 1.0)
     rot = int(head_dim * factor) if isinstance(factor, (int, float)) else head_dim
     return [ParamBlock(name="rotary cos/sin cache", params=mpe * rot * copies, placement="layers", tp="replicate",
-                       linear=False, layers=(0,))] if mpe else []
+                       linear=False, layers=(0,), dtype_bytes=dtype_bytes)] if mpe else []
 
 
 def dense(cfg: dict) -> list[ParamBlock]:
@@ -148,9 +148,10 @@ def gpt_oss(cfg: dict) -> list[ParamBlock]:
         ParamBlock(name="experts", params=experts * (3 * hidden * inter + 3 * inter), placement="layers",
                    tp="shard", linear=True, experts=True),
         ParamBlock(name="router", params=experts * (hidden + 1), placement="layers", tp="replicate", linear=False),
-        ParamBlock(name="norms and sinks", params=2 * hidden + _int(cfg, "num_attention_heads", 64),
+        # + o_proj's bias (RowParallelLinear's bias defaults to True, gpt_oss.py:105-110 @0.14.1; not split by TP)
+        ParamBlock(name="norms, sinks, o_proj bias", params=3 * hidden + _int(cfg, "num_attention_heads", 64),
                    placement="layers", tp="replicate", linear=False),
-    ] + _embeddings(cfg, hidden, False) + _rotary(cfg, hd)
+    ] + _embeddings(cfg, hidden, False) + _rotary(cfg, hd, dtype_bytes=4)
 
 
 RULES: dict[str, Callable[[dict], list[ParamBlock]]] = {
@@ -169,37 +170,6 @@ def _vision(data: dict, text_hidden: int) -> list[ParamBlock]:
     params = n * per_layer + patch * patch * 3 * h + (image // max(patch, 1)) ** 2 * h + h * text_hidden
     return [ParamBlock(name="vision encoder and projector (estimate)", params=params, placement="first",
                        tp="replicate", linear=False)]
-
-
-def _quantization(data: dict) -> tuple[str | None, tuple[int, int] | None, tuple[int, int] | None]:
-    """The checkpoint's quantization_config -> (method, bytes per linear element, bytes per expert element)."""
-    q = data.get("quantization_config")
-    if not isinstance(q, dict):
-        return None, None, None
-    method = str(q.get("quant_method", "")).lower()
-    if method == "mxfp4":
-        return method, None, (17, 32)  # 4-bit values + one E8M0 scale per 32: 0.5 + 1/32 B
-    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
-        size, width = q.get("group_size"), q.get("bits", q.get("w_bit", 4))
-        g = size if isinstance(size, int) and size > 0 else 128
-        bits = width if isinstance(width, int) else 4
-        return method, (bits * g + 20, 8 * g), None  # packed weights + fp16 scale + packed zero per group
-    if method in ("fp8", "fbgemm_fp8"):
-        return method, (1, 1), None
-    if method == "modelopt":
-        algo = str(q.get("quant_algo", "")).upper()
-        return method, ((9, 16) if "FP4" in algo else (1, 1)), None
-    if method == "compressed-tensors":
-        bits, group = 8, 0
-        for grp in (q.get("config_groups") or {}).values():
-            w = grp.get("weights") if isinstance(grp, dict) else None
-            if isinstance(w, dict) and isinstance(w.get("num_bits"), int):
-                bits, group = w["num_bits"], w.get("group_size") or 0
-        if bits >= 8:
-            return method, (1, 1), None
-        g = group if isinstance(group, int) and group > 0 else 16
-        return method, (bits * g + 16, 8 * g), None  # 4-bit + one fp16 (W4A16) or fp8 scale per group
-    return method, None, None
 
 
 def _params(blocks: list, num_layers: int) -> int:
@@ -222,6 +192,32 @@ MAX_INDEX_BYTES = 64 << 20
 INDEX_BYTES_PER_PARAM = (1, 4), (8, 1)
 
 
+# A safetensors file: 8 bytes little-endian header length, then the JSON header {name: {dtype, shape, data_offsets}}
+# (the safetensors format; vLLM's loader reads the same files). A header past this size is refused.
+MAX_HEADER_BYTES = 100 << 20
+
+
+def safetensors_bytes(path: str) -> int:
+    """The tensor bytes one safetensors file holds: the largest data_offsets end its header lists."""
+    import json
+
+    from ..files import read_bytes
+
+    what = "a safetensors file (8-byte header length, JSON header)"
+    raw = read_bytes(path, what, 8, head=True)
+    size = int.from_bytes(raw, "little") if len(raw) == 8 else -1
+    if not 2 <= size <= MAX_HEADER_BYTES:
+        raise LayoutError(path, "header length", f"{what}: 2 to {MAX_HEADER_BYTES:,} bytes", size)
+    try:
+        header = json.loads(read_bytes(path, what, 8 + size, head=True)[8:].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise LayoutError(path, "header", f"{what}: UTF-8 JSON") from None
+    ends = [v.get("data_offsets", [0, 0])[1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict)]
+    if not ends or not all(isinstance(e, int) and e >= 0 for e in ends):
+        raise LayoutError(path, "header", f"{what}: tensors with data_offsets")
+    return max(ends)
+
+
 def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
     """model.safetensors.index.json's metadata.total_size, when the model directory has it (read through the
     guarded reader: a FIFO or a device there is refused, not waited on). `params`: the parameters the config's
@@ -229,18 +225,23 @@ def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
     if not directory:
         return None
     path = os.path.join(directory, "model.safetensors.index.json")
-    if not os.path.lexists(path):
-        return None
-    from ..files import read_json
+    single = os.path.join(directory, "model.safetensors")
+    if os.path.lexists(path):
+        from ..files import read_json
 
-    data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
-    meta = data.get("metadata") if isinstance(data, dict) else None
-    total = meta.get("total_size") if isinstance(meta, dict) else None
-    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        data = read_json(path, "a readable model.safetensors.index.json", MAX_INDEX_BYTES)
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        total = meta.get("total_size") if isinstance(meta, dict) else None
+        if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+            return None
+    elif os.path.lexists(single):  # one unsharded file: its header's tensor bytes
+        path, total = single, safetensors_bytes(single)
+    else:
         return None
     (lo_n, lo_d), (hi_n, hi_d) = INDEX_BYTES_PER_PARAM
     if params and not params * lo_n // lo_d <= total <= params * hi_n // hi_d:
-        raise LayoutError(path, "metadata.total_size", f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
+        raise LayoutError(path, "metadata.total_size" if path.endswith(".json") else "header (tensor bytes)",
+                          f"the checkpoint's bytes: 0.25 to 8 bytes for each of the "
                                                        f"{params:,} parameters config.json's shapes give", total)
     return total
 
@@ -249,6 +250,22 @@ def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
 # text_config: Gemma3TextConfig's 262,208, vocab/releases/transformers.py SIZES). A trimmed config of another type
 # stays refused: it must not be weighed with defaults it never had.
 VOCAB_OMITTED = ("gemma3_text",)
+
+
+def _vocab_default(cfg: dict, mt: Any) -> tuple[dict, int | None]:
+    """transformers' config class fills an absent vocab_size with its default, which vLLM and SGLang read (only for
+    VOCAB_OMITTED types): (the config with it, the default or None)."""
+    if isinstance(cfg.get("vocab_size"), int) or mt not in VOCAB_OMITTED:
+        return cfg, None
+    from ...vocab.releases.transformers import SIZES  # on the rare path only (start-up time is a target)
+
+    default = SIZES[mt]["vocab_size"]
+    return {**cfg, "vocab_size": default}, default
+
+
+def _checkpoint_name(directory: str | None) -> str:
+    indexed = bool(directory) and os.path.lexists(os.path.join(directory or "", "model.safetensors.index.json"))
+    return "model.safetensors.index.json's total_size" if indexed else "model.safetensors' header (tensor bytes)"
 
 
 def weights_spec(data: Any, *, source: str, directory: str | None = None) -> WeightsSpec | str:
@@ -262,39 +279,52 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         cfg = {**cfg, "model_type": "gemma3_text"}
         mt = "gemma3_text"
     rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
-    if rule is None:
-        return f"{source}: no parameter rule for model_type {mt!r} (rules: {', '.join(sorted(RULES))})"
-    vocab_default = None
-    if not isinstance(cfg.get("vocab_size"), int) and mt in VOCAB_OMITTED:
-        from ...vocab.releases.transformers import SIZES  # on the rare path only (start-up time is a target)
-
-        # transformers' config class fills an absent vocab_size with its default, which vLLM and SGLang read
-        vocab_default = SIZES[mt]["vocab_size"]
-        cfg = {**cfg, "vocab_size": vocab_default}
-    needed = ["hidden_size", "vocab_size", "num_hidden_layers",
-              "intermediate_size" if mt not in _MOE + _MLA else "num_attention_heads"]
-    missing = [k for k in needed if not isinstance(cfg.get(k), int)]
-    if missing:
-        return f"{source}: the config states no {', '.join(missing)} (needed to weigh the model)"
-    blocks = rule(cfg)
     hidden = _int(cfg, "hidden_size", 4096)
-    vision = _vision(data, hidden)
-    method, linear, expert = _quantization(data)
+    vocab_default = None
+    if rule is None:  # every other mapped architecture: params.py's count by part (weights_generic.py)
+        from .weights_generic import generic_blocks
+
+        got = generic_blocks(data, source, _int(cfg, "num_hidden_layers", 1))
+        if isinstance(got, str):
+            return f"{source}: no parameter breakdown for model_type {mt!r}: {got}"
+        blocks = got
+        blocks += _rotary(cfg, _int(cfg, "head_dim") or hidden // max(_int(cfg, "num_attention_heads", 1), 1))
+        vision = [b for b in blocks if b.name.startswith("vision")]
+        how = "params.py parameter count by part"
+    else:
+        cfg, vocab_default = _vocab_default(cfg, mt)
+        needed = ["hidden_size", "vocab_size", "num_hidden_layers",
+                  "intermediate_size" if mt not in _MOE + _MLA else "num_attention_heads"]
+        missing = [k for k in needed if not isinstance(cfg.get(k), int)]
+        if missing:
+            return f"{source}: the config states no {', '.join(missing)} (needed to weigh the model)"
+        blocks = rule(cfg)
+        vision = _vision(data, hidden)
+        blocks, how = blocks + vision, "parameter shapes"
+    from .quant import excluded_kinds, read_quantization
+
+    method, linear, expert, skip = read_quantization(data, directory, source)
+    if method is not None and linear is None and expert is None:
+        return (f"{source}: quantization_config.quant_method {method!r}: kvcalc has no byte rule for it (rules: "
+                "awq, gptq (and their Marlin forms), auto-round, fp8, fbgemm_fp8, ptpc_fp8, modelopt (FP8, NVFP4), "
+                "compressed-tensors (int / fp8 / nvfp4 weights), quark (fp8, fp4, int4, int8), bitsandbytes, "
+                "mxfp4)")
     arch = data.get("architectures")
     experts = _int(cfg, "num_local_experts") or _int(cfg, "num_experts") or _int(cfg, "n_routed_experts")
-    index = checkpoint_bytes(directory, _params(blocks + vision, _int(cfg, "num_hidden_layers", 1)))
+    index = checkpoint_bytes(directory, _params(blocks, _int(cfg, "num_hidden_layers", 1)))
     stored = {"float32": 4, "bfloat16": 2, "float16": 2}.get(str(cfg.get("torch_dtype") or data.get("torch_dtype")
                                                                  or cfg.get("dtype") or data.get("dtype")), 2)
     return WeightsSpec(
-        blocks=tuple(blocks + vision), num_layers=_int(cfg, "num_hidden_layers", 1), hidden_size=hidden,
+        blocks=tuple(blocks), num_layers=_int(cfg, "num_hidden_layers", 1), hidden_size=hidden,
         intermediate_size=_int(cfg, "intermediate_size"), vocab_size=_int(cfg, "vocab_size", 32000),
         architecture=arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else str(mt),
         num_experts=experts, experts_per_token=_int(cfg, "num_experts_per_tok") or _int(cfg, "experts_per_token"),
         moe_intermediate_size=_int(cfg, "moe_intermediate_size") or (_int(cfg, "intermediate_size") if experts
                                                                      else 0),
         quantization=method, linear_bytes=linear, expert_bytes=expert, checkpoint_bytes=index,
+        expert_bias=mt == "gpt_oss", unquantized=excluded_kinds(skip, _int(cfg, "num_hidden_layers", 1)),
         checkpoint_dtype_bytes=stored,
-        source=f"{source}: {mt} parameter shapes" + (" + vision_config" if vision else "")
+        source=f"{source}: {mt} {how}" + (" + vision_config" if vision else "")
         + (f", vocab_size {vocab_default:,} (transformers' {mt} class default)" if vocab_default else "")
-        + (f", scaled to model.safetensors.index.json's total_size {index:,} B" if index else ""),
+        + (f", scaled to {_checkpoint_name(directory)} {index:,} B" if index else ""),
         has_vision=bool(vision))
