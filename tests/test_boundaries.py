@@ -664,12 +664,36 @@ def _(old, new):
 @boundary("memory_budget", "0.20.0")
 def _(old, new):
     # 0.20.0 subtracts the estimate: Llama-3.1-8B on an H100 (1,024 seqs, 8,192 tokens) captures 51 piecewise and 51
-    # full graphs (1, 2, 4, every 8 to 248, every 16 to 512); kvcalc's extrapolation: 200 MiB + 50 x (2 MiB + 32
-    # layers x 0.16 MiB) + 50 x 6 MiB = 209,715,200 + 50 x (2,097,152 + 5,368,709) + 314,572,800 = 897,581,050 B.
+    # full graphs (1, 2, 4, every 8 to 248, every 16 to 512); kvcalc's estimate: 129 MiB + (50 + 50) x 8.2 MiB x
+    # (512 / 512)^2 = 135,266,304 + 100 x 8,598,323 = 995,098,604 B (the real 0.19.0 log: 0.84 GiB; Gemma-3-12B's 1.02).
     a, b = memory_plan(old), memory_plan(new)
     assert a.cudagraph_bytes == 0
-    assert b.cudagraph_bytes == b.cudagraph_estimate_bytes == 897_581_050
-    assert a.kv_cache_bytes - b.kv_cache_bytes == 897_581_050
+    assert b.cudagraph_bytes == b.cudagraph_estimate_bytes == 995_098_604
+    assert a.kv_cache_bytes - b.kv_cache_bytes == 995_098_604
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (gpu.estimate_cudagraphs false) keeps 0.19's budget on 0.20.
+    off = memory_plan(new, gpu={"estimate_cudagraphs": False})
+    assert (off.cudagraph_bytes, off.cudagraph_estimate_bytes, off.kv_cache_bytes) == (0, 995_098_604, a.kv_cache_bytes)
+    # ... and =1 subtracts it on 0.19 already (gpu_worker.py:395-399 @0.19.0).
+    assert memory_plan(old, gpu={"estimate_cudagraphs": True}).kv_cache_bytes == b.kv_cache_bytes
+
+
+@boundary("cudagraph_estimate_platforms", "0.26.0")
+def _(old, new):
+    # ROCm skips the estimate up to 0.25 (gpu_worker.py is_cuda()) and profiles it from 0.26 (is_cuda_alike()):
+    # Mixtral-8x7B (an MoE outside Model Runner V2's list: V1 profiles) on an MI300X (1,024 seqs, 8,192 tokens: 51 +
+    # 51 graphs at 512) estimates nothing on 0.25.1 and 995,098,604 B on 0.26.0 (the figure of the 0.20.0 step).
+    mixtral = {"hf_config": os.path.join(os.path.dirname(LLAMA_CONFIG), "..", "hf", "mixtral-8x7b-v0.1.json")}
+    a, b = (memory_plan(v, gpu={"name": "MI300X"}, model=mixtral) for v in (old, new))
+    assert (a.cudagraph_estimate_bytes, a.cudagraph_bytes) == (None, 0)
+    assert b.cudagraph_bytes == b.cudagraph_estimate_bytes == 995_098_604
+    assert memory_plan(old, gpu={"name": "H200"}, model=mixtral).cudagraph_bytes == 995_098_604  # CUDA: both
+
+
+@boundary("cudagraph_estimate_platforms", "0.31.0")
+def _(old, new):
+    # XPU profiles the estimate from 0.31 (is_cuda_alike() or is_xpu()).
+    assert "xpu" not in behaviour_for(old).cudagraph_estimate_platforms
+    assert "xpu" in behaviour_for(new).cudagraph_estimate_platforms
 
 
 @boundary("memory_budget", "0.27.0")
@@ -732,7 +756,7 @@ def _(old, new):
     # Every model on V2, and V2's CUDA-graph estimate is real (0 up to 0.28): Llama subtracts its graphs again.
     assert (_runner(old, "Qwen3MoeForCausalLM", experts=128), _runner(new, "Qwen3MoeForCausalLM", experts=128)) == \
         ("v1", "v2")
-    assert (memory_plan(old).cudagraph_bytes, memory_plan(new).cudagraph_bytes) == (0, 897_581_050)
+    assert (memory_plan(old).cudagraph_bytes, memory_plan(new).cudagraph_bytes) == (0, 995_098_604)
 
 
 @boundary("batch_class_large", "0.28.0")

@@ -277,11 +277,23 @@ def gate(p, loaded, limits: dict):
     limits.pop("grant", None)
     unreadable = unreadable_env(p.pool, limits.pop("env_unknown", {}), limits.pop("env_unread", []))
     return evaluate(p.pool, None if p.logs is None else p.logs.kv_cache_size_tokens, p.behaviour.version,
-                    Gates(unreadable=unreadable, weights_per_worker=loaded.host.cpu_offload_bytes, **limits),
+                    Gates(unreadable=unreadable, weights_per_worker=offloaded_host_bytes(p, loaded), **limits),
                     engines_per_node=loaded.parallel.engines_per_node,
                     workers_per_node=workers_on_node(loaded.parallel), shm_checked=p.behaviour.shm_free_space_check,
                     shm_message_named=p.behaviour.shm_message_named,
                     engine=p.title)
+
+
+def offloaded_host_bytes(p, loaded) -> int:
+    """--cpu-offload-gb's host bytes on one worker: with a predicted budget, each offloaded parameter's pinned
+    allocation as torch's caching host allocator rounds it (uva.py: p.data.to("cpu").pin_memory(); 0.14.0
+    torch.empty_strided(pin_memory=True): backends/formulas.pinned_resident, as the KV pool's); else the flag's."""
+    params = getattr(getattr(p, "memory", None), "offloaded_params", ())  # an engine without a predicted budget: none
+    if not params:
+        return loaded.host.cpu_offload_bytes
+    from ..backends.formulas import pinned_resident
+
+    return sum(pinned_resident(n, p.behaviour, loaded.host.pinned_round_threshold_mb) for n in params)
 
 
 def releases_of(loaded, compare_versions: str | None):

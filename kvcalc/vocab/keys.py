@@ -306,8 +306,10 @@ KEYS: tuple[Key, ...] = (
     _k("gpu.used_memory", "size", "device memory other processes hold when vLLM starts (co-located engines, sleep "
        "mode, other tenants): vLLM refuses to start when total - used < total x utilization", nullable=True,
        flag=("--gpu-used-memory",), name="gpu_used_memory", panel="gpu",
-       help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: "
-            f"{SIZE_HELP}"),
+       help=f"GPU memory already in use when vLLM starts (vLLM checks free >= total x utilization). SIZE: {SIZE_HELP}"),
+    _k("gpu.estimate_cudagraphs", "bool", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS in the engine's environment (a "
+       "serve line's or manifest's variable sets it; null: the release's default, off up to 0.19.1, on from 0.20.0)",
+       nullable=True),
     _k("gpu.enforce_eager", "bool", "no CUDA graphs (vLLM's --enforce-eager)", default=False,
        flag=("--enforce-eager",), name="enforce_eager", panel="gpu", help="no CUDA graphs: no graph memory",
        vllm=("--enforce-eager",), vllm_parse="switch", vllm_args="changed"),
@@ -317,8 +319,7 @@ KEYS: tuple[Key, ...] = (
        "release accepts its own list (vocab/releases/vllm_quant.py)", nullable=True,
        choices=ALL_METHODS, flag=("--quantization",), name="quantization", panel="gpu",
        help="vLLM's --quantization (fp8, fp8_per_block, bitsandbytes, experts_int8, ...)",
-       vllm=("--quantization", "-q"), vllm_parse="str",
-       vllm_args="changed"),
+       vllm=("--quantization", "-q"), vllm_parse="str", vllm_args="changed"),
 
     _k("offload", "section", "the CPU offload pool: the native offloading connector's budget (without one the GPU "
        "side alone is planned), or LMCache's config"),
@@ -394,7 +395,7 @@ KEYS: tuple[Key, ...] = (
        "inactive_file)", nullable=True, flag=("--host-cgroup-file-cache",), name="host_cgroup_file_cache",
        panel="offload", help=f"SGLang: the cgroup's active_file + inactive_file (reclaimable). SIZE: {SIZE_HELP}"),
     _k("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
-       "memory (the host_memory gate counts it; the GPU-side weights are not reduced)", minimum=0, cap=1 << 30,
+       "memory (off a predicted budget's GPU weights; the host_memory gate counts them)", minimum=0, cap=1 << 30,
        default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",
        help="vLLM's weights offload: GiB per GPU rank in pinned host memory (the host_memory gate counts it)",
        vllm=("--cpu-offload-gb",), vllm_parse="float", vllm_args="changed"),

@@ -307,6 +307,8 @@ class GpuLayout:
     memory_utilization: float | None = None  # --gpu-memory-utilization; None: the release's default
     used_memory: int | None = None  # bytes other processes hold when vLLM starts (--gpu-used-memory)
     enforce_eager: bool = False  # --enforce-eager: no CUDA graphs
+    estimate_cudagraphs: bool | None = None  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; None: the release's default
+    estimate_cudagraphs_from: str = ""  # where it was set (a serve line's or manifest's env, the layout key)
     quantization: str | None = None  # runtime --quantization (fp8): linear weights stored in fp8
 
     @property

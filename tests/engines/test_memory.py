@@ -187,7 +187,8 @@ def test_vllms_double_counted_graphs_are_a_warning_from_0_27():
     # again in the --kv-cache-memory suggestion (vllm#57936); 0.26 does not.
     warned = [w for w in _plan(version="0.30.0").warnings if "vllm#57936" in w]
     assert len(warned) == 1
-    assert "0.84 GiB" in warned[0]  # 897,581,050 B of graphs (test_boundaries: the 0.20.0 step)
+    # The H100 default: 51 piecewise + 51 full graphs at largest 512: 129 MiB + 100 x 8.2 MiB = 995,098,604 B.
+    assert "0.93 GiB" in warned[0]
     assert not [w for w in _plan(version="0.26.0").warnings if "vllm#57936" in w]
 
 

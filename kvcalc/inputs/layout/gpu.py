@@ -44,7 +44,9 @@ def gpu_section(r: Reader, g: dict) -> GpuLayout:
     return GpuLayout(name=name, total_memory=total, total_source=source, total_error_gib=error, rocm=rocm,
                      capability=capability,
                      memory_utilization=util, used_memory=_used(r, g, total),
-                     enforce_eager=r.key(g, "gpu.enforce_eager"), quantization=r.key(g, "gpu.quantization"))
+                     enforce_eager=r.key(g, "gpu.enforce_eager"), quantization=r.key(g, "gpu.quantization"),
+                     estimate_cudagraphs=r.key(g, "gpu.estimate_cudagraphs"),
+                     estimate_cudagraphs_from=r.where("gpu.estimate_cudagraphs"))
 
 
 def _used(r: Reader, g: dict, total: int | None) -> int | None:

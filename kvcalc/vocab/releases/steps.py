@@ -16,6 +16,15 @@ class Step:
         self.first, self.value, self.evidence = first, value, evidence
 
 
+CG_VAR = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
+
+
+def cg_env_enabled(value: str) -> bool:
+    """The variable as envs.py reads it (0.18.0:1635-1637 ... 0.33.0:2219-2221: bool(int(os.getenv(CG_VAR, d)))): a
+    ValueError where int() raises (vLLM stops at start-up)."""
+    return bool(int(value))
+
+
 MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
     # A: requested - (weights + torch peak increase + non-torch increase); B: the same, CUDA graphs profiled inside the
     # measured block and logged, subtracted only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0); C: the
@@ -31,6 +40,14 @@ MEMORY_STEPS: dict[str, tuple[Step, ...]] = {
                               "gpu_worker.py:421-425 subtracts it (0.19.1 envs.py:1654-1656: '0')"),
         Step((0, 27, 0), "D", "0.27.0 utils/mem_utils.py:317-326: non_kv = total_consumed (init free - after free) "
                               "+ transient_peak_headroom; gpu_worker.py:512-517 profiles graphs after the block")),
+    # The platforms whose workers profile the CUDA-graph estimate (0 elsewhere, whatever the variable says).
+    "cudagraph_estimate_platforms": (
+        Step((0, 0, 0), ("cuda",), "0.18.0 v1/worker/gpu_worker.py:398: `not current_platform.is_rocm()`; 0.21.0 "
+                                   ":402-407, 0.25.1 :479: current_platform.is_cuda()"),
+        Step((0, 26, 0), ("cuda", "rocm"), "0.26.0 v1/worker/gpu_worker.py:498-506: is_cuda_alike() (ROCm "
+                                           "included, vllm#44825); 0.27.0 :508-517 the same"),
+        Step((0, 31, 0), ("cuda", "rocm", "xpu"), "0.31.0 v1/worker/gpu_worker.py:635: is_cuda_alike() or is_xpu() "
+                                                  "(0.33.0 :709)")),
     "default_gpu_memory_utilization": (
         Step((0, 0, 0), 0.9, "0.19.1 config/cache.py:41: gpu_memory_utilization = 0.9"),
         Step((0, 20, 0), 0.92, "0.20.0 config/cache.py:66: gpu_memory_utilization = 0.92")),

@@ -385,6 +385,7 @@ class Behaviour:
     replication_test: str
     lmcache_offloading_flag: str
     memory_budget: str  # the GPU KV budget's formula family (steps.py)
+    cudagraph_estimate_platforms: tuple[str, ...]
     default_gpu_memory_utilization: float
     mrv2_rule: str
     batch_class_large: bool
