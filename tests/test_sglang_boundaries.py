@@ -2,6 +2,8 @@
 release after it (the evidence is next to each Step). Numbers are derived by hand in each comment. A new Step
 without a check here fails test_every_boundary_has_a_check."""
 
+import os
+
 import pytest
 
 from kvcalc import layout_from_dict
@@ -67,11 +69,78 @@ def _context_clamp(first):
 
 @boundary("pp_prefill_graph_cap", "0.5.19")
 def _pp_cap(first):
-    # A100-80GB (81,920 MiB), TP 4 x PP 2, chunked 16,384: 512 + 24,576 + 1,024 + 512 x 2 + graphs: 74 x 8 = 592
-    # before (-> 27,728, round(54,192 / 81,920, 3) = 0.662), 58 x 8 = 464 capped at 8,192 (27,600 -> 0.663).
-    kw = dict(gpu_capacity_mib=81920, chunked_prefill_size=16384, tp=4, pp=2)
+    # A100-80GB (81,920 MiB), TP 4 x PP 2, chunked 16,384, the breakable prefill graph opted into: 512 + 24,576 +
+    # 1,024 + 512 x 2 + graphs: 74 x 8 = 592 before (-> 27,728, round(54,192 / 81,920, 3) = 0.662), 58 x 8 = 464
+    # capped at 8,192 (27,600 -> 0.663).
+    kw = dict(gpu_capacity_mib=81920, chunked_prefill_size=16384, tp=4, pp=2, cuda_graph_backend_prefill="breakable")
     assert mfs(before(first), **kw) == 0.662
     assert mfs(first, **kw) == 0.663
+
+
+def reserve(version, model=DENSE, arch=None, **kw):
+    from kvcalc.engines.sglang.memory import attention_backend
+    from kvcalc.vocab.records import replace
+
+    layout = lay(version, model=model, **{k: v for k, v in kw.items() if k in ("tp", "pp", "cache")},
+                 **{k: v for k, v in kw.items() if k not in ("tp", "pp", "cache", "device")})
+    device = kw.get("device", "sm90")
+    layout = replace(layout, sglang=replace(layout.sglang, architecture=arch))
+    mla = "kv_lora_rank" in model
+    backend, _ = attention_backend(layout, device, mla)
+    return default_fraction(layout, behaviour_for(version), mla, backend)
+
+
+MLA = {"num_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+
+
+@boundary("default_prefill_backend", "0.5.15")
+def _default_prefill(first):
+    # The prefill graph's default backend: tc_piecewise in 0.5.14, breakable from 0.5.15; both count 8 MiB a capture
+    # size (H100 TP 1: 58 sizes, 0.83 either way).
+    old, new = reserve(before(first), gpu_capacity_mib=81559), reserve(first, gpu_capacity_mib=81559)
+    assert (old.prefill_graphs.backend, new.prefill_graphs.backend) == ("tc_piecewise", "breakable")
+    assert old.mem_fraction_static == new.mem_fraction_static == 0.83
+
+
+@boundary("pp_prefill_graph", "0.5.15")
+@boundary("pp_prefill_graph", "0.5.19")
+def _pp_prefill(first):
+    # Llama-3.3-70B-shaped TP 4 x PP 2 on H100: 512 + 12,288 + 1,024 + 512 x 2 = 14,848 MiB without the prefill graphs
+    # (0.5.14, 0.5.19+: round(66,711 / 81,559, 3) = 0.818), + 58 x 8 = 15,312 with them (0.5.15 - 0.5.18: 0.812);
+    # executed: a-pp-l70-tp4pp2-<release> in tests/fixtures/sglang/executed_vectors.json.
+    want = {"0.5.15": (0.818, 0.812), "0.5.19": (0.812, 0.818)}[first]
+    assert (mfs(before(first), gpu_capacity_mib=81559, tp=4, pp=2), mfs(first, gpu_capacity_mib=81559, tp=4, pp=2)) \
+        == want
+
+
+@boundary("mla_prefill_graph", "0.5.15")
+@boundary("mla_prefill_graph", "0.5.18")
+def _mla_prefill(first):
+    # An MLA model, TP 8 on H200 (143,771 MiB): 512 + 12,288 + 1,024 + 512 x 2 = 14,848 MiB, + 1.5 GiB for the MLA
+    # prefill graphs where they are kept (0.5.14, 0.5.18+: round(127,387 / 143,771, 3) = 0.886), off in 0.5.15 -
+    # 0.5.17 (0.897).
+    want = {"0.5.15": (0.886, 0.897), "0.5.18": (0.897, 0.886)}[first]
+    got = (reserve(before(first), model=MLA, tp=8, gpu_capacity_mib=143771).mem_fraction_static,
+           reserve(first, model=MLA, tp=8, gpu_capacity_mib=143771).mem_fraction_static)
+    assert got == want
+
+
+@boundary("hicache_prefill_graph", "0.5.15")
+def _hicache_prefill(first):
+    # H100 TP 1 with HiCache: 0.5.14's tc_piecewise rules turn the prefill graph off (13,440 MiB -> 0.835); 0.5.15's
+    # breakable graph stays (13,904 -> 0.83).
+    h = {"enabled": True}
+    assert reserve(before(first), gpu_capacity_mib=81559, hicache=h).mem_fraction_static == 0.835
+    assert reserve(first, gpu_capacity_mib=81559, hicache=h).mem_fraction_static == 0.83
+
+
+@boundary("mla_prefill_max_bs", "0.5.23")
+def _mla_prefill_max(first):
+    # An MLA backend's prefill graphs capture up to 2,048 tokens (42 sizes) before 0.5.23, min(8,192, chunked) after
+    # (58); the reserve is 1.5 GiB either way.
+    old = reserve(before(first), model=MLA, tp=8, gpu_capacity_mib=143771).prefill_graphs
+    new = reserve(first, model=MLA, tp=8, gpu_capacity_mib=143771).prefill_graphs
+    assert (old.max_bs, old.capture_sizes, new.max_bs, new.capture_sizes) == (2048, 42, 8192, 58)
 
 
 @boundary("decode_max_bs_capped_by_requests", "0.5.22")
@@ -189,3 +258,78 @@ def test_every_boundary_has_a_check():
 @pytest.mark.parametrize("name, first", boundaries())
 def test_boundary(name, first):
     CHECKS[(name, first)](first)
+
+
+SG_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "sglang", "models")
+
+
+def _line(version, model, *args, **flags):
+    import shlex
+
+    from kvcalc import load
+
+    line = ["python", "-m", "sglang.launch_server", "--model-path", os.path.join(SG_MODELS, model), *args]
+    return load(serve=shlex.join(line), flags={"sglang_version": version, **flags})
+
+
+@boundary("dp_attention_prefill_graph", "0.5.17")
+def _dp_prefill(first):
+    # Llama-3.3-70B TP 8 x attention DP 8 on H100: 512 + 12,288 + 1,024 + 512 x 2 + 512 x 8 x 3 + 512 x 8 x 1.5 =
+    # 33,280 MiB without the prefill graphs (0.5.16's DP-attention rule: round(48,279 / 81,559, 3) = 0.592), + 58 x 8
+    # = 33,744 with them (0.5.17: 0.586, executed at 0.5.23 as d-l70-tp8-dp8).
+    def at(version):
+        layout = _line(version, "llama-3.3-70b", "--tp-size", "8", "--dp-size", "8", "--enable-dp-attention",
+                       gpu="H100")
+        return default_fraction(layout, behaviour_for(version), False).mem_fraction_static
+    assert (at(before(first)), at(first)) == (0.592, 0.586)
+
+
+@boundary("deployment_pools", "0.5.23")
+def _deployment_pools(first):
+    # Qwen3-Next's GDN state pool: 0.5.22's pool code was not executed (refused by name), 0.5.23's was.
+    kw = dict(gpu="H100", gpu_free_memory="79900MiB", weights_bytes="38770MiB")
+    with pytest.raises(KvcalcError, match="Mamba / GDN state pool"):
+        plan(_line(before(first), "qwen3-next-80b-a3b", "--tp-size", "4", **kw))
+    assert plan(_line(first, "qwen3-next-80b-a3b", "--tp-size", "4", **kw)).stage.gpu.mamba.max_mamba_cache_size == 684
+
+
+@boundary("mm_budget_reservation", "0.5.18")
+def _mm_reservation(first):
+    # Qwen2.5-VL-7B, --mem-fraction-static 0.8 on H100 (80,400 MiB free, 15,810 MiB of weights): 0.5.17 sizes the pool
+    # from the whole budget; 0.5.18 first reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB).
+    kw = dict(gpu="H100", gpu_free_memory="80400MiB", weights_bytes="15810MiB")
+    old = plan(_line(before(first), "qwen2.5-vl-7b", "--mem-fraction-static", "0.8", **kw)).stage.gpu
+    new = plan(_line(first, "qwen2.5-vl-7b", "--mem-fraction-static", "0.8", **kw)).stage.gpu
+    assert (old.mm_reservation_mib, new.mm_reservation_mib) == (0.0, 100.0)
+    assert old.budget_bytes - new.budget_bytes == 100 << 20
+
+
+@boundary("cgroup_headroom", "0.5.21")
+def _cgroup(first):
+    # Llama-3.1-8B-shaped, HiCache --hicache-size 80 on one GPU, 1,900 GiB of host memory available but a 64 GiB
+    # container with 4 GiB used: 0.5.20 checks psutil alone ((1,900 - 10) GiB: 80 GB fits); 0.5.21 min(psutil,
+    # the cgroup's 60 GiB headroom) - 10 GiB = 53.69 GB: refused (executed at 0.5.23: i-l8-size100-cgroup-64g).
+    def at(version):
+        return plan(layout_from_dict({
+            "engine": "sglang", "model": DENSE, "cache": {"max_model_len": 8192},
+            "host": {"available_memory": "1900GiB", "cgroup_limit": "64GiB", "cgroup_usage": "4GiB"},
+            "sglang": {"version": version, **PINNED, "hicache": {"enabled": True, "size": 80}}}))
+    assert at(before(first)).pool.section.guard_bytes_per_rank == 1890 << 30
+    with pytest.raises(StartupRefusal, match="Requesting 80.00 GB but only have 53.69 GB free"):
+        at(first)
+
+
+@boundary("cgroup_page_cache", "0.5.22")
+def _cgroup_cache(first):
+    # A 64 GiB container with memory.current 40 GiB, 30 GiB of it page cache (active_file 20 + inactive_file 10):
+    # 0.5.21 counts the cache as used (headroom 64 - 40 = 24 GiB), 0.5.22 credits it (64 - (40 - 30) = 54 GiB);
+    # both executed by each release's _cgroup_memory_headroom on a cgroup2 tree (24 / 54 GiB). The guard is the
+    # headroom less the 10 GiB reserve (pool_host/base.py HICACHE_HOST_MEMORY_RESERVE_BYTES), one rank.
+    def at(version):
+        return plan(layout_from_dict({
+            "engine": "sglang", "model": DENSE, "cache": {"max_model_len": 8192},
+            "host": {"available_memory": "1900GiB", "cgroup_limit": "64GiB", "cgroup_usage": "40GiB",
+                     "cgroup_file_cache": "30GiB"},
+            "sglang": {"version": version, **PINNED, "hicache": {"enabled": True, "size": 10}}}))
+    assert at(before(first)).pool.section.guard_bytes_per_rank == (24 - 10) << 30
+    assert at(first).pool.section.guard_bytes_per_rank == (54 - 10) << 30

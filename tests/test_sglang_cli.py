@@ -33,7 +33,7 @@ def test_json_has_engine_and_sglang_section(capsys):
     assert sg["mem_fraction_static"] == 0.83
     assert sg["mem_fraction_static_default"] is True
     # Llama-3.1-8B: 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B a token.
-    assert sg["cell_size_bytes"] == [{"pp_rank": 0, "full": 131072, "swa": 0, "total": 131072}]
+    assert sg["cell_size_bytes"] == [{"pp_rank": 0, "full": 131072, "swa": 0, "total": 131072, "draft": 0}]
     assert sg["page_size"] == 1
     tokens = sg["max_total_num_tokens"]
     hi = sg["hicache"]
@@ -112,9 +112,30 @@ def test_host_guard_refusal_is_exit_2(capsys):
     assert "Not enough host memory available. Requesting 200.00 GB" in err
 
 
+def test_cgroup_headroom_bounds_the_host_pool(capsys):
+    # 1 TiB available, but a 64 GiB container using 4 GiB: 0.5.23 checks --hicache-size 100 against
+    # min(1 TiB, 64 - 4 GiB) - the 10 GiB reserve = 50 GiB = 53.69 GB (host_memory.py, pool_host/base.py).
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", "--hicache-size", "100", "--host-available", "1TiB",
+                       "--host-cgroup-limit", "64GiB", "--host-cgroup-usage", "4GiB")
+    assert code == 2, err
+    assert "Requesting 100.00 GB but only have 53.69 GB free" in err
+
+
+def test_cgroup_usage_without_a_limit_is_bad_input(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
+                       "--enable-hierarchical-cache", "--host-cgroup-usage", "4GiB")
+    assert code == 2, err
+    assert err.strip().count("\n") == 0
+    assert "host.cgroup_limit" in err
+    assert "memory.max" in err
+
+
 def test_a_vllm_plan_imports_no_sglang_module():
+    # vocab/keys_sglang.py is the sglang section's rows of the one key table every command reads (pure data).
     code = ("import sys, kvcalc.cli as c; c.main(['plan', 'examples/llama-3.1-8b.yaml', '--format', 'json']); "
-            "sys.stderr.write(repr(sorted(m for m in sys.modules if 'sglang' in m or 'hicache' in m)))")
+            "sys.stderr.write(repr(sorted(m for m in sys.modules if ('sglang' in m or 'hicache' in m) "
+            "and m != 'kvcalc.vocab.keys_sglang')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stderr.strip().endswith("[]")
 
@@ -160,7 +181,7 @@ def test_sweep_rows_read_the_hicache_pool(capsys):
 
 
 SGLANG_FLAGS = [k for k in __import__("kvcalc.vocab.keys", fromlist=["FLAGS"]).FLAGS.values()
-                if k.path.startswith("sglang.") or k.path in ("engine", "host.available_memory")]
+                if k.path.startswith(("sglang.", "host.cgroup_")) or k.path in ("engine", "host.available_memory")]
 
 
 def test_every_sglang_flag_is_in_the_readme():
@@ -173,14 +194,16 @@ def test_every_sglang_flag_is_in_the_readme():
 @pytest.mark.parametrize("key", [k for k in SGLANG_FLAGS if k.cli_type is not bool], ids=lambda k: k.flag[0])
 def test_every_sglang_flag_refuses_a_bad_value_in_one_line(capsys, key):
     bad = {"int": "-3", "number": "-1", "fraction": "1.5", "size": "12 parsecs", "choice": "nonsense",
-           "str": None}[key.kind]
+           "str": None, "ints": "1,x", "path": "/no/such/draft"}[key.kind]
     if bad is None:  # a free string (--hicache-storage-backend): named, never refused
         return
     code, _, err = run(capsys, "plan", LLAMA, "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23",
                        "--enable-hierarchical-cache", key.flag[0], bad)
     assert code == 2, err
     assert err.strip().count("\n") == 0
-    assert key.flag[0] in err or key.path in err
+    assert key.flag[0] in err or key.path in err  # the flag
+    assert "expected" in err  # what it takes
+    assert bad in err  # what was given
 
 
 @pytest.mark.parametrize("extra", [
@@ -226,3 +249,64 @@ def test_sweep_reads_an_sglang_line(capsys):
 
     rows = list(csv.DictReader(io.StringIO(out)))  # by name: issue 35 added the max_model_len axis column
     assert [r["family"] for r in rows] == ["hicache", "hicache"]
+
+
+SG_MODELS = os.path.join(ROOT, "tests", "fixtures", "sglang", "models")
+
+
+def test_weights_over_the_free_memory_say_so(capsys):
+    # DeepSeek-R1 (FP8, 671B) at TP 8 on H100: 78.75 GiB of weights a GPU (issue 30's FP8 rules) against 77.15 GiB
+    # free. SGLang runs out of memory loading them; its KV-sizing refusal would name a fraction over 1, which no flag
+    # gives.
+    code, _, err = run(capsys, "plan", os.path.join(SG_MODELS, "deepseek-r1", "config.json"), "--engine", "sglang",
+                       "--gpu", "H100", "--tp", "8", "--sglang-version", "0.5.23")
+    assert code == 2
+    assert "the weights (78.75 GiB a GPU, estimate) exceed the free GPU memory before the load (77.15 GiB)" in err
+    assert "above 1.0" not in err
+    assert err.strip().count("\n") == 0
+
+
+def test_gemma3_without_vocab_size_takes_transformers_default(capsys, tmp_path):
+    # Gemma-3's released text_config omits vocab_size: transformers' Gemma3TextConfig fills in 262,208, which SGLang
+    # and vLLM read; the weights are weighed with it instead of asking for --weights-bytes.
+    with open(os.path.join(ROOT, "tests", "fixtures", "hf", "gemma-3-12b-it.json"), encoding="utf-8") as fh:
+        config = json.load(fh)
+    del config["text_config"]["vocab_size"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    doc, _ = plan_json(capsys, str(path), "--engine", "sglang", "--gpu", "H100", "--sglang-version", "0.5.23")
+    full, _ = plan_json(capsys, os.path.join(ROOT, "tests", "fixtures", "hf", "gemma-3-12b-it.json"), "--engine",
+                        "sglang", "--gpu", "H100", "--sglang-version", "0.5.23")
+    assert doc["sglang"]["memory"]["weights_bytes"] == full["sglang"]["memory"]["weights_bytes"]
+
+
+@pytest.mark.parametrize("model, layout, needle", [
+    ("deepseek-r1", "page_first_kv_split", "crashes building the host pool: AttributeError: 'NoneType' object has "
+                                           "no attribute 'index_layer_indices'"),
+    ("deepseek-r1", "page_head", "ValueError: Unsupported layout: page_head"),
+    ("llama-3.1-8b", "page_first_kv_split", "ValueError: Unsupported layout: page_first_kv_split")])
+def test_hicache_layouts_sglang_cannot_build(capsys, model, layout, needle):
+    # Executed at 0.5.23 (a real device pool and SGLang's own host pool per layout): MLA + page_first_kv_split crashes
+    # on CUDA (pool_host/mla.py:355), MLA refuses page_head, MHA page_first_kv_split.
+    tp = "8" if model == "deepseek-r1" else "1"
+    code, _, err = run(capsys, "plan", "--sglang-version", "0.5.23", "--gpu", "H200", "--weights-bytes", "80GiB",
+                       "--", "python", "-m", "sglang.launch_server", "--model-path", os.path.join(SG_MODELS, model),
+                       "--tp-size", tp, "--enable-hierarchical-cache", "--hicache-mem-layout", layout)
+    assert code == 2
+    assert needle in err
+    assert err.strip().count("\n") == 0
+
+
+def test_a_pods_memory_limit_is_the_cgroups_memory_max(capsys, tmp_path):
+    # --k8s: the container's limits.memory 64Gi is its cgroup's memory.max; SGLang 0.5.23 checks --hicache-size 100
+    # against min(1 TiB available, 64 GiB - 0 used) - the 10 GiB reserve = 54 GiB = 57.98 GB (host_memory.py).
+    model = os.path.join(SG_MODELS, "llama-3.1-8b")
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: sg}\nspec:\n  containers:\n  - name: sglang\n"
+        "    image: lmsysorg/sglang:v0.5.23\n"
+        f"    command: [python3, -m, sglang.launch_server, --model-path, {model}, --enable-hierarchical-cache, "
+        "--hicache-size, '100']\n    resources:\n      limits: {memory: 64Gi, nvidia.com/gpu: 1}\n")
+    code, _, err = run(capsys, "plan", "--k8s", str(pod), "--gpu", "H100", "--host-available", "1TiB")
+    assert code == 2, err
+    assert "Requesting 100.00 GB but only have 57.98 GB free" in err

@@ -93,6 +93,24 @@ def _layout(h) -> tuple[str, str]:
     return layout, io
 
 
+def layout_refusal(mem_layout: str, kind: str, version: str) -> str | None:
+    """What SGLang says building the host pool with this --hicache-mem-layout (after _layout), or None: it builds.
+    Executed at 0.5.23 (a real small device pool and SGLang's own host pool per layout, hostlayout23.py): MHA has no
+    page_first_kv_split (pool_host/mha.py:339, also the hybrid SWA pools'), MLA no page_head (pool_host/mla.py:430),
+    and MLA's page_first_kv_split reads the NPU's split device buffers, None on CUDA (pool_host/mla.py:197-210,
+    :355)."""
+    if kind == "mla" and mem_layout == "page_first_kv_split":
+        return (f"SGLang {version} crashes building the host pool: AttributeError: 'NoneType' object has no attribute "
+                "'index_layer_indices' (srt/mem_cache/pool_host/mla.py:355 @0.5.23: page_first_kv_split reads the "
+                "device pool's NPU split buffers, which a CUDA MLA pool does not have); use page_first or "
+                "layer_first")
+    if kind == "mla" and mem_layout == "page_head" or kind != "mla" and mem_layout == "page_first_kv_split":
+        where = "mla.py:430" if kind == "mla" else "mha.py:339"
+        return (f"ValueError: Unsupported layout: {mem_layout} (srt/mem_cache/pool_host/{where} @0.5.23, the "
+                f"{'MLA' if kind == 'mla' else 'MHA'} host pool)")
+    return None
+
+
 def _device_pools(stage: SglangStage) -> list[tuple[str, int, tuple[int, ...]]]:
     """(pool, device tokens, bytes per token per PP stage)."""
     gpu, m = stage.gpu, stage.model
@@ -136,6 +154,32 @@ def host_tokens(device_tokens: int, bytes_per_token: tuple[int, ...], page: int,
                                  "convert float infinity to integer (the host pool's size)")
         size = int(product)
     return (size // page + 1) * page
+
+
+def host_memory(available: int | None, headroom: int | None, headroom_read: bool) -> int | None:
+    """available_host_memory_bytes (srt/mem_cache/host_memory.py:136-161 @0.5.23): min(psutil's available, the
+    container's cgroup headroom); before 0.5.21 psutil's alone (STEPS cgroup_headroom)."""
+    if headroom is None or not headroom_read:
+        return available
+    return headroom if available is None else min(available, headroom)
+
+
+def _cgroup_notes(sg, b) -> list[str]:
+    """What kvcalc assumed of the host memory SGLang reads."""
+    headroom = None if sg.host_cgroup is None else sg.host_cgroup.headroom(b.cgroup_cache_reclaimable)
+    if headroom is None:
+        return []
+    if not b.cgroup_headroom:
+        return [f"SGLang {b.version} reads psutil's available host memory alone, not the container's cgroup "
+                "(srt/mem_cache/host_memory.py came in 0.5.21)"]
+    notes = [f"the cgroup's headroom: {format_bytes(headroom)} (its limit less its usage"
+             + (" without the reclaimable page cache)" if b.cgroup_cache_reclaimable else
+                f"; SGLang {b.version} counts the page cache as used)")]
+    if not sg.host_cgroup.usage:
+        notes.append("the cgroup's usage at start-up is assumed 0 (give --host-cgroup-usage: memory.current)")
+    if sg.host_available is None:
+        notes.append("psutil's available host memory (--host-available) is assumed above the cgroup's headroom")
+    return notes
 
 
 def guard_bytes(available: int, ranks: int, per_rank: bool) -> int:
@@ -187,12 +231,25 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
                               bytes_per_stage=(), bytes_per_engine=None, bytes_per_node=None, pools=(),
                               guard_bytes_per_rank=None, ranks_per_host=ranks, pinning=PINNING,
                               storage_backend=None), ()
+    # DP attention's host pools are the base HostKVCache of each worker's device pool (executed at 0.5.23 through
+    # hicache23.py: R1 / Llama-3.3-70B at TP 8 x DP 8, auto-size and --hicache-size); before 0.5.23 not executed.
+    unexecuted = [w for w, on in (("a Mamba / GDN state pool", stage.gpu.mamba is not None),
+                                  ("DP attention", stage.gpu.attn_dp_size > 1 and not b.deployment_pools),
+                                  ("a speculative draft", any(c.draft for c in stage.gpu.cell_size_bytes)))
+                  if on]
+    if unexecuted:
+        from ..vocab.errors import UnsupportedError
+
+        raise UnsupportedError(f"{layout.source}: HiCache's host pools with {' and '.join(unexecuted)} are not "
+                               "modelled for SGLang (srt/mem_cache/hybrid_cache/hybrid_pool_assembler.py sizes them; "
+                               "not executed)")
     mem_layout, io = _layout(h)
-    if mem_layout == "page_first_kv_split" and stage.model.kind != "mla" or mem_layout == "page_head" and \
-            stage.model.kind == "mla":
-        raise StartupRefusal(f"Unsupported layout: {mem_layout} (the "
-                             f"{'MHA' if stage.model.kind != 'mla' else 'MLA'} host pool has no such layout)")
-    guard = None if sg.host_available is None else guard_bytes(sg.host_available, ranks, b.guard_per_rank)
+    refusal = layout_refusal(mem_layout, stage.model.kind, b.version)
+    if refusal:
+        raise StartupRefusal(refusal)
+    headroom = None if sg.host_cgroup is None else sg.host_cgroup.headroom(b.cgroup_cache_reclaimable)
+    available = host_memory(sg.host_available, headroom, b.cgroup_headroom)
+    guard = None if available is None else guard_bytes(available, ranks, b.guard_per_rank)
     pools = _device_pools(stage)
     ratio, ratio_from = _ratio(layout, stage, pools, page, guard)
     sized = _sizes(layout, stage, pools, ratio, page)
@@ -207,6 +264,7 @@ def hicache_section(layout: Layout, stage: SglangStage) -> tuple[HiCacheSection,
     if h.storage_backend:
         notes.append(f"--hicache-storage-backend {h.storage_backend}: an L3 tier below the host pool, sized by its "
                      "own config (not modelled)")
+    notes += _cgroup_notes(sg, b)
     if ratio_from == "default" and b.auto_size:
         notes.append("SGLang 0.5.21+ reduces the default ratio until the pools fit --hicache-host-memory-fraction of "
                      "the host: give --host-available to compute it (planned at the default ratio)")

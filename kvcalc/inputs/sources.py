@@ -87,6 +87,8 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
     if grant.memory_limit is not None:
         limits.setdefault("host_memory", Limit(value=grant.memory_limit, pod=True,
                                                source=f"the pod's memory limit ({grant.source})"))
+        # the container's cgroup memory.max: SGLang's HiCache sizes its host pool within its headroom
+        base = {"host.cgroup_limit": (grant.memory_limit, f"the pod's memory limit ({grant.source})"), **base}
     else:
         asked = ("" if grant.memory_request is None else
                  f"; requests.memory {grant.memory_request:,} B is what the scheduler reserves, not a cap")
@@ -259,7 +261,7 @@ def _raw_line(serve: str, overrides: dict, base: dict, merge: bool, say: Say) ->
     serve = as_line(serve)
     argv = split(serve)
     reader = line_reader(serve, argv)
-    release = overrides.get("vllm.version", (None, ""))[0]
+    release = overrides.get(reader.RELEASE_KEY, (None, ""))[0]
     top, from_line, notes = reader.parse(argv, release=release if isinstance(release, str) else None)
     for n in notes:
         say(f"note: {n}")

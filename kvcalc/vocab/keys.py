@@ -18,7 +18,8 @@ from .keys_model import MODEL_SHAPE_ROWS
 from .layout import (DRAFT_METHODS, ENGINES, EXECUTOR_BACKENDS, HMA_CHOICES, MAMBA_CACHE_MODES, OFFLOAD_CHOICES,
                      PLATFORMS)
 from .records import MISSING, fields, record
-from .releases import DEFAULT_LMCACHE_VERSION, DEFAULT_SGLANG_VERSION, LMCACHE_RELEASES, SGLANG_RELEASES
+from .keys_sglang import sglang_rows
+from .releases import DEFAULT_LMCACHE_VERSION, LMCACHE_RELEASES
 from .releases.vllm import DEFAULT_VERSION, supported_range
 from .releases.vllm_quant import ALL_METHODS
 from .units import MODEL_DTYPES, SIZE_HELP
@@ -243,74 +244,7 @@ KEYS: tuple[Key, ...] = (
        "serve line's or manifest's variable sets it)", default=False, flag=("--rocm-use-aiter",),
        name="rocm_use_aiter", panel="release", help="ROCm: VLLM_ROCM_USE_AITER=1 (AITER attention backends)"),
 
-    # engine sglang: SGLang's own flags (its spellings on a serve line: inputs/serve/sglang.py). cache.max_model_len is
-    # --context-length, cache.kv_cache_dtype --kv-cache-dtype, parallel.* --tp-size / --pp-size / --dp-size.
-    _k("sglang", "section", "engine sglang: SGLang's release, memory flags and HiCache"),
-    _k("sglang.version", "choice", f"the SGLang release, {SGLANG_RELEASES[0]} - {SGLANG_RELEASES[-1]} (quoted)",
-       default=DEFAULT_SGLANG_VERSION, choices=SGLANG_RELEASES, flag=("--sglang-version",), name="sglang_version",
-       panel="release", help=f"SGLang release, {SGLANG_RELEASES[0]} - {SGLANG_RELEASES[-1]} (default "
-                             f"{DEFAULT_SGLANG_VERSION}); with --engine sglang"),
-    _k("sglang.mem_fraction_static", "fraction", "--mem-fraction-static (null: SGLang's default for the GPU)",
-       nullable=True, flag=("--mem-fraction-static",), name="mem_fraction_static", panel="gpu",
-       help="SGLang's --mem-fraction-static (default: SGLang's for the GPU, TP x PP and chunked prefill)"),
-    _k("sglang.max_total_tokens", "int", "--max-total-tokens: a cap on the token pool", minimum=1, nullable=True,
-       flag=("--max-total-tokens",), name="max_total_tokens", panel="cache", help="SGLang: cap the token pool"),
-    _k("sglang.page_size", "int", "--page-size: tokens per page (null: the attention backend's, 1 or 64)", minimum=1,
-       cap=1 << 20, nullable=True, flag=("--page-size",), name="page_size", panel="cache",
-       help="SGLang: tokens per page (default: the attention backend's)"),
-    _k("sglang.chunked_prefill_size", "int", "--chunked-prefill-size (null: the GPU tier's)", minimum=0,
-       nullable=True, flag=("--chunked-prefill-size",), name="chunked_prefill_size", panel="gpu",
-       help="SGLang: tokens per prefill chunk (default: the GPU tier's)"),
-    _k("sglang.cuda_graph_max_bs", "int", "--cuda-graph-max-bs (null: the GPU tier's)", minimum=1, nullable=True,
-       flag=("--cuda-graph-max-bs",), name="cuda_graph_max_bs", panel="gpu",
-       help="SGLang: the decode graphs' max batch"),
-    _k("sglang.disable_cuda_graph", "bool", "--disable-cuda-graph: no graph reserve", default=False,
-       flag=("--disable-cuda-graph",), name="disable_cuda_graph", panel="gpu", help="SGLang: no CUDA graphs"),
-    _k("sglang.max_running_requests", "int", "--max-running-requests", minimum=1, nullable=True,
-       flag=("--max-running-requests",), name="max_running_requests", panel="cache",
-       help="SGLang: requests running at once (default: from the token pool)"),
-    _k("sglang.swa_full_tokens_ratio", "number", "--swa-full-tokens-ratio: hybrid SWA pool tokens per full-pool token",
-       default=0.8, flag=("--swa-full-tokens-ratio",), name="swa_full_tokens_ratio", panel="cache",
-       help="SGLang: SWA pool tokens per full-pool token (default 0.8)"),
-    _k("sglang.gpu_capacity_mib", "int", "nvidia-smi memory.total in MiB, instead of gpu.name (what SGLang's defaults "
-       "read)", minimum=1, nullable=True, flag=("--gpu-capacity-mib",), name="gpu_capacity_mib", panel="gpu",
-       help="SGLang: the GPU's memory as nvidia-smi reports it, MiB"),
-    _k("sglang.gpu_free_memory", "size", "free device memory before the weights load, as SGLang measures it "
-       "(pre_model_load_memory; default: nvidia-smi's capacity less a gap from real logs)", nullable=True,
-       flag=("--gpu-free-memory",), name="gpu_free_memory", panel="gpu",
-       help=f"SGLang: free GPU memory before the weights load ('Load weight begin. avail mem'). SIZE: {SIZE_HELP}"),
-    _k("sglang.weights_bytes", "size", "the weights on one GPU (free after load = free before - this; default: the "
-       "parameter breakdown)", nullable=True, flag=("--weights-bytes",), name="weights_bytes", panel="gpu",
-       help=f"SGLang: the weights on one GPU ('Load weight end ... mem usage'). SIZE: {SIZE_HELP}"),
-    _k("sglang.hicache", "section", "--enable-hierarchical-cache and its flags: the host (L2) KV pool per rank"),
-    _k("sglang.hicache.enabled", "bool", "--enable-hierarchical-cache", default=False,
-       flag=("--enable-hierarchical-cache",), name="hicache", panel="offload",
-       help="SGLang: HiCache, a pinned host KV pool per rank"),
-    _k("sglang.hicache.ratio", "number", "--hicache-ratio: host tokens per device token (null: 2.0, 1.2 in "
-       "buffer_only; 0.5.21+ reduced to fit the host when neither ratio nor size is given)", nullable=True,
-       flag=("--hicache-ratio",), name="hicache_ratio", panel="offload", help="SGLang: host tokens per device token"),
-    _k("sglang.hicache.size", "int", "--hicache-size: DECIMAL GB per rank, whole numbers (overrides the ratio)",
-       default=0, minimum=0, cap=1 << 30, flag=("--hicache-size",), name="hicache_size", panel="offload",
-       help="SGLang: host pool per rank in decimal GB (10^9 B), whole numbers"),
-    _k("sglang.hicache.mem_layout", "choice", "--hicache-mem-layout", default="page_first",
-       choices=("layer_first", "page_first", "page_first_direct", "page_first_kv_split", "page_head"),
-       flag=("--hicache-mem-layout",), name="hicache_mem_layout", panel="offload",
-       help="SGLang: layer_first | page_first | page_first_direct | page_first_kv_split | page_head"),
-    _k("sglang.hicache.host_memory_mode", "choice", "--hicache-host-memory-mode (0.5.19+)", default="cache",
-       choices=("cache", "buffer_only"), flag=("--hicache-host-memory-mode",), name="hicache_host_memory_mode",
-       panel="offload", help="SGLang: cache | buffer_only (0.5.19+)"),
-    _k("sglang.hicache.io_backend", "choice", "--hicache-io-backend", default="kernel", choices=("direct", "kernel"),
-       flag=("--hicache-io-backend",), name="hicache_io_backend", panel="offload", help="SGLang: direct | kernel"),
-    _k("sglang.hicache.write_policy", "choice", "--hicache-write-policy", default="write_through",
-       choices=("write_back", "write_through", "write_through_selective"), flag=("--hicache-write-policy",),
-       name="hicache_write_policy", panel="offload", help="SGLang: write_back | write_through | "
-       "write_through_selective"),
-    _k("sglang.hicache.storage_backend", "str", "--hicache-storage-backend: an L3 tier (file, mooncake, hf3fs, nixl, "
-       "...), sized by its own config", nullable=True, flag=("--hicache-storage-backend",),
-       name="hicache_storage_backend", panel="offload", help="SGLang: an L3 storage tier (named, not sized)"),
-    _k("sglang.hicache.host_memory_fraction", "fraction", "--hicache-host-memory-fraction (0.5.21+ auto-size)",
-       default=0.8, flag=("--hicache-host-memory-fraction",), name="hicache_host_memory_fraction", panel="offload",
-       help="SGLang 0.5.21+: the host's share auto-sizing may use (default 0.8)"),
+    *sglang_rows(_k),  # engine sglang: vocab/keys_sglang.py
 
     _k("cache", "section", "vLLM's cache config"),
     _k("cache.block_size", "int", "GPU block size in tokens (default: the attention backend's, 16; 64 for MLA)",

@@ -21,6 +21,18 @@ HOST_ROWS: tuple[tuple[str, str, dict], ...] = (
        "available): SGLang's HiCache guard and auto-size", nullable=True, flag=("--host-available",),
        name="host_available", panel="offload",
        help=f"SGLang: host memory available on a node at start-up (the HiCache guard). SIZE: {SIZE_HELP}"),
+    _row("host.cgroup_limit", "size", "the container's cgroup memory.max (--k8s: the pod's memory limit): SGLang's "
+       "HiCache reads min(available, the cgroup's headroom)", nullable=True, flag=("--host-cgroup-limit",),
+       name="host_cgroup_limit", panel="offload",
+       help=f"SGLang: the container's cgroup memory.max (a pod's memory limit). SIZE: {SIZE_HELP}"),
+    _row("host.cgroup_high", "size", "the cgroup's memory.high", nullable=True, flag=("--host-cgroup-high",),
+       name="host_cgroup_high", panel="offload", help=f"SGLang: the cgroup's memory.high. SIZE: {SIZE_HELP}"),
+    _row("host.cgroup_usage", "size", "the cgroup's memory.current when SGLang starts (default 0)", nullable=True,
+       flag=("--host-cgroup-usage",), name="host_cgroup_usage", panel="offload",
+       help=f"SGLang: the cgroup's memory.current at start-up (default 0). SIZE: {SIZE_HELP}"),
+    _row("host.cgroup_file_cache", "size", "the cgroup's reclaimable page cache (memory.stat active_file + "
+       "inactive_file)", nullable=True, flag=("--host-cgroup-file-cache",), name="host_cgroup_file_cache",
+       panel="offload", help=f"SGLang: the cgroup's active_file + inactive_file (reclaimable). SIZE: {SIZE_HELP}"),
     _row("host.cpu_offload_gb", "gib", "vLLM's --cpu-offload-gb: GiB of weights each GPU rank keeps in pinned host "
        "memory (off a predicted budget's GPU weights; the host_memory gate counts them)", minimum=0, cap=1 << 30,
        default=0, flag=("--cpu-offload-gb",), name="cpu_offload_gb", panel="offload",

@@ -29,6 +29,8 @@ from ...vocab.layout import Layout
 from ...vocab.records import field, record
 from ...vocab.releases.sglang import (FREE_GAP_MIB_TP, FREE_GAP_MIB_TP1, FREE_GAP_SOURCE, SglangBehaviour,
                                       SglangLayout, sglang_of)
+from .deploy import speculative, vlm_factor
+from .graphs import DISABLED, GraphPhase, dp_clamp, resolve_graphs
 from .model import SglangModel
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -36,27 +38,26 @@ MIB, GIB = 1 << 20, 1 << 30
 # The 20 - 35 GiB tier differs per release (vocab/releases/sglang.STEPS small_gpu_tier).
 TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, None, None, None), (60 * 1024, 4096, 32, 160),
          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
-MAX_PREFILL_TOKENS = 16384  # srt/arg_groups/fields/schedule.py @0.5.23: --max-prefill-tokens default
 DEEPSEEK_MLA = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
-
-
-def prefill_capture_sizes(max_bs: int) -> list[int]:
-    """srt/arg_groups/cuda_graph_hook.py:480-497 @0.5.23 generate_prefill_cuda_graph_batch_sizes (0.5.14 the same,
-    srt/server_args.py _generate_prefill_cuda_graph_batch_sizes)."""
-    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) +
-             list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
-    return [s for s in sizes if s <= max_bs]
+# Models with attention sinks, which FlashInfer does not run (model_override_base.py:330-334 @0.5.23).
+ATTENTION_SINKS = ("GptOssForCausalLM",)
 
 
 @record
 class Reserve:
     """mem_fraction_static's default and the terms of its reserve (MiB)."""
 
-    chunked_prefill_size: int = field("tokens per prefill chunk (the flag's, else the GPU tier's)")
-    cuda_graph_max_bs: int = field("the decode graphs' max batch (the flag's, else the tier's; 0 without graphs)")
-    prefill_graphs: int = field("prefill CUDA-graph capture sizes (0 without graphs; MLA: a flat 1.5 GiB)")
+    chunked_prefill_size: int = field("tokens per prefill chunk (the flag's, else the GPU tier's; <= 0: none)")
+    activation_tokens: int = field("max(chunked_prefill_size, 2048), or max(--max-prefill-tokens, 2048) without "
+                                   "chunked prefill: x 1.5 MiB")
+    cuda_graph_max_bs: int = field("the decode graphs' max batch (the flag's, the list's max, else the tier's)")
+    decode_graphs: GraphPhase = field("the decode CUDA graphs: max_bs x 2 MiB unless disabled")
+    prefill_graphs: GraphPhase = field("the prefill CUDA graphs: capture sizes x 8 MiB (MLA: a flat 1.5 GiB) unless "
+                                       "disabled")
+    dp_attention_mib: float = field("DP attention's padding: decode max_bs x attn_dp x 3, x 1.5 more above 300")
     reserved_mib: float = field("512 + activations + parallel slack + graphs, at least 10 GiB above 60 GiB")
-    mem_fraction_static: float = field("round((capacity - reserved) / capacity, 3)")
+    vlm_factor: float | None = field("a multimodal model's adjustment (0.95 x the vision tower's), or null")
+    mem_fraction_static: float = field("round((capacity - reserved) / capacity, 3), x the VLM factor")
 
 
 def gpu_defaults(sg: SglangLayout, behaviour: SglangBehaviour, tp: int) -> tuple[int, int]:
@@ -76,41 +77,37 @@ def gpu_defaults(sg: SglangLayout, behaviour: SglangBehaviour, tp: int) -> tuple
     return (sg.chunked_prefill_size if sg.chunked_prefill_size is not None else known(chunked)), max_bs
 
 
-def _prefill_max(layout: Layout, behaviour: SglangBehaviour, chunked: int) -> int:
-    """The prefill graphs' largest capture (memory_hook.py:233-268 @0.5.23): chunked_prefill_size, at most
-    --max-total-tokens; PP > 1 caps it (0.5.19+), --context-length did before 0.5.17."""
-    sg = sglang_of(layout)
-    top = chunked
-    if layout.parallel.pipeline_parallel_size > 1 and behaviour.pp_prefill_graph_cap is not None:
-        top = min(top, behaviour.pp_prefill_graph_cap)
-    if sg.max_total_tokens is not None:
-        top = min(top, sg.max_total_tokens)
-    if behaviour.prefill_graphs_clamped_to_context and sg.context_length_given:
-        top = min(top, layout.cache.max_model_len)
-    return top
-
-
-def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool) -> Reserve:
-    """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343 @0.5.23)."""
+def default_fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str = "fa3") -> Reserve:
+    """SGLang's mem_fraction_static when none is given (memory_hook.py:281-343, reserve_for_graph_mb :357-399
+    @0.5.23; 0.5.14 srt/server_args.py:3270-3310 the same terms): `backend` is the attention backend."""
     sg, par = sglang_of(layout), layout.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     chunked, max_bs = gpu_defaults(sg, behaviour, tp)
-    activation = max(chunked, 2048) if chunked > 0 else max(MAX_PREFILL_TOKENS, 2048)
+    decode, prefill = resolve_graphs(layout, behaviour, mla, backend, chunked, max_bs, speculative(layout))
+    # memory_hook.py:304-307: the activation tokens, max_prefill_tokens when chunked prefill is off
+    activation = max(chunked, 2048) if chunked > 0 else max(sg.max_prefill_tokens, 2048)
     reserved = 512 + activation * 1.5 + tp * pp / 8 * 1024
-    graphs = 0
-    if not sg.disable_cuda_graph or behaviour.decode_reserve_without_graphs:
-        reserved += max_bs * 2
-    if not sg.disable_cuda_graph:
-        if mla:
-            reserved += 1.5 * 1024
-        else:
-            graphs = len(prefill_capture_sizes(_prefill_max(layout, behaviour, chunked)))
-            reserved += graphs * 8
+    if decode.backend != DISABLED or behaviour.decode_reserve_without_graphs:
+        reserved += decode.max_bs * 2  # :364-368
+    dp_mib = 0.0
+    if sg.attn_dp_size > 1:  # :370-378
+        dp_mib = decode.max_bs * sg.attn_dp_size * 3 + (decode.max_bs * sg.attn_dp_size * 1.5
+                                                        if decode.max_bs > 300 else 0)
+        reserved += dp_mib
+    if prefill.backend != DISABLED:  # :380-389
+        reserved += 1.5 * 1024 if mla else prefill.capture_sizes * 8
     cap = known(sg.capacity_mib, "the GPU's capacity (the default reads it)")
     if cap > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return Reserve(chunked_prefill_size=chunked, cuda_graph_max_bs=0 if sg.disable_cuda_graph else max_bs,
-                   prefill_graphs=graphs, reserved_mib=reserved, mem_fraction_static=round((cap - reserved) / cap, 3))
+        reserved = max(reserved, 10 * 1024)  # :314-315
+    mfs = round((cap - reserved) / cap, 3)
+    factor = vlm_factor(layout, behaviour)
+    if factor is not None:
+        mfs = mfs * factor  # :331-337: not rounded again
+    if sg.attn_dp_size > 1:
+        prefill = dp_clamp(layout, prefill, chunked // sg.attn_dp_size)
+    return Reserve(chunked_prefill_size=chunked, activation_tokens=activation, cuda_graph_max_bs=decode.max_bs,
+                   decode_graphs=decode, prefill_graphs=prefill, dp_attention_mib=dp_mib, reserved_mib=reserved,
+                   vlm_factor=factor, mem_fraction_static=mfs)
 
 
 def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
@@ -118,12 +115,22 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     350 get_default_attn_backend; srt/arg_groups/overrides.py:1143-1200 page constraints, :1343-1363 default 1;
     srt/arg_groups/model_overrides/deepseek_v2.py:179-187 trtllm_mla on SM100)."""
     sg = sglang_of(layout)
+    if layout.model.is_dsv4:  # model_overrides/deepseek_v4.py:24-62 @0.5.23: backend dsv4, page 256 on CUDA
+        return "dsv4", 256
+    sinks = sg.architecture in ATTENTION_SINKS
+    # :305-320 is_no_spec_infer_or_topk_one: a draft with top-k > 1 keeps neither fa3 nor trtllm_mha for MHA
+    multi = sg.speculative_algorithm is not None and (sg.speculative_eagle_topk or 1) > 1
+    if not mla and arch == "sm100" and sg.speculative_algorithm is not None and sg.speculative_eagle_topk is None:
+        raise UnsupportedError(f"{layout.source}: SGLang's default attention backend on SM100 with a draft and no "
+                               "--speculative-eagle-topk depends on the algorithm's own top-k (model_override_base.py:"
+                               "312-320): give --speculative-eagle-topk")
     if arch == "sm90":
-        backend = "fa3"
+        backend = "fa3" if mla or not multi else ("triton" if sinks else "flashinfer")
     elif arch == "sm100":
-        backend = ("trtllm_mla" if sg.architecture in DEEPSEEK_MLA else "flashinfer") if mla else "trtllm_mha"
+        backend = ("trtllm_mla" if sg.architecture in DEEPSEEK_MLA else "flashinfer") if mla else (
+            "trtllm_mha" if not multi else ("triton" if sinks else "flashinfer"))
     else:
-        backend = "triton" if mla else "flashinfer"
+        backend = "triton" if mla or sinks else "flashinfer"
     page = sg.page_size or 1
     if backend == "trtllm_mha" and page not in (16, 32, 64, 128) or backend == "trtllm_mla" and page not in (32, 64):
         page = 64
@@ -141,26 +148,49 @@ def free_before(layout: Layout) -> tuple[int, str, str]:
     return (cap - gap) * MIB, "table", f"{cap:,} MiB - {gap:,} MiB: {FREE_GAP_SOURCE}"
 
 
-def budget(pre: int, available: int, mfs: float) -> tuple[int, float]:
-    """(the KV budget in bytes, the minimum viable fraction) as kv_cache_configurator.py:3007-3060 computes them,
-    in GiB floats; SGLang's ValueError when nothing is left."""
-    pre_gib, avail_gib = pre / GIB, available / GIB
-    rest = avail_gib - pre_gib * (1 - mfs)
-    minimum = 1 - avail_gib / pre_gib
+def _world_float(x: int, world: int) -> float:
+    """utils/common.py:569-574 @0.5.23 get_available_gpu_memory: with more than one rank the free bytes go through a
+    float32 all_reduce (MIN over the world) before they are turned into GiB."""
+    if world <= 1:
+        return float(x)
+    import struct
+
+    return struct.unpack("f", struct.pack("f", float(x)))[0]
+
+
+def rest_gib(pre: int, available: int, mfs: float, world: int = 1) -> tuple[float, float]:
+    """(the budget in GiB before the multimodal reservation and the Mamba pool, the minimum viable fraction) as
+    kv_cache_configurator.py:2990-3041 _profile_available_bytes computes them: `available - pre x (1 - mfs)`, GiB
+    floats, each measured through the world's float32 MIN (distributed/bootstrap.py:207-212)."""
+    pre_gib, avail_gib = _world_float(pre, world) / GIB, _world_float(available, world) / GIB
+    return avail_gib - pre_gib * (1 - mfs), 1 - avail_gib / pre_gib
+
+
+def none_left(mfs: float, minimum: float) -> StartupRefusal:
+    """SGLang's refusal when nothing is left for the KV cache (kv_cache_configurator.py:3043-3058 @0.5.23)."""
+    suggested = math.ceil(minimum * 1000) / 1000
+    e = StartupRefusal(
+        f"Loaded weights leave no GPU memory for the KV cache under "
+        f"--mem-fraction-static={mfs}. Raise --mem-fraction-static above {suggested:.3f} (minimum viable = 1 - "
+        f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")
+    e.memory_short = True  # more GPUs may start it (tools/loading.py); the caller names the weights
+    return e
+
+
+def budget(pre: int, available: int, mfs: float, world: int = 1) -> tuple[int, float]:
+    """(the KV budget in bytes, the minimum viable fraction): rest_gib, refused when nothing is left."""
+    rest, minimum = rest_gib(pre, available, mfs, world)
     if rest <= 0:
-        suggested = math.ceil(minimum * 1000) / 1000
-        e = StartupRefusal(
-            f"Loaded weights leave no GPU memory for the KV cache under "
-            f"--mem-fraction-static={mfs}. Raise --mem-fraction-static above {suggested:.3f} (minimum viable = 1 - "
-            f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")
-        e.memory_short, e.weights_bytes, e.requested_bytes = True, pre - available, pre
-        e.requested_what = "free before the weights load"
+        e = none_left(mfs, minimum)
+        e.weights_bytes, e.requested_bytes, e.requested_what = pre - available, pre, "free before the weights load"
         raise e
     return int(rest * GIB), minimum
 
 
-def stage_tokens(model: SglangModel, rank: int, budget_bytes: int, page: int, ratio: float) -> tuple[int, int]:
-    """(full-pool tokens, SWA-pool tokens) one stage's budget holds, floored to the page."""
+def stage_tokens(model: SglangModel, rank: int, budget_bytes: int, page: int, ratio: float,
+                 draft: int = 0) -> tuple[int, int]:
+    """(full-pool tokens, SWA-pool tokens) one stage's budget holds, floored to the page (`draft`: the draft's bytes
+    a token, pool_configurator.py:259-316 @0.5.23)."""
     s = model.stages[rank]
     if model.kind == "hybrid_swa":
         if s.full_layers == 0:  # pool_configurator.py:862-877: all-SWA stage, no ratio
@@ -169,17 +199,23 @@ def stage_tokens(model: SglangModel, rank: int, budget_bytes: int, page: int, ra
         full = int(budget_bytes // (s.full_bytes + ratio * s.swa_bytes)) // page * page
         return full, int(full * ratio) // page * page
     if not s.full_bytes:
+        if model.mamba_layers and any(x.full_bytes for x in model.stages):
+            return NO_KV_STAGE, 0  # pool_configurator.py:238-246: KV on another stage, the MIN ignores this one
         raise UnsupportedError("a PP stage without KV layers is not modelled for SGLang")
-    return budget_bytes // s.full_bytes // page * page, 0
+    return budget_bytes // (s.full_bytes + draft) // page * page, 0
 
 
-def requests(tokens: int, context: int, flag: int | None) -> int:
-    """max_running_requests (kv_cache_configurator.py:3119-3132; per attention-DP worker, and DP attention is not
-    modelled: each DP replica is its own engine)."""
+NO_KV_STAGE = (1 << 63) - 1  # torch.iinfo(torch.int64).max
+
+
+def requests(tokens: int, context: int, flag: int | None, attn_dp: int = 1) -> int:
+    """max_running_requests per DP worker (kv_cache_configurator.py:3119-3132 @0.5.23): the flag's // attn_dp, else
+    min(clamp(int(tokens / context x 512), 2048, 4096), tokens // 2)."""
     if flag is not None:
-        return min(max(1, flag), tokens // 2)
+        return min(max(1, flag // attn_dp), tokens // 2)
     estimated = max(min(int(tokens / context * 512), 4096), 2048)
     return min(estimated, tokens // 2)
 
 
-__all__ = ["attention_backend", "budget", "default_fraction", "free_before", "requests", "stage_tokens"]
+__all__ = ["attention_backend", "budget", "default_fraction", "free_before", "none_left", "requests", "rest_gib",
+           "stage_tokens"]

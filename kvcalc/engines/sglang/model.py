@@ -38,6 +38,7 @@ class StageCells:
     swa_layers: int = field("layers in the sliding-window pool (hybrid SWA; 0 otherwise)")
     full_bytes_per_layer: int = field("bytes one token takes in one full (or MLA) layer on one rank")
     swa_bytes_per_layer: int = field("bytes one token takes in one SWA layer on one rank")
+    mamba_layers: int = field("Mamba / linear-attention layers of the stage (their state is per request)", default=0)
 
     @property
     def full_bytes(self) -> int:
@@ -52,12 +53,13 @@ class StageCells:
 class SglangModel:
     """The model as SGLang sizes it."""
 
-    kind: str = field("mha | mla | hybrid_swa")
+    kind: str = field("mha | mla | hybrid_swa | dsv4")
     kv_itemsize: int = field("bytes per KV element")
     heads_per_rank: int = field("KV heads one rank holds (MLA: 1 latent)")
     head_dim: int = field("K width (MLA: kv_lora_rank + qk_rope_head_dim)")
     v_head_dim: int = field("V width (MLA: 0, one latent row)")
     stages: tuple[StageCells, ...] = field("per PP stage")
+    mamba_layers: int = field("Mamba / linear-attention layers of the model (0: no state pool)", default=0)
     notes: tuple[str, ...] = field(json=False, default=())
 
 
@@ -90,18 +92,13 @@ def _kv_itemsize(layout: Layout) -> int:
 
 def _refuse_unmodelled(layout: Layout) -> None:
     m = layout.model
-    why = None
-    if m.has_mamba:
-        why = ("Mamba / linear-attention layers (SGLang carves their state out of the budget first: "
-               "kv_cache_configurator.py _handle_max_mamba_cache is not modelled)")
-    elif m.index_head_dim is not None:
-        why = "the DeepSeek-V3.2 DSA indexer pool (its scaled FP8 layout depends on the DSA kernels)"
-    elif m.draft is not None:
-        why = (f"a {m.draft.method} drafter (SGLang adds the draft's cell to the target's and counts its weights "
-               "against mem_fraction_static)")
-    if why:
-        raise UnsupportedError(f"{layout.source}: SGLang is not modelled for {why}; plan it with --engine vllm, or "
-                               "drop it from the layout")
+    if m.index_head_dim is not None and not m.is_dsv4:
+        raise UnsupportedError(f"{layout.source}: SGLang is not modelled for the DeepSeek-V3.2 DSA indexer pool (its "
+                               "scaled FP8 layout depends on the DSA kernels); plan it with --engine vllm")
+    if m.draft is not None:
+        raise UnsupportedError(f"{layout.source}: model.draft (--speculative / --draft-config) is vLLM's drafter; "
+                               "SGLang's is --speculative-algorithm and --speculative-draft-model-path "
+                               "(sglang.speculative_*)")
 
 
 def _uniform(layout: Layout, idx: list[int], what: str) -> tuple[int, int, int]:
@@ -113,11 +110,19 @@ def _uniform(layout: Layout, idx: list[int], what: str) -> tuple[int, int, int]:
     return shapes.pop()
 
 
-def sglang_model(layout: Layout, hybrid_swa_arch: bool, stage_layers: bool = True) -> SglangModel:
+def sglang_model(layout: Layout, hybrid_swa_arch: bool, stage_layers: bool = True,
+                 attn_tp: int | None = None) -> SglangModel:
     """The pools and cells SGLang builds for this layout (`hybrid_swa_arch`: the release lists the architecture;
-    `stage_layers`: a hybrid SWA stage counts its own layers, 0.5.21+, else the whole model's on every stage)."""
+    `stage_layers`: a hybrid SWA stage counts its own layers, 0.5.21+, else the whole model's on every stage;
+    `attn_tp`: the attention TP, TP / the attention DP: KV heads per rank, srt/runtime_context.py:73-76 @0.5.23)."""
     _refuse_unmodelled(layout)
-    m, tp = layout.model, layout.parallel.tensor_parallel_size
+    m, tp = layout.model, attn_tp or layout.parallel.tensor_parallel_size
+    if m.is_dsv4:  # every layer keeps its sliding window, the compressed ones more (engines/sglang/dsv4.py)
+        from .dsv4 import SLOT_BYTES
+
+        return SglangModel(kind="dsv4", kv_itemsize=1, heads_per_rank=1, head_dim=m.head_size[0], v_head_dim=0,
+                           stages=(StageCells(pp_rank=0, layers=(0, m.num_layers), full_layers=m.num_layers,
+                                              swa_layers=0, full_bytes_per_layer=SLOT_BYTES, swa_bytes_per_layer=0),))
     itemsize = _kv_itemsize(layout)
     kinds = m.layer_types
     attn = [i for i, k in enumerate(kinds) if k.attention or k is LayerKind.MLA]
@@ -150,6 +155,7 @@ def sglang_model(layout: Layout, hybrid_swa_arch: bool, stage_layers: bool = Tru
         here = [i for i in attn if start <= i < end or hybrid and not stage_layers]
         swa = sum(1 for i in here if hybrid and i in sliding)
         stages.append(StageCells(pp_rank=r, layers=(start, end), full_layers=len(here) - swa, swa_layers=swa,
-                                 full_bytes_per_layer=full_layer, swa_bytes_per_layer=swa_layer))
+                                 full_bytes_per_layer=full_layer, swa_bytes_per_layer=swa_layer,
+                                 mamba_layers=sum(1 for k in kinds[start:end] if k.mamba)))
     return SglangModel(kind=kind, kv_itemsize=itemsize, heads_per_rank=heads, head_dim=head, v_head_dim=v,
-                       stages=tuple(stages), notes=tuple(notes))
+                       stages=tuple(stages), mamba_layers=sum(1 for k in kinds if k.mamba), notes=tuple(notes))

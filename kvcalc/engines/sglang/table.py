@@ -66,14 +66,22 @@ def render(report, style) -> list[RenderableType]:
                                      "SGLang refuses to start")
     if m.reserve is not None:
         r = m.reserve
-        t.add_row("its reserve", f"{r.reserved_mib:,.0f} MiB of {m.capacity_mib:,} MiB (chunked prefill "
-                                 f"{r.chunked_prefill_size:,}, decode graphs to {r.cuda_graph_max_bs}, "
-                                 f"{r.prefill_graphs} prefill graphs)")
+        d, p = r.decode_graphs, r.prefill_graphs
+        t.add_row("its reserve", f"{r.reserved_mib:,.0f} MiB of {m.capacity_mib:,} MiB (activations "
+                                 f"{r.activation_tokens:,} tokens, chunked prefill {r.chunked_prefill_size:,})")
+        t.add_row("decode graphs", f"{d.backend} ({d.backend_from}): {d.capture_sizes} sizes to {d.max_bs}")
+        t.add_row("prefill graphs", f"{p.backend} ({p.backend_from}): {p.capture_sizes} sizes to {p.max_bs:,}")
     t.add_row("free before load", f"{exact_bytes(m.free_before_bytes)} ({m.free_before_basis})")
     t.add_row("weights per rank", ", ".join(format_bytes(w) for w in m.weights_bytes) + f" ({m.weights_basis})")
     t.add_row("KV budget per rank", exact_bytes(m.budget_bytes))
-    t.add_row("bytes per token", "; ".join(
-        f"stage {c.pp_rank}: {c.full:,}" + (f" + {c.swa:,} SWA" if c.swa else "") for c in sg.cell_size_bytes))
+    if m.dsv4 is not None:  # DSV4PoolConfigurator's coefficient (engines/sglang/dsv4.py)
+        d = m.dsv4
+        t.add_row("bytes per token", f"{d.bytes_per_full_token:,.2f} = {d.swa_ratio} x {d.bytes_per_swa_token:,.2f} "
+                                     f"SWA slot + the compressed pools ({d.c4_layers} c4, {d.c128_layers} c128 "
+                                     f"layers); c128 state {format_bytes(d.fixed_bytes)} first")
+    else:
+        t.add_row("bytes per token", "; ".join(
+            f"stage {c.pp_rank}: {c.full:,}" + (f" + {c.swa:,} SWA" if c.swa else "") for c in sg.cell_size_bytes))
     t.add_row("max_total_num_tokens", f"{sg.max_total_num_tokens:,} ({sg.kind}, page {sg.page_size}, backend "
                                       f"{m.attention_backend})")
     if m.swa_max_total_num_tokens is not None:

@@ -246,6 +246,23 @@ def checkpoint_bytes(directory: str | None, params: int = 0) -> int | None:
     return total
 
 
+# Model types whose released configs omit vocab_size because it is their transformers class's default (Gemma-3's
+# text_config: Gemma3TextConfig's 262,208, vocab/releases/transformers.py SIZES). A trimmed config of another type
+# stays refused: it must not be weighed with defaults it never had.
+VOCAB_OMITTED = ("gemma3_text",)
+
+
+def _vocab_default(cfg: dict, mt: Any) -> tuple[dict, int | None]:
+    """transformers' config class fills an absent vocab_size with its default, which vLLM and SGLang read (only for
+    VOCAB_OMITTED types): (the config with it, the default or None)."""
+    if isinstance(cfg.get("vocab_size"), int) or mt not in VOCAB_OMITTED:
+        return cfg, None
+    from ...vocab.releases.transformers import SIZES  # on the rare path only (start-up time is a target)
+
+    default = SIZES[mt]["vocab_size"]
+    return {**cfg, "vocab_size": default}, default
+
+
 def _checkpoint_name(directory: str | None) -> str:
     indexed = bool(directory) and os.path.lexists(os.path.join(directory or "", "model.safetensors.index.json"))
     return "model.safetensors.index.json's total_size" if indexed else "model.safetensors' header (tensor bytes)"
@@ -263,6 +280,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         mt = "gemma3_text"
     rule = RULES.get(mt) if isinstance(mt, str) else None  # (a list or a mapping is no key)
     hidden = _int(cfg, "hidden_size", 4096)
+    vocab_default = None
     if rule is None:  # every other mapped architecture: params.py's count by part (weights_generic.py)
         from .weights_generic import generic_blocks
 
@@ -274,6 +292,7 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         vision = [b for b in blocks if b.name.startswith("vision")]
         how = "params.py parameter count by part"
     else:
+        cfg, vocab_default = _vocab_default(cfg, mt)
         needed = ["hidden_size", "vocab_size", "num_hidden_layers",
                   "intermediate_size" if mt not in _MOE + _MLA else "num_attention_heads"]
         missing = [k for k in needed if not isinstance(cfg.get(k), int)]
@@ -306,5 +325,6 @@ def weights_spec(data: Any, *, source: str, directory: str | None = None) -> Wei
         expert_bias=mt == "gpt_oss", unquantized=excluded_kinds(skip, _int(cfg, "num_hidden_layers", 1)),
         checkpoint_dtype_bytes=stored,
         source=f"{source}: {mt} {how}" + (" + vision_config" if vision else "")
+        + (f", vocab_size {vocab_default:,} (transformers' {mt} class default)" if vocab_default else "")
         + (f", scaled to {_checkpoint_name(directory)} {index:,} B" if index else ""),
         has_vision=bool(vision))

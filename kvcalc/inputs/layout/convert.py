@@ -5,7 +5,9 @@
   rank (decimal GB, rounded down, as SGLang takes whole numbers): the same host bytes. Without a GPU, vLLM's
   --kv-cache-memory is SGLang's KV budget per GPU: the same bytes, divided by SGLang's cells.
 - SGLang -> vLLM: the GPU by name (torch's total from vocab/devices.DEVICES: the budget is predicted per release),
-  vLLM's defaults, and HiCache's bytes per engine as the native connector's cpu_bytes_to_use.
+  vLLM's defaults, and HiCache's bytes per engine as the native connector's cpu_bytes_to_use. An SGLang draft is
+  refused by name (vLLM's drafter is another config); SGLang's --weights-bytes is SGLang's figure: vLLM weighs the
+  model from its config (or says why it cannot).
 
 Pure: the layout's model, parallelism and cache carry over unchanged."""
 
@@ -49,6 +51,10 @@ def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layou
 def as_vllm(layout: Layout, host_bytes_per_engine: int | None) -> Layout:
     """An SGLang layout as vLLM's (engine vllm): HiCache's bytes per engine as the native connector's budget."""
     sg = sglang_of(layout)
+    if sg.speculative_algorithm is not None:  # the draft's KV is part of SGLang's pools; vLLM's is its drafter's
+        raise UnsupportedError(f"{layout.source}: SGLang's draft (--speculative-algorithm {sg.speculative_algorithm}) "
+                               "is not told to vLLM (vLLM's drafter is --speculative-config): compare the engines "
+                               "without it, or plan vLLM's line with its own --speculative-config")
     gpu = GpuLayout()
     device = sg.device
     if device is not None and device.total_bytes is not None:

@@ -10,8 +10,8 @@ from typing import Any
 
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
 from ...vocab.devices import find_device, known_names
-from ...vocab.errors import UnsupportedError
-from ...vocab.releases.sglang import HiCacheLayout, SglangLayout, parse_release
+from ...vocab.errors import KvcalcError, UnsupportedError
+from ...vocab.releases.sglang import HiCacheLayout, HostCgroup, SglangLayout, parse_release
 from ..values import Reader, written
 
 # vLLM keys an SGLang layout must not set: what SGLang calls it instead.
@@ -55,6 +55,25 @@ def _size(r: Reader, d: dict, path: str) -> int | None:
     if n <= 0:
         raise r.fail(path, "a positive size", value)
     return n
+
+
+def _ints(r: Reader, d: dict, path: str) -> tuple[int, ...] | None:
+    """A list of positive integers: a YAML list, or the flag's comma-separated text (1,2,4,8)."""
+    value = d.get(path.rsplit(".", 1)[1])
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or len(items) > 4096:
+        raise r.fail(path, "a non-empty list of positive integers (1,2,4,8)", value)
+    out = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else item
+        if isinstance(text, str) and text.isdigit() and len(text) <= 9:
+            text = int(text)
+        if isinstance(text, bool) or not isinstance(text, int) or text < 1:
+            raise r.fail(path, "a non-empty list of positive integers (1,2,4,8)", value)
+        out.append(text)
+    return tuple(out)
 
 
 def _hicache(r: Reader, data: Any, version: str) -> HiCacheLayout:
@@ -120,13 +139,109 @@ def sglang_settings(r: Reader, top: dict, *, strict: bool = False) -> SglangLayo
         chunked_prefill_size=r.key(s, "sglang.chunked_prefill_size"),
         cuda_graph_max_bs=r.key(s, "sglang.cuda_graph_max_bs"),
         disable_cuda_graph=r.key(s, "sglang.disable_cuda_graph"),
+        cuda_graph_bs_decode=_ints(r, s, "sglang.cuda_graph_bs_decode"),
+        cuda_graph_max_bs_prefill=r.key(s, "sglang.cuda_graph_max_bs_prefill"),
+        cuda_graph_bs_prefill=_ints(r, s, "sglang.cuda_graph_bs_prefill"),
+        cuda_graph_backend_decode=r.key(s, "sglang.cuda_graph_backend_decode"),
+        cuda_graph_backend_prefill=r.key(s, "sglang.cuda_graph_backend_prefill"),
+        disable_prefill_cuda_graph=r.key(s, "sglang.disable_prefill_cuda_graph"),
+        disable_decode_cuda_graph=r.key(s, "sglang.disable_decode_cuda_graph"),
+        max_prefill_tokens=r.key(s, "sglang.max_prefill_tokens"),
         max_running_requests=r.key(s, "sglang.max_running_requests"),
         swa_full_tokens_ratio=_number(r, s, "sglang.swa_full_tokens_ratio", upper=None) or 0.8,
         device=device, capacity_mib=cap, capacity_source=cap_source,
         gpu_free_memory=_size(r, s, "sglang.gpu_free_memory"), weights_bytes=_size(r, s, "sglang.weights_bytes"),
         architecture=arch, hicache=_hicache(r, s.get("hicache"), version),
         context_length_given=isinstance(top.get("cache"), dict) and top["cache"].get("max_model_len") is not None,
-        host_available=_size(r, h, "host.available_memory"))
+        swa_ratio_given=s.get("swa_full_tokens_ratio") is not None,
+        host_available=_size(r, h, "host.available_memory"), host_cgroup=_cgroup(r, h), **_deployment(r, s),
+        **_model_facts(r, config[1] if isinstance(config, tuple) else {}))
+
+
+def _cgroup(r: Reader, h: dict) -> HostCgroup | None:
+    """The container's memory cgroup (host.cgroup_*), or None: not given."""
+    limit, high = _size(r, h, "host.cgroup_limit"), _size(r, h, "host.cgroup_high")
+    usage = None if h.get("cgroup_usage") is None else r.size(h["cgroup_usage"], "host.cgroup_usage")
+    cache = None if h.get("cgroup_file_cache") is None else r.size(h["cgroup_file_cache"], "host.cgroup_file_cache")
+    if limit is None and high is None:
+        if usage is not None or cache is not None:
+            raise r.fail("host.cgroup_limit", "the cgroup's memory.max or memory.high beside its usage", None)
+        return None
+    return HostCgroup(limit=limit, high=high, usage=usage or 0, file_cache=cache or 0)
+
+
+def _deployment(r: Reader, s: dict) -> dict:
+    """DP attention, the radix cache, the Mamba state, speculative decoding and multimodal flags."""
+    draft = s.get("speculative_draft_model_path")
+    layers, source = None, ""
+    if draft is not None:
+        layers, source = _draft_layers(r, draft)
+    return dict(
+        attn_dp_size=r.key(s, "sglang.attn_dp_size"), disable_radix_cache=r.key(s, "sglang.disable_radix_cache"),
+        disable_overlap_schedule=r.key(s, "sglang.disable_overlap_schedule"),
+        mamba_ssm_dtype=r.key(s, "sglang.mamba_ssm_dtype"),
+        max_mamba_cache_size=r.key(s, "sglang.max_mamba_cache_size"),
+        mamba_full_memory_ratio=_number(r, s, "sglang.mamba_full_memory_ratio", upper=None) or 0.9,
+        mamba_radix_cache_strategy=r.key(s, "sglang.mamba_radix_cache_strategy"),
+        speculative_algorithm=r.key(s, "sglang.speculative_algorithm"), speculative_draft_layers=layers,
+        speculative_draft_source=source, speculative_num_draft_tokens=r.key(s, "sglang.speculative_num_draft_tokens"),
+        speculative_num_steps=r.key(s, "sglang.speculative_num_steps"),
+        speculative_eagle_topk=r.key(s, "sglang.speculative_eagle_topk"),
+        enable_multimodal=r.key(s, "sglang.enable_multimodal"), language_only=r.key(s, "sglang.language_only"),
+        language_model_only=r.key(s, "sglang.language_model_only"),
+        vlm_cache_size_mb=r.key(s, "sglang.vlm_cache_size_mb"),
+        mm_feature_transport=r.key(s, "sglang.mm_feature_transport"),
+        mm_feature_cache_mb=r.key(s, "sglang.mm_feature_cache_mb"))
+
+
+def _draft_layers(r: Reader, path: Any) -> tuple[int, str]:
+    """A draft model's KV layers as SGLang counts them (srt/model_executor/model_runner_components/
+    spec_aux_hidden_state.py:148-176 @0.5.23): its config's num_nextn_predict_layers, else num_hidden_layers."""
+    import os
+
+    from ..files import read_json
+
+    text = r.str_(path, "sglang.speculative_draft_model_path")
+    file = os.path.join(text, "config.json") if os.path.isdir(text) else text
+    if not os.path.isfile(file):
+        raise r.fail("sglang.speculative_draft_model_path", "a draft model's config.json or its directory", text)
+    config = read_json(file)
+    if not isinstance(config, dict):
+        raise r.fail("sglang.speculative_draft_model_path", "a draft model's config.json (a JSON object)", text)
+    for key in ("num_nextn_predict_layers", "num_hidden_layers"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"{file}: {key} {value}"
+    raise r.fail("sglang.speculative_draft_model_path", "a draft config with num_hidden_layers", text)
+
+
+# Vision configs whose transformers class has no num_hidden_layers (their layers are `depth`): SGLang's getattr
+# then takes its default, 24 (srt/arg_groups/memory_hook.py:435-437 @0.5.23; executed: Qwen2.5-VL and Qwen3.5, depth
+# 32 and 27, both read as 24).
+DEPTH_VISION = "depth"
+
+
+def _model_facts(r: Reader, config: dict) -> dict:
+    """What SGLang reads of the model's config beside the layers: a path-less MTP draft's layers, the vision tower
+    mem_fraction_static is adjusted by, a nested text_config (SGLang's multimodal sub-config)."""
+    nextn = config.get("num_nextn_predict_layers")
+    out: dict = {"num_nextn_predict_layers": nextn if isinstance(nextn, int) and nextn > 0 else None,
+                 "has_text_config": isinstance(config.get("text_config"), dict),
+                 "model_type": config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+                 "kv_source_layers": bool(config.get("kv_source_layer_ids"))}
+    vision = config.get("vision_config")
+    if isinstance(vision, dict):
+        layers, hidden = vision.get("num_hidden_layers"), vision.get("hidden_size")
+        how = "vision_config.num_hidden_layers"
+        if layers is None and DEPTH_VISION in vision:
+            layers, how = 24, "24: SGLang's default (the config counts its layers as depth, transformers' class has " \
+                "no num_hidden_layers)"
+        if isinstance(layers, int) and isinstance(hidden, int):
+            out["vision"], out["vision_source"] = (layers, hidden), f"{how} {layers}, hidden_size {hidden}"
+        else:
+            out["vision_source"] = ("the config's vision_config states no num_hidden_layers / hidden_size (their "
+                                    "transformers class defaults are not read)")
+    return out
 
 
 def _nodes(r: Reader, par: ParallelLayout) -> None:
@@ -148,11 +263,15 @@ def sglang_layout(r: Reader, top: dict, *, model: ModelLayout, parallel: Paralle
         if _given(top, path):
             raise r.fail(path, f"no such setting with engine sglang: {instead}", "given")
     sg = sglang_settings(r, top, strict=True)
-    weights = None
-    if sg.weights_bytes is None:
-        from .gpu import read_weights
+    from .gpu import read_weights
 
+    if sg.weights_bytes is None:
         weights = read_weights(top.get("__config__"))
+    else:  # SGLang's budget takes the flag; the breakdown (or why none) is kept for --compare-engines' vLLM side
+        try:
+            weights = read_weights(top.get("__config__"))
+        except KvcalcError as e:
+            weights = f"the model's parameter breakdown: {e}"
     return Layout(model=model, parallel=parallel, cache=cache, offload=NO_CONNECTOR, weights=weights,
                   engine="sglang", sglang=sg, **common)
 

@@ -466,6 +466,7 @@ def load_serve(argv: list[str], *, overrides: dict[str, tuple[Any, str]] | None 
 
 # The line-reader interface (serve/servers.line_reader): vLLM's reads every line no other engine's reader claims.
 load_line = load_serve
+RELEASE_KEY = "vllm.version"  # the layout key naming the release that reads the line
 
 
 def is_line(argv: list[str]) -> bool:

@@ -54,12 +54,76 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                   "context_length) when --context-length is given"),
         Step((0, 5, 17, 0), False, "0.5.17 srt/server_args.py:4607-4870 _handle_gpu_memory_settings: no "
                                    "context_length clamp")),
-    # With PP > 1 the breakable prefill graphs (CUDA's default) capture at most 8,192 tokens.
+    # With PP > 1 an opt-in breakable prefill graph (--cuda-graph-backend-prefill breakable) captures at most 8,192
+    # tokens unless its sizes are given.
     "pp_prefill_graph_cap": (
         Step((0, 5, 14, 0), None, "0.5.18 srt/server_args.py _handle_gpu_memory_settings: no PP cap"),
         Step((0, 5, 19, 0), 8192, "0.5.19 srt/arg_groups/memory_hook.py:23, 196-204: "
                                   "_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS when pp_size > 1 and the backend is "
                                   "breakable")),
+    # The prefill CUDA graph's default backend (srt/model_executor/cuda_graph_config.py default_cuda_graph_config).
+    "default_prefill_backend": (
+        Step((0, 5, 14, 0), "tc_piecewise", "0.5.14 srt/model_executor/cuda_graph_config.py:91: prefill backend "
+                                            "TC_PIECEWISE"),
+        Step((0, 5, 15, 0), "breakable", "0.5.15 srt/model_executor/cuda_graph_config.py:95: prefill backend "
+                                         "BREAKABLE")),
+    # PP > 1 turns the default prefill graph off (no prefill-graph reserve), unless the backend is given.
+    "pp_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 _disable_tc_piecewise_cudagraph_if_incompatible: "
+                                   "'pipeline parallelism (pp_size > 1)'"),
+        Step((0, 5, 15, 0), "kept", "0.5.15 srt/server_args.py:3341 (0.5.18 :4666) "
+                                    "_disable_breakable_cudagraph_if_incompatible: no PP rule"),
+        Step((0, 5, 19, 0), "off", "0.5.19 srt/arg_groups/cuda_graph_hook.py:118-134 apply_cuda_graph_compatibility: "
+                                   "'PP prefill graph replay is opt-in'")),
+    # An MLA attention backend turns the default (breakable) prefill graph off: its 1.5 GiB reserve goes.
+    "mla_prefill_graph": (
+        Step((0, 5, 14, 0), "kept", "0.5.14 srt/server_args.py:3009: the tc_piecewise rules have no MLA rule"),
+        Step((0, 5, 15, 0), "off", "0.5.15 srt/server_args.py:3341 breakable rules: 'MLA attention' (0.5.17 :4452: "
+                                   "'MLA attention (non-DSA)')"),
+        Step((0, 5, 18, 0), "kept", "0.5.18 srt/server_args.py:4666: no MLA rule")),
+    # HiCache (--enable-hierarchical-cache) turns the default prefill graph off.
+    "hicache_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 tc_piecewise rules: 'CPU offload / hierarchical "
+                                   "cache'"),
+        Step((0, 5, 15, 0), "kept", "0.5.15 srt/server_args.py:3341: the breakable rules have no HiCache rule")),
+    # DP attention turns the default prefill graph off.
+    "dp_attention_prefill_graph": (
+        Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 tc_piecewise rules: 'DP attention'"),
+        Step((0, 5, 17, 0), "kept", "0.5.17 srt/server_args.py:4452 breakable rules: no DP attention rule (0.5.15 - "
+                                    "0.5.16 :3341, :3763 have one)")),
+    # The Mamba / GDN state pool, DP attention's per-rank pools, the speculative draft's cells, the multimodal
+    # budget reservation and the SWA request cap: executed for 0.5.23 only (kv_cache_configurator.py /
+    # pool_configurator.py; earlier releases size them in code whose API moved and was not run).
+    "deployment_pools": (
+        Step((0, 5, 14, 0), False, "0.5.22 srt/mem_cache/kv_cache_configurator.py: not executed"),
+        Step((0, 5, 23, 0), True, "0.5.23 srt/mem_cache/kv_cache_configurator.py:2990-3409, "
+                                  "srt/model_executor/pool_configurator.py:219-1046: executed "
+                                  "(tests/fixtures/sglang/executed_vectors.json)")),
+    # A multimodal model's budget loses SGLANG_VLM_CACHE_SIZE_MB (+ the GPU feature transports' cache), or not.
+    "mm_budget_reservation": (
+        Step((0, 5, 14, 0), False, "0.5.17 srt/mem_cache: no mm_runtime_reservation_gb; the embedding cache is "
+                                   "allocated after the KV pool (0.5.14 srt/mem_cache/kv_cache_builder.py:239-240)"),
+        Step((0, 5, 18, 0), True, "0.5.18 srt/mem_cache/kv_cache_configurator.py:130-150 mm_runtime_reservation_gb, "
+                                  "subtracted at :1785-1789 (the same function through 0.5.23 :202-219, executed "
+                                  "there)")),
+    # The host memory HiCache may use: psutil's available, or min(that, the container's cgroup headroom).
+    "cgroup_headroom": (
+        Step((0, 5, 14, 0), False, "0.5.20 srt/mem_cache/pool_host/base.py: psutil.virtual_memory().available alone "
+                                   "(no srt/mem_cache/host_memory.py)"),
+        Step((0, 5, 21, 0), True, "0.5.21 srt/mem_cache/host_memory.py available_host_memory_bytes: min(psutil, "
+                                  "_cgroup_memory_headroom); 0.5.23 :41-161")),
+    # The cgroup's usage counts its page cache (0.5.21: "charged file cache is not assumed reclaimable") or not
+    # (active_file + inactive_file credited). Both executed on a cgroup2 tree (notes/sglang2/cgroup_exec.py).
+    "cgroup_page_cache": (
+        Step((0, 5, 14, 0), "charged", "0.5.21 srt/mem_cache/host_memory.py:80 usage = memory.current, :94 "
+                                       "'charged file cache is not assumed reclaimable'"),
+        Step((0, 5, 22, 0), "reclaimable", "0.5.22 srt/mem_cache/host_memory.py:93-123 usage - (active_file + "
+                                           "inactive_file) (0.5.23 the same)")),
+    # An MLA backend's prefill graphs capture up to: 2,048 tokens, or min(8,192, chunked_prefill_size).
+    "mla_prefill_max_bs": (
+        Step((0, 5, 14, 0), 2048, "0.5.22 srt/arg_groups/memory_hook.py:240: prefill max_bs = 2048 for an MLA "
+                                  "backend (0.5.14 srt/server_args.py:3246)"),
+        Step((0, 5, 23, 0), 8192, "0.5.23 srt/arg_groups/memory_hook.py:238: min(8192, chunked_prefill_size)")),
     # A default decode max_bs above --max-running-requests is lowered to it.
     "decode_max_bs_capped_by_requests": (
         Step((0, 5, 14, 0), False, "0.5.21 srt/arg_groups/memory_hook.py:47-160: no cap"),
@@ -164,9 +228,17 @@ class SglangLayout:
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU (engines/sglang/memory.py)
     max_total_tokens: int | None = None
     page_size: int | None = None  # None: SGLang's pick for the attention backend
-    chunked_prefill_size: int | None = None
-    cuda_graph_max_bs: int | None = None
+    chunked_prefill_size: int | None = None  # <= 0: no chunked prefill
+    cuda_graph_max_bs: int | None = None  # --cuda-graph-max-bs-decode
     disable_cuda_graph: bool = False
+    cuda_graph_bs_decode: tuple[int, ...] | None = None
+    cuda_graph_max_bs_prefill: int | None = None
+    cuda_graph_bs_prefill: tuple[int, ...] | None = None
+    cuda_graph_backend_decode: str | None = None  # full | breakable | tc_piecewise | disabled; None: the default
+    cuda_graph_backend_prefill: str | None = None
+    disable_prefill_cuda_graph: bool = False
+    disable_decode_cuda_graph: bool = False
+    max_prefill_tokens: int = 16384
     max_running_requests: int | None = None
     swa_full_tokens_ratio: float = 0.8
     device: Device | None = None  # the GPU by name (vocab/devices.py: nvidia-smi's capacity)
@@ -179,6 +251,56 @@ class SglangLayout:
     kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
     host_available: int | None = None  # psutil's available host memory on one node at start-up
+    # the container's cgroup (memory.max, memory.high, memory.current, active_file + inactive_file), bytes
+    host_cgroup: HostCgroup | None = None
+    attn_dp_size: int = 1  # --attn-dp-size (or --enable-dp-attention with --dp-size)
+    disable_radix_cache: bool = False
+    disable_overlap_schedule: bool = False
+    # Mamba / GDN hybrids' state pool
+    mamba_ssm_dtype: str | None = None  # --mamba-ssm-dtype (None: the config's, else float32)
+    max_mamba_cache_size: int | None = None
+    mamba_full_memory_ratio: float = 0.9
+    mamba_radix_cache_strategy: str = "auto"
+    # speculative decoding
+    speculative_algorithm: str | None = None  # EAGLE | EAGLE3 | NEXTN | MTP | STANDALONE (as SGLang spells them)
+    speculative_draft_layers: int | None = None  # the draft's KV layers (its config's), None: the target's nextn
+    speculative_draft_source: str = ""
+    speculative_num_draft_tokens: int | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    num_nextn_predict_layers: int | None = None  # the target config's (a path-less MTP draft's layers)
+    model_type: str | None = None  # the config's model_type (DeepSeek-V4 / V4.1 differ in SGLang's pools)
+    kv_source_layers: bool = False  # the config lists kv_source_layer_ids (DeepSeek-V4.1's shared compressed KV)
+    swa_ratio_given: bool = False  # --swa-full-tokens-ratio given (DeepSeek-V4's default is the override's 0.1)
+    # multimodal
+    enable_multimodal: bool | None = None  # None: SGLang's default for the architecture
+    language_only: bool = False
+    language_model_only: bool = False
+    vlm_cache_size_mb: int = 100  # SGLANG_VLM_CACHE_SIZE_MB
+    mm_feature_transport: str = "cpu"
+    mm_feature_cache_mb: int = 1024  # SGLANG_MM_FEATURE_CACHE_MB
+    vision: tuple[int, int] | None = None  # (vision_config.num_hidden_layers, hidden_size) as SGLang reads them
+    vision_source: str = ""
+    has_text_config: bool = False  # the config nests a text_config: SGLang's multimodal sub-config
+
+
+@record
+class HostCgroup:
+    """The container's memory cgroup at start-up (srt/mem_cache/host_memory.py:41-133 @0.5.23 reads it)."""
+
+    limit: int | None = None  # memory.max
+    high: int | None = None  # memory.high
+    usage: int = 0  # memory.current
+    file_cache: int = 0  # active_file + inactive_file of memory.stat (reclaimable)
+
+    def headroom(self, cache_reclaimable: bool) -> int | None:
+        """min over memory.max / memory.high of max(0, limit - usage), the usage less the page cache where it is
+        reclaimable (STEPS cgroup_page_cache), or None without a limit (host_memory.py:98-127 @0.5.23)."""
+        limits = [x for x in (self.limit, self.high) if x is not None]
+        if not limits:
+            return None
+        usage = max(self.usage - self.file_cache, 0) if cache_reclaimable else self.usage
+        return max(min(limits) - usage, 0)
 
 
 def sglang_of(layout: Layout) -> SglangLayout:
@@ -220,6 +342,16 @@ class SglangBehaviour:
     decode_reserve_without_graphs: bool
     prefill_graphs_clamped_to_context: bool
     pp_prefill_graph_cap: int | None
+    default_prefill_backend: str
+    pp_prefill_graph_off: bool
+    mla_prefill_graph_off: bool
+    hicache_prefill_graph_off: bool
+    mla_prefill_max_bs: int
+    dp_attention_prefill_graph_off: bool
+    deployment_pools: bool
+    mm_budget_reservation: bool
+    cgroup_headroom: bool
+    cgroup_cache_reclaimable: bool
     decode_max_bs_capped_by_requests: bool
     hybrid_swa_stage_layers: bool
     host_smaller_refused: bool
@@ -259,6 +391,15 @@ def behaviour_for(version: str) -> SglangBehaviour:
         decode_reserve_without_graphs=value("decode_reserve_without_graphs"),
         prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
         pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
+        default_prefill_backend=value("default_prefill_backend"),
+        pp_prefill_graph_off=value("pp_prefill_graph") == "off",
+        mla_prefill_graph_off=value("mla_prefill_graph") == "off",
+        hicache_prefill_graph_off=value("hicache_prefill_graph") == "off",
+        mla_prefill_max_bs=value("mla_prefill_max_bs"),
+        dp_attention_prefill_graph_off=value("dp_attention_prefill_graph") == "off",
+        deployment_pools=value("deployment_pools"), mm_budget_reservation=value("mm_budget_reservation"),
+        cgroup_headroom=value("cgroup_headroom"),
+        cgroup_cache_reclaimable=value("cgroup_page_cache") == "reclaimable",
         decode_max_bs_capped_by_requests=value("decode_max_bs_capped_by_requests"),
         hybrid_swa_stage_layers=value("hybrid_swa_stage_layers") == "stage",
         host_smaller_refused=value("host_smaller_than_device") == "refused",
