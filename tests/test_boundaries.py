@@ -837,6 +837,19 @@ def _pages(p):
     return [g.spec.page_size_bytes for g in p.grouping.groups]
 
 
+@boundary("in_flight_reserve", "0.26.0")
+def _(old, new):
+    # vLLM's own code (tests/fixtures/dsv4/dspark_vectors.json, async scheduling on): 0.25.1's sliding caches keep
+    # window - 1 + 8,192 tokens, 0.26.0's window - 1 + 2 x 8,192 (max_in_flight_tokens); the blocks do not move.
+    from test_dsv4 import DSPARK, _dspark_plan
+
+    pick = {x["version"]: x for x in DSPARK if x["tp"] == 1 and x["async_scheduling"]}
+    for version in (old, new):
+        assert _dspark_plan(pick[version]).logs.max_concurrency == pytest.approx(pick[version]["max_concurrency"])
+    assert pick[old]["num_gpu_blocks"] == pick[new]["num_gpu_blocks"]
+    assert pick[new]["max_concurrency"] < pick[old]["max_concurrency"] / 1.9
+
+
 @boundary("dsv4_grouping", "0.27.0")
 def _(old, new):
     # 0.26.0 pads the C4 states' 32,832-byte pages to the 37,440-byte MLA page: 21 x 8,640 + 21 x 37,440; 0.27.0

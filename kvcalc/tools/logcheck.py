@@ -96,6 +96,11 @@ def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str])
     if sizes:
         layout = replace(layout, parallel=replace(par, **sizes))
         taken += [f"{k} {v}" for k, v in sizes.items()]
+    batches = _in_flight(layout, logged)
+    if batches is not None and "cache.in_flight_batches" not in given and batches != layout.cache.in_flight_batches:
+        layout = replace(layout, cache=replace(layout.cache, in_flight_batches=batches))
+        taken.append(f"{batches} batches in flight (async scheduling {'on' if logged.async_scheduling else 'off'}"
+                     f"{', V2 runner' if logged.v2_runner else ''})")
     backend = logged.setting("attention_backend")  # --attention-backend, in the non-default args
     if isinstance(backend, str) and backend.strip("'") and "vllm.attention_backend" not in given \
             and backend.strip("'") != layout.attention_backend:
@@ -106,6 +111,19 @@ def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str])
         layout = replace(layout, model=replace(model, dtype=dtype))
         taken.append(f"dtype {dtype}")
     return layout, taken
+
+
+def _in_flight(layout: Layout, logged: StartupLog) -> int | None:
+    """VllmConfig.max_concurrent_batches of the logged run (0.26.0 config/vllm.py:512-522): async scheduling gives
+    PP + 1 batches on the V2 model runner, 2 on the V1 runner at PP 1; otherwise PP. None: the log does not say."""
+    from ..vocab.releases.vllm import behaviour_for
+
+    if logged.async_scheduling is None or not behaviour_for(layout.vllm_version).in_flight_reserve:
+        return None  # before 0.26.0 a window keeps one batch's tokens whatever is in flight
+    pp = layout.parallel.pipeline_parallel_size
+    if logged.async_scheduling and logged.v2_runner:
+        return pp + 1
+    return 2 if logged.async_scheduling and pp <= 1 else pp
 
 
 def _unmodelled_run(layout: Layout, logged: StartupLog, source: str) -> None:

@@ -274,6 +274,10 @@ KEYS: tuple[Key, ...] = (
     _k("cache.max_num_batched_tokens", "human", "tokens per scheduler step", default=8192, minimum=1,
        flag=("--max-num-batched-tokens",), name="max_num_batched_tokens", help="tokens per scheduler step",
        panel="cache", vllm=("--max-num-batched-tokens",), vllm_parse="human", vllm_args="always"),
+    _k("cache.in_flight_batches", "int", "batches scheduled but not yet settled (vLLM 0.26+ max_concurrent_batches: 2 "
+       "with async scheduling on the V1 runner at PP 1, PP + 1 on the V2 runner, else PP); a sliding window keeps "
+       "this many x max_num_batched_tokens. null: one (check --log reads it from the log)", minimum=1,
+       nullable=True),
     _k("cache.enable_prefix_caching", "bool", "null: vLLM's default (on; off for models with Mamba layers)",
        nullable=True, flag=("--enable-prefix-caching/--no-enable-prefix-caching",), name="prefix",
        label="--enable-prefix-caching", help="prefix caching on/off (default: vLLM's)", panel="cache",

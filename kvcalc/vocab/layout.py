@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     _Sig = TypeVar("_Sig")
 
-DRAFT_METHODS = ("eagle", "eagle3", "mtp", "ngram", "suffix")
+DRAFT_METHODS = ("eagle", "eagle3", "mtp", "dspark", "ngram", "suffix")
 # Drafters with no model and so no KV layers (vLLM 0.33.0 config/speculative.py:74-82 SpeculativeMethod "ngram",
 # "ngram_gpu", "suffix"): they still set num_speculative_tokens (Mamba conv rows, config/vllm.py) and count as a
 # speculative config.
@@ -268,6 +268,7 @@ class CacheLayout:
     mamba_cache_mode: str = "auto"
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU class (1024 / 256)
     max_num_batched_tokens_given: bool = True  # False: the default, which a known GPU class replaces
+    in_flight_batches: int | None = None  # vLLM 0.26+ max_concurrent_batches (None: one)
     enable_chunked_prefill: bool | None = None  # --[no-]enable-chunked-prefill; None: vLLM's default (on)
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: past the derived maximum is a warning
 

@@ -122,18 +122,47 @@ def test_hand_formulas_flash_0_27():
     assert p.logs.max_concurrency == n / per_request
 
 
-def test_b300_log_is_refused_by_name():
-    # A real start-up log (vLLM 0.26.0, B300, its header cites the source): the server ran a DSpark drafter (three
-    # more decoder layers' caches, 7 speculative tokens) and the MXFP4 indexer cache, neither of which kvcalc models:
-    # check --log refuses it by name rather than report a mismatch or a match it cannot stand behind.
-    from kvcalc.inputs.layout.read import layout_from_dict
+def _b300():
+    with open(os.path.join(FIXTURES, "deepseek-v4-flash-0731-b300-tp1-v0.26.0.log")) as f:
+        return f.read()
+
+
+def test_b300_log_without_the_drafter_is_refused_by_name():
+    # The server ran a DSpark drafter (three more decoder layers' caches): a layout without it is refused by name
+    # rather than reported as a mismatch.
     from kvcalc.tools.logcheck import check
 
-    with open(os.path.join(FIXTURES, "deepseek-v4-flash-0731-b300-tp1-v0.26.0.log")) as f:
-        text = f.read()
     layout = layout_from_dict({"model": {"hf_config": FLASH}}, source="dsv4.yaml")
     with pytest.raises(UnsupportedError, match="dspark drafter"):
-        check(layout, text, source="b300.log")
+        check(layout, _b300(), source="b300.log")
+
+
+def test_b300_log_with_the_dspark_drafter_agrees():
+    # A real start-up log (vLLM 0.26.0, one B300, --speculative-config method dspark, 7 tokens; its header cites the
+    # source): "GPU KV cache size: 913,657 tokens", "Maximum concurrency for 65,536 tokens per request: 13.94x".
+    # The logged numbers come from the log itself; kvcalc reads the 86.74 GiB, the async scheduling and V2 runner
+    # lines (2 batches in flight, config/vllm.py:512-533 @0.26.0) and plans the drafter's three sliding caches.
+    from kvcalc.tools.logcheck import check
+
+    layout = layout_from_dict({"model": {"hf_config": FLASH, "draft": {"method": "dspark",
+                                                                       "num_speculative_tokens": 7}}},
+                              source="dsv4.yaml")
+    out = check(layout, _b300(), source="b300.log")
+    rows = {r["quantity"]: r for r in out["rows"]}
+    tokens = rows["GPU KV cache size (tokens)"]
+    assert tokens["logged"] == "913,657", "the log's GPU KV cache size"
+    assert tokens["predicted"] == "913,657", "GPU KV cache size"
+    conc = rows["maximum concurrency (65,536 tokens)"]
+    assert conc["logged"] == "13.94x", "the log's maximum concurrency"
+    assert conc["predicted"] == "13.94x", "maximum concurrency"
+    assert out["match"] is True, "every logged row agrees"
+    # The block count lies in the +-0.005 GiB band of 86.74 GiB at 1,077,120 B a block id: 0.26.0's slots per page
+    # size, the most layers of it in one group (the DSpark layers make both sliding groups 23 layers of 37,440 B).
+    per_block = 23 * 37440 + 21 * 8640 + 20 * 1728
+    assert per_block == 1_077_120
+    lo, hi = -(-(8674 * (1 << 30) - (1 << 30) // 2) // 100 // per_block), (8674 * (1 << 30) + (1 << 30) // 2) // 100 \
+        // per_block
+    assert lo <= out["num_gpu_blocks"] <= hi, "num_gpu_blocks within the logged memory's band"
 
 
 @pytest.mark.parametrize("version,blocks,stride", [("0.26.0", 7962, 1_039_680), ("0.33.0", 8260, 1_002_240)])
@@ -147,3 +176,35 @@ def test_mtp_layer_joins_the_second_sliding_group(version, blocks, stride):
     swa = [g.num_layers for g in p.grouping.groups if g.spec.block_size == 64]
     assert swa == [22, 22]
     assert (p.gpu.num_blocks, p.gpu.workers[0].bytes_per_block) == (blocks, stride)
+
+
+with open(os.path.join(FIXTURES, "dspark_vectors.json")) as _f:
+    DSPARK = json.load(_f)["vectors"]
+
+
+def _dspark_plan(v: dict):
+    cache = {"kv_cache_memory": v["gpu_kv_budget_bytes"], "max_model_len": v["max_model_len"],
+             "max_num_batched_tokens": 8192, "kv_cache_dtype": "fp8", "block_size": 256}
+    if v["async_scheduling"]:
+        cache["in_flight_batches"] = 2  # max_concurrent_batches at PP 1 with async scheduling, either runner
+    data = {"model": {"hf_config": FLASH, "draft": {"method": "dspark", "num_speculative_tokens": 7}},
+            "cache": cache, "parallel": {"tensor_parallel_size": v["tp"]}, "vllm": {"version": v["version"]}}
+    return plan(layout_from_dict(data, source="dspark.yaml"))
+
+
+@pytest.mark.parametrize("v", DSPARK, ids=lambda v: f"{v['version']}-tp{v['tp']}-async{int(v['async_scheduling'])}")
+def test_dspark_vector(v):
+    # Each release's own code with the DSpark drafter's three sliding caches (the fixture's header says how).
+    p = _dspark_plan(v)
+    assert p.gpu.num_blocks == v["num_gpu_blocks"], "num_gpu_blocks"
+    assert p.gpu.workers[0].bytes_per_block == v["bytes_per_block"], "bytes per block id"
+    assert p.gpu.workers[0].num_tensors == v["num_kv_cache_tensors"], "kv_cache_tensors"
+    got = [[g.spec.block_size, g.num_layers, g.spec.page_size_bytes] for g in p.grouping.groups]
+    assert got == v["groups"], "groups (block size, layers, page)"
+    assert p.logs.max_concurrency == pytest.approx(v["max_concurrency"], rel=1e-12), "max concurrency"
+
+
+def test_dspark_refused_before_its_release():
+    v = {**DSPARK[0], "version": "0.24.0"}
+    with pytest.raises(StartupRefusal, match="DSparkDraftModel from 0.25.0"):
+        _dspark_plan(v)

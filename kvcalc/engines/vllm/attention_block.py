@@ -117,7 +117,7 @@ def _queries(layout: Layout, kv: str, dtype: str, connector: bool, prefix: bool 
                       what=f"{'sliding-window' if kind is LayerKind.SLIDING else 'attention'} layers (head {d})")
         out.append((r.start, q))
     draft = model.draft
-    if draft is not None and draft.num_layers and draft.method != "mtp":
+    if draft is not None and draft.num_layers and draft.method not in ("mtp", "dspark"):
         out.append((model.num_layers, Query(head_size=known(draft.head_size), head_size_v=draft.head_size_v,
                                             dtype=dtype, kv=kv, block_size=block, connector=connector,
                                             what=f"the {draft.method} drafter's layers")))

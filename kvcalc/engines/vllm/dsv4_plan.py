@@ -47,9 +47,14 @@ def check_release(layout: Layout, behaviour: Behaviour) -> None:
     if layout.offload.backend == "simple":
         raise UnsupportedError("DeepSeek-V4 with the SimpleCPUOffloadConnector is not modelled (its sizing of the "
                                "packed five-group allocation was not read); the native connector is")
-    if model.draft is not None and model.draft.method not in ("mtp", "ngram", "suffix"):
-        raise UnsupportedError(f"DeepSeek-V4 with a {model.draft.method} drafter is not modelled (MTP is; the "
-                               "DSpark drafter's caches are not)")
+    if model.draft is not None and model.draft.method not in ("mtp", "dspark", "ngram", "suffix"):
+        raise UnsupportedError(f"DeepSeek-V4 with a {model.draft.method} drafter is not modelled (MTP and DSpark "
+                               "are)")
+    if model.draft is not None and model.draft.method == "dspark" and "DSparkDraftModel" not in \
+            registry_of(behaviour.release):
+        # config/speculative.py:934-943 @0.26.0 names the drafter DSparkDraftModel (registry.py:609 @0.26.0).
+        raise StartupRefusal(f"vLLM {behaviour.version} has no DSpark drafter for DeepSeek-V4: its registry lists "
+                             f"DSparkDraftModel from {first_release('DSparkDraftModel')}")
 
 
 def _gib(b: int) -> str:

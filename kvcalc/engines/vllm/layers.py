@@ -262,11 +262,14 @@ class _Builder:
         d = self.model.draft_section
         base = self.model.num_layers
         indices = range(base, base + d.num_layers)
-        if d.method == "mtp" and self.model.is_dsv4:
+        if d.method in ("mtp", "dspark") and self.model.is_dsv4:
             # DeepSeek-V4's MTP layer: compress ratio 1, a sliding-window cache only (0.20.0 deepseek_v4.py:900-903).
+            # Its DSpark drafter builds DeepseekV4DecoderLayers at layers.{num_hidden_layers + i} (dspark.py:88-97
+            # @0.26.0), ratio 1 past num_hidden_layers (models/deepseek_v4/attention.py:187-190 @0.26.0): the same.
             m = self.model
             head = next(h for k, h in zip(m.layer_types, m.head_size) if k.dsv4)
-            return self.decoder_runs(LayerKind.DSV4_SWA, 0, head, 0, indices, "mtp_block.")
+            prefix = "mtp_block." if d.method == "mtp" else "dspark."
+            return self.decoder_runs(LayerKind.DSV4_SWA, 0, head, 0, indices, prefix)
         if d.method == "mtp":
             # MTP layers repeat the target's main attention layer (DeepSeek: the MLA spec, with its indexer).
             m = self.model
@@ -487,8 +490,11 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         notes.append(f"vLLM {behaviour.version} takes sink_len / block_size = {model.sink_len // block_size} blocks "
                      "from the free pool at start for the static sinks: the logged capacity still counts them")
     stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
-    usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens,
-                         mamba_cache_mode=mode)
+    # 0.26+: a window keeps max_in_flight_tokens (config/vllm.py:525-533 @0.26.0), the batches in flight x
+    # max_num_batched_tokens; UsageContext's tokens are that.
+    batches = (cache.in_flight_batches or 1) if behaviour.in_flight_reserve else 1
+    usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens
+                         * batches, mamba_cache_mode=mode)
     return LayerPlan(stages=stages, block_size=block_size, block_size_note=block_note,
                      mamba_block_size=mamba_block, mamba_cache_mode=mode, enable_prefix_caching=prefix,
                      usage=usage, notes=tuple(notes), attention=attention)

@@ -206,6 +206,16 @@ def _draft(r: Reader, data: Any, kinds: set) -> DraftLayout:
                 raise r.fail(f"model.draft.{key}", f"no value: {method} drafting has no draft model", d[key])
         return DraftLayout(method=method, num_layers=0, num_speculative_tokens=ns)
     n = r.key(d, "model.draft.num_layers")
+    if method == "dspark":
+        # DeepSeek-V4's DSpark drafter reuses the target's config and decoder layer (models/deepseek_v4/nvidia/
+        # dspark.py:56-100 @0.26.0); the DSpark drafters of Qwen3 / Gemma-4 / Kimi-K3 have their own: not modelled.
+        if not any(k.dsv4 for k in kinds):
+            raise r.fail("model.draft.method", "mtp, eagle or eagle3: kvcalc models the DSpark drafter of "
+                         "DeepSeek-V4 only", method)
+        for key in ("num_kv_heads", "head_size", "head_size_v"):
+            if d.get(key) is not None:
+                raise r.fail(f"model.draft.{key}", "no value: DSpark layers take the main model's shape", d[key])
+        return DraftLayout(method=method, num_layers=n, num_speculative_tokens=ns)
     if method == "mtp":
         if not ({LayerKind.MLA, LayerKind.FULL} & kinds or any(k.dsv4 for k in kinds)):
             raise r.fail("model.draft.method", "eagle or eagle3: mtp copies the model's mla or full-attention layer",

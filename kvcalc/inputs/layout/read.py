@@ -95,6 +95,14 @@ def expand(data: Any, *, source: str = "<layout>", overrides: dict[str, tuple[An
             origin.update({k: f"drafter config {written}: {v}" for k, v in draft_origin.items()
                            if k.split(".")[-1] not in draft
                            or draft[k.split(".")[-1]] == mapped_draft.get(k.split(".")[-1])})
+        if draft.get("method") == "dspark" and draft.get("num_layers") is None:
+            # DSparkDeepseekV4Model: getattr(config, "n_mtp_layers", None) or 3 decoder layers, the target's own
+            # config (models/deepseek_v4/nvidia/dspark.py:69 @0.26.0, :106 @0.33.0).
+            config = top.get(CONFIG_KEY, (None, {}))[1]
+            given = config.get("n_mtp_layers") if isinstance(config, dict) else None
+            draft["num_layers"] = given or 3
+            origin["model.draft.num_layers"] = "n_mtp_layers" if given else \
+                "DSpark's default of 3 layers (models/deepseek_v4/nvidia/dspark.py:69 @0.26.0)"
         if draft.get("method") == "mtp" and draft.get("num_layers") is None:
             if not nextn:
                 raise r.fail("model.draft.num_layers", "the number of MTP layers (the model config's "

@@ -293,7 +293,8 @@ def _cache(r: Reader, data: Any, model: ModelLayout, par: ParallelLayout, mpe: i
                        mamba_cache_mode=mode, max_num_seqs=r.key(c, "cache.max_num_seqs"),
                        max_num_batched_tokens_given=c.get("max_num_batched_tokens") is not None,
                        allow_long_max_model_len=r.key(c, "cache.allow_long_max_model_len"),
-                       enable_chunked_prefill=r.key(c, "cache.enable_chunked_prefill"))
+                       enable_chunked_prefill=r.key(c, "cache.enable_chunked_prefill"),
+                       in_flight_batches=r.key(c, "cache.in_flight_batches"))
 
 
 def _kv_dtype(r: Reader, c: dict, model: ModelLayout) -> tuple[str, tuple]:

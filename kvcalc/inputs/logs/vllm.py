@@ -77,6 +77,9 @@ _PATTERNS = {
     "backend": re.compile(r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend(?:\.| out of)"),
     "block_line": re.compile(r"(?:Setting|Forcing) kv cache block size to ([0-9]+) for ([A-Za-z0-9_/]+) backend"),
     "hybrid_block": re.compile(r"Setting attention block size to ([0-9]+) tokens to ensure that attention page size"),
+    # 0.26.0 config/vllm.py:1109-1111 and v1/worker/gpu_worker.py:378: how many batches are in flight (tools/logcheck)
+    "async_scheduling": re.compile(r"Asynchronous scheduling is (enabled|disabled)\."),
+    "v2_runner": re.compile(r"Using (V2) Model Runner"),
 }
 _EVERY = {"available_gib", "weights_gib", "graph_capture_gib"}
 # The lines kept per worker process (WorkerLines): the pattern and the group of the value.
@@ -150,6 +153,8 @@ class StartupLog:
     backends: tuple[str, ...] = ()  # the attention backends the "Using X ... backend" lines name, in order
     block_lines: tuple[tuple[int, str, int], ...] = ()  # (size, backend, line) of each kv cache block size line
     hybrid_block: tuple[int, int] | None = None  # (size, line): the last "Setting attention block size" line
+    async_scheduling: bool | None = None  # "Asynchronous scheduling is enabled." / "disabled."
+    v2_runner: bool = False  # "Using V2 Model Runner"
 
     @property
     def num_gpu_blocks(self) -> int | None:
@@ -238,7 +243,8 @@ def parse(text: str, source: str = "<log>") -> StartupLog:
         if line.startswith("#"):
             continue  # a fixture's source header; vLLM's lines never start with '#'
         if "GiB" not in line and "tokens" not in line and "num_gpu_blocks" not in line and "config" not in line \
-                and "version" not in line and "args" not in line and "batched" not in line and "backend" not in line:
+                and "version" not in line and "args" not in line and "batched" not in line and "backend" not in line \
+                and "scheduling" not in line and "Runner" not in line:
             continue  # most lines of a DEBUG log hold none of them
         proc = _process(line, procs)
         for name, pattern in _PATTERNS.items():
@@ -325,5 +331,7 @@ def _record(source: str, found: dict, every: dict, overrides: list) -> StartupLo
         cudagraph_actual_gib=g("cudagraph_pool") or (every["graph_capture_gib"][-1] if every["graph_capture_gib"]
                                                      else None),
         max_num_batched_tokens=None if "mnbt" not in found else int(at("mnbt")),
+        async_scheduling=None if "async_scheduling" not in found else at("async_scheduling") == "enabled",
+        v2_runner="v2_runner" in found,
         tag_release=AVAILABLE_TAGS.get(int(at("tag"))) if "tag" in found else None,
         engine=engine, args=_args(at("args")) if "args" in found else ())

@@ -430,7 +430,8 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
         raise _fail("--speculative-config", "a JSON object", cfg)
     method = cfg.get("method")
     methods = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "deepseek_mtp": "mtp", "qwen3_next_mtp": "mtp",
-               "ngram": "ngram", "ngram_gpu": "ngram", "suffix": "suffix"}  # config/speculative.py:74-82 @0.33.0
+               "ngram": "ngram", "ngram_gpu": "ngram", "suffix": "suffix",  # config/speculative.py:74-82 @0.33.0
+               "dspark": "dspark"}  # DeepSeek-V4's (config/speculative.py:62,934-943 @0.26.0)
     if method not in methods:
         raise UnsupportedError(f"{SOURCE}: --speculative-config: method {method!r}: kvcalc models "
                                f"{', '.join(methods)}")
@@ -438,7 +439,9 @@ def _speculative(cfg: Any, overrides: dict, env) -> None:
     if cfg.get("num_speculative_tokens") is not None:
         overrides["model.draft.num_speculative_tokens"] = (cfg["num_speculative_tokens"],
                                                            "--speculative-config num_speculative_tokens")
-    if methods[method] not in ("mtp", "ngram", "suffix"):  # ngram and suffix drafting read no draft model
+    # ngram and suffix drafting read no draft model; MTP and DeepSeek-V4's DSpark read the target's
+    # (config/speculative.py:706-712 @0.26.0: dspark takes target_model_config.model)
+    if methods[method] not in ("mtp", "dspark", "ngram", "suffix"):
         if not isinstance(cfg.get("model"), str):
             raise _fail("--speculative-config.model", f"the {method} drafter model (a directory or a hub id)",
                         cfg.get("model"))

@@ -89,6 +89,11 @@ MODEL_STEPS: dict[str, tuple[Step, ...]] = {
     "concurrency_sum": (  # the logged maximum concurrency (equal pages: both give the same number)
         Step((0, 0, 0), False, "0.26.0 v1/core/kv_cache_utils.py:937-955: N / cdiv(n * sum M_g, page_0 * n)"),
         Step((0, 27, 0), True, "0.27.0 v1/core/kv_cache_utils.py:937-959: N / sum_g cdiv(M_g, page_g)")),
+    "in_flight_reserve": (  # a sliding / chunked window keeps max_in_flight_tokens, not one batch's tokens
+        Step((0, 0, 0), False, "0.25.1 v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: "
+                               "sliding_window - 1 + max_num_batched_tokens"),
+        Step((0, 26, 0), True, "0.26.0 v1/kv_cache_interface.py:584,595 and config/vllm.py:525-533: "
+                               "max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens")),
     "dsv4_grouping": (  # DeepSeek-V4's groups (engines/vllm/dsv4.py)
         Step((0, 0, 0), "padded", "0.20.0 v1/core/kv_cache_utils.py:1481-1579: keyed sets, state pages padded to "
                                   "the nearest MLA page (:1549)"),

@@ -327,10 +327,9 @@ STEPS: dict[str, tuple[Step, ...]] = {
     **MODEL_STEPS,
 }
 
-# PyTorch's caching host allocator: every pinned allocation is rounded up to PowerOf2Ceil(size); torch 2.13
-# adds PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N (sizes above it are not rounded).
-# torch 2.9.1-2.11.0 include/ATen/core/CachingHostAllocator.h: roundSize = PowerOf2Ceil(size); 2.13.0 / 2.14.1: only if
-# size <= pinned_max_round_threshold() and <= pinned_max_cached_size() (c10/core/AllocatorConfig.h: SIZE_MAX).
+# PyTorch's caching host allocator rounds each pinned allocation up to PowerOf2Ceil(size) (torch 2.9.1-2.11.0
+# include/ATen/core/CachingHostAllocator.h); torch 2.13.0 / 2.14.1 only if size <= pinned_max_round_threshold()
+# (PYTORCH_ALLOC_CONF=pinned_max_round_threshold_mb:N) and <= pinned_max_cached_size() (c10/core/AllocatorConfig.h).
 TORCH_ROUND_THRESHOLD = ("2.13.0", "2.14.0")
 
 
@@ -362,6 +361,7 @@ class Behaviour:
     hybrid_prefix_caching: bool
     hybrid_mla_floor_128: bool
     concurrency_sum: bool
+    in_flight_reserve: bool
     dsv4_grouping: str
     dsv4_layout: str
     dsv4_auto_kv_dtype: bool
