@@ -850,6 +850,26 @@ def _(old, new):
     assert pick[new]["max_concurrency"] < pick[old]["max_concurrency"] / 1.9
 
 
+@boundary("dsv4_fp4_indexer_row", "0.27.0")
+def _(old, new):
+    # The real B300 log ran the MXFP4 indexer cache ("Using MXFP4 indexer cache for Lightning Indexer."): 0.26.0
+    # allocates the FP8 row for it, so its numbers agree; read as 0.27.0's, whose 68-byte row kvcalc does not model,
+    # the log is refused by name.
+    from test_dsv4 import FLASH, _b300
+
+    from kvcalc.inputs.layout.read import layout_from_dict
+    from kvcalc.tools.logcheck import check
+    from kvcalc.vocab.errors import UnsupportedError
+
+    def layout(version):
+        return layout_from_dict({"model": {"hf_config": FLASH, "draft": {"method": "dspark"}},
+                                 "vllm": {"version": version}}, source="dsv4.yaml")
+
+    assert check(layout(old), _b300(), source="b300.log", version_given=True)["match"] is True
+    with pytest.raises(UnsupportedError, match="use_fp4_indexer_cache"):
+        check(layout(new), _b300(), source="b300.log", version_given=True)
+
+
 @boundary("dsv4_grouping", "0.27.0")
 def _(old, new):
     # 0.26.0 pads the C4 states' 32,832-byte pages to the 37,440-byte MLA page: 21 x 8,640 + 21 x 37,440; 0.27.0

@@ -137,7 +137,10 @@ def _unmodelled_run(layout: Layout, logged: StartupLog, source: str) -> None:
         raise UnsupportedError(f"{source}: the server ran a {method.group(1)} drafter ({spec[:80]}), whose KV layers "
                                "the logged numbers include; the layout has none (give --speculative / "
                                "--draft-config where kvcalc models the method)")
-    if layout.model.is_dsv4 and "use_fp4_indexer_cache=True" in str(logged.args):
+    from ..vocab.releases.vllm import behaviour_for
+
+    fp4 = logged.fp4_indexer or "use_fp4_indexer_cache=True" in str(logged.args)
+    if layout.model.is_dsv4 and fp4 and behaviour_for(layout.vllm_version).dsv4_fp4_indexer_row:
         raise UnsupportedError(f"{source}: the server ran DeepSeek-V4 with use_fp4_indexer_cache (the MXFP4 68-byte "
                                "indexer row, models/deepseek_v4/attention.py:1019-1023 @0.33.0): not modelled")
 

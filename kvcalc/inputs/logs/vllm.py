@@ -80,6 +80,7 @@ _PATTERNS = {
     # 0.26.0 config/vllm.py:1109-1111 and v1/worker/gpu_worker.py:378: how many batches are in flight (tools/logcheck)
     "async_scheduling": re.compile(r"Asynchronous scheduling is (enabled|disabled)\."),
     "v2_runner": re.compile(r"Using (V2) Model Runner"),
+    "fp4_indexer": re.compile(r"Using (MXFP4) indexer cache for Lightning Indexer"),  # attention.py:694 @0.26.0
 }
 _EVERY = {"available_gib", "weights_gib", "graph_capture_gib"}
 # The lines kept per worker process (WorkerLines): the pattern and the group of the value.
@@ -155,6 +156,7 @@ class StartupLog:
     hybrid_block: tuple[int, int] | None = None  # (size, line): the last "Setting attention block size" line
     async_scheduling: bool | None = None  # "Asynchronous scheduling is enabled." / "disabled."
     v2_runner: bool = False  # "Using V2 Model Runner"
+    fp4_indexer: bool = False  # DeepSeek-V4's "Using MXFP4 indexer cache for Lightning Indexer."
 
     @property
     def num_gpu_blocks(self) -> int | None:
@@ -244,7 +246,7 @@ def parse(text: str, source: str = "<log>") -> StartupLog:
             continue  # a fixture's source header; vLLM's lines never start with '#'
         if "GiB" not in line and "tokens" not in line and "num_gpu_blocks" not in line and "config" not in line \
                 and "version" not in line and "args" not in line and "batched" not in line and "backend" not in line \
-                and "scheduling" not in line and "Runner" not in line:
+                and "scheduling" not in line and "Runner" not in line and "Indexer" not in line:
             continue  # most lines of a DEBUG log hold none of them
         proc = _process(line, procs)
         for name, pattern in _PATTERNS.items():
@@ -332,6 +334,6 @@ def _record(source: str, found: dict, every: dict, overrides: list) -> StartupLo
                                                      else None),
         max_num_batched_tokens=None if "mnbt" not in found else int(at("mnbt")),
         async_scheduling=None if "async_scheduling" not in found else at("async_scheduling") == "enabled",
-        v2_runner="v2_runner" in found,
+        v2_runner="v2_runner" in found, fp4_indexer="fp4_indexer" in found,
         tag_release=AVAILABLE_TAGS.get(int(at("tag"))) if "tag" in found else None,
         engine=engine, args=_args(at("args")) if "args" in found else ())

@@ -94,6 +94,11 @@ MODEL_STEPS: dict[str, tuple[Step, ...]] = {
                                "sliding_window - 1 + max_num_batched_tokens"),
         Step((0, 26, 0), True, "0.26.0 v1/kv_cache_interface.py:584,595 and config/vllm.py:525-533: "
                                "max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens")),
+    "dsv4_fp4_indexer_row": (  # --attention-config use_fp4_indexer_cache: a row of its own (tools/logcheck refuses)
+        Step((0, 0, 0), False, "0.26.0 models/deepseek_v4/attention.py:729-734: the MXFP4 indexer cache allocates "
+                               "the FP8 row's 132 B"),
+        Step((0, 27, 0), True, "0.27.0 models/deepseek_v4/attention.py:781-784: 64 packed values + 4 UE8M0 scales = "
+                               "68 B")),
     "dsv4_grouping": (  # DeepSeek-V4's groups (engines/vllm/dsv4.py)
         Step((0, 0, 0), "padded", "0.20.0 v1/core/kv_cache_utils.py:1481-1579: keyed sets, state pages padded to "
                                   "the nearest MLA page (:1549)"),

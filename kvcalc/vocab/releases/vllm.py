@@ -1,16 +1,15 @@
 """vLLM release -> behaviour. Every version difference kvcalc knows lives here, as data, with its evidence.
 
-Three tables: `RELEASES`, every vLLM release from 0.14.0 to 0.33.0 (each one's wheel was read); `FAMILIES`, one
-record per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on, each
-step citing the file of the release where it first holds (and the last one before). `behaviour_for(version)` reads
-them once per release; later stages never compare version strings. `kvcalc versions --boundaries` prints them.
+Three tables: `RELEASES`, every vLLM release from 0.14.0 to 0.33.0 (each one's wheel was read); `FAMILIES`, one record
+per CPU-formula family; `STEPS`, one row per behaviour flag: the value it takes from each release on, each step citing
+the file of the release where it first holds (and the last one before). `behaviour_for(version)` reads them once per
+release; later stages never compare version strings (`kvcalc versions --boundaries` prints them).
 
 Where these differ from ../shared/spec/vllm-kv-model.md, the wheels win (the spec read 17 releases and mapped
 the others to the nearest older one): the shared region, page alignment and single-copy MLA start at 0.27.0, not
 0.28.0; the single allocation at 0.29.0, not 0.30.0; the kv_tp_replicas test at 0.31.0, not 0.32.0; vLLM's
 int(concurrency x max_model_len) token log at 0.20.1, not 0.21.0; the offloader's chunked-local refusal lasts to
-0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0.
-"""
+0.27.1, not 0.22.x; ROCm loses the shared region at 0.31.0 and XPU gains it at 0.32.0."""
 
 from __future__ import annotations
 
@@ -365,6 +364,7 @@ class Behaviour:
     dsv4_grouping: str
     dsv4_layout: str
     dsv4_auto_kv_dtype: bool
+    dsv4_fp4_indexer_row: bool
     hybrid_backend_lcm: bool
     hybrid_checkpoint_alignment: bool
     mamba_modes: tuple[str, ...]
