@@ -26,6 +26,7 @@ from .specs import (
     interned,
 )
 from .runs import Run, clip, named_specs, progressions
+from .rules import in_flight_batches
 from ...vocab.units import cdiv
 from ...vocab.releases.vllm import Behaviour
 from .attention_block import AttentionPlan, plan_attention
@@ -490,9 +491,8 @@ def build_layers(layout: Layout, behaviour: Behaviour) -> LayerPlan:
         notes.append(f"vLLM {behaviour.version} takes sink_len / block_size = {model.sink_len // block_size} blocks "
                      "from the free pool at start for the static sinks: the logged capacity still counts them")
     stages = _stages(layout, _Builder(layout, behaviour, block_size, kv, kv_auto, mamba_spec))
-    # 0.26+: a window keeps max_in_flight_tokens (config/vllm.py:525-533 @0.26.0), the batches in flight x
-    # max_num_batched_tokens; UsageContext's tokens are that.
-    batches = (cache.in_flight_batches or 1) if behaviour.in_flight_reserve else 1
+    # 0.26+: a window keeps the batches in flight x max_num_batched_tokens (rules.in_flight_batches).
+    batches = in_flight_batches(layout, behaviour, stages, notes)
     usage = UsageContext(max_model_len=cache.max_model_len, max_num_batched_tokens=cache.max_num_batched_tokens
                          * batches, mamba_cache_mode=mode)
     return LayerPlan(stages=stages, block_size=block_size, block_size_note=block_note,

@@ -51,3 +51,20 @@ def verify(layout: Layout, version: str) -> None:
         # v1/core/block_pool.py BlockPool.__init__ (0.14.0:155, 0.33.0:169): assert num_gpu_blocks > 0.
         raise StartupRefusal(f"{prefix}--num-gpu-blocks-override 0: BlockPool asserts num_gpu_blocks > 0 "
                              "(AssertionError): there is no KV cache to allocate")
+
+
+def in_flight_batches(layout: Layout, behaviour, stages, notes: list[str]) -> int:
+    """The batches whose tokens a sliding / chunked window keeps: vLLM 0.26+ max_in_flight_tokens =
+    max_concurrent_batches x max_num_batched_tokens (config/vllm.py:512-533 @0.26.0); one before 0.26.0. Unset,
+    kvcalc assumes one and says so where a window would keep more (async scheduling, on by default, keeps 2)."""
+    from .specs import ChunkedLocalAttentionSpec, SlidingWindowSpec
+
+    if not behaviour.in_flight_reserve:
+        return 1
+    given = layout.cache.in_flight_batches
+    if given is None and any(isinstance(r.spec, (SlidingWindowSpec, ChunkedLocalAttentionSpec))
+                             for s in stages for r in s.runs):
+        notes.append(f"in-flight batches not set: assuming 1 (vLLM {behaviour.version} keeps max_concurrent_batches "
+                     "x max_num_batched_tokens in a window: 2 with async scheduling at PP 1, PP + 1 on the V2 "
+                     "runner; cache.in_flight_batches, or check --log reads it)")
+    return given or 1
