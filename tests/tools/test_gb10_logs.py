@@ -1,0 +1,80 @@
+"""Real vLLM 0.25.1 start-up logs on an NVIDIA GB10 (DGX Spark), held out of every fit (issue 30, the other
+campaigns' subset): sostrowsk/dgx-spark-local-llm @a30decd7f6de661dac6971b785159d92b2d3d2dd, excerpts in
+tests/fixtures/logs/gb10/ (headers name each file). The checkpoints are quantized (NVFP4, AWQ INT4); their
+architecture is the base model's public config.json, and with the KV cache dtype auto the quantization does not
+change the KV bytes. Every expected number below is the one the log prints."""
+
+import json
+import os
+
+from kvcalc.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HF = os.path.join(ROOT, "tests", "fixtures", "hf")
+LOGS = os.path.join(ROOT, "tests", "fixtures", "logs", "gb10")
+GEMMA = os.path.join(HF, "gemma-4-26b-a4b.json")
+QWEN = os.path.join(HF, "qwen3.6-35b-a3b-mtp.json")
+
+
+def rows(capsys, argv):
+    code = main(argv)
+    doc = json.loads(capsys.readouterr().out)
+    return code, doc, {r["quantity"]: r for r in doc["rows"]}
+
+
+def test_gemma4_26b_a4b_nvfp4_on_gb10_logs_3912140_tokens_at_84_68_gib(capsys):
+    log = os.path.join(LOGS, "gemma-4-26b-a4b-nvfp4-gb10-tp1-v0.25.1-excerpt.log")
+    code, doc, by = rows(capsys, ["check", GEMMA, "--log", log, "--gpu", "gb10", "--format", "json"])
+    assert code == 0
+    assert doc["match"] is True
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "3,912,140"  # logged "GPU KV cache size: 3,912,140"
+    assert by["maximum concurrency (262,144 tokens)"]["predicted"] == "14.92x"  # logged "... request: 14.92x"
+    assert by["attention backend"]["predicted"].startswith("TRITON_ATTN")  # logged TRITON_ATTN backend
+
+
+def test_gemma4_26b_a4b_awq_int4_on_gb10_logs_3875400_tokens_at_83_89_gib(capsys):
+    # The same model at fp16 (the log's dtype=torch.float16): 2 bytes per element as bf16.
+    log = os.path.join(LOGS, "gemma-4-26b-a4b-awq-int4-gb10-tp1-v0.25.1-excerpt.log")
+    code, doc, by = rows(capsys, ["check", GEMMA, "--log", log, "--gpu", "gb10", "--format", "json"])
+    assert code == 0
+    assert doc["match"] is True
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "3,875,400"  # logged "GPU KV cache size: 3,875,400"
+    assert by["maximum concurrency (262,144 tokens)"]["predicted"] == "14.78x"  # logged "... request: 14.78x"
+
+
+QWEN_LOG = os.path.join(LOGS, "qwen3.6-35b-a3b-nvfp4-mtp-gb10-tp1-v0.25.1-excerpt.log")
+
+
+def test_qwen3_6_nvfp4_with_mtp_takes_the_logged_three_speculative_tokens(capsys):
+    # The log's non-default args: 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}. Three tokens
+    # add three conv rows to each Gated-DeltaNet state (conv_kernel - 1 + num_spec, mamba_utils.py @0.25.1:213-227),
+    # which moves vLLM's hybrid attention block to the logged "Setting attention block size to 1072 tokens"
+    # (one token would give a smaller page: 1056).
+    code, doc, by = rows(capsys, ["check", QWEN, "--log", QWEN_LOG, "--gpu", "gb10", "--speculative", "mtp",
+                                  "--format", "json"])
+    assert code == 0
+    assert doc["match"] is True
+    assert by["attention block size (hybrid alignment)"]["predicted"] == "1072"  # logged block size 1072
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "3,366,051"  # logged "GPU KV cache size: 3,366,051"
+    assert by["maximum concurrency (262,144 tokens)"]["predicted"] == "12.84x"  # logged "... request: 12.84x"
+    assert any("num_speculative_tokens 3" in n for n in doc["notes"])  # the note names what the log set
+
+
+def test_qwen3_6_nvfp4_with_mtp_from_its_serve_line(capsys):
+    argv = ["check", "--log", QWEN_LOG, "--gpu", "gb10", "--format", "json", "--", "vllm", "serve", QWEN,
+            "--max-model-len", "262144", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "32",
+            "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}']
+    code, doc, by = rows(capsys, argv)
+    assert code == 0
+    assert doc["match"] is True
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "3,366,051"  # logged "GPU KV cache size: 3,366,051"
+
+
+def test_a_logged_mtp_drafter_in_the_args_dict_is_refused_without_a_draft_layout(capsys):
+    # The drafter's KV layers count in the logged numbers: a layout without one must not be compared (exit 2, one
+    # line naming the log and the drafter), whether the log gives the speculative config as the non-default args'
+    # dict (this log) or as the engine line's SpeculativeConfig(...) text.
+    assert main(["check", QWEN, "--log", QWEN_LOG, "--gpu", "gb10"]) == 2
+    err = capsys.readouterr().err
+    assert "mtp drafter" in err
+    assert "qwen3.6-35b-a3b-nvfp4-mtp-gb10" in err
