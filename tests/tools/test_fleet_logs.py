@@ -1,4 +1,4 @@
-"""Real vLLM 0.25.1 start-up logs on an NVIDIA GB10 (DGX Spark), held out of every fit (issue 30, the other
+"""Real vLLM start-up logs held out of every fit (issue 30). First 0.25.1 logs on an NVIDIA GB10 (DGX Spark, the other
 campaigns' subset): sostrowsk/dgx-spark-local-llm @a30decd7f6de661dac6971b785159d92b2d3d2dd, excerpts in
 tests/fixtures/logs/gb10/ (headers name each file). The checkpoints are quantized (NVFP4, AWQ INT4); their
 architecture is the base model's public config.json, and with the KV cache dtype auto the quantization does not
@@ -78,3 +78,16 @@ def test_a_logged_mtp_drafter_in_the_args_dict_is_refused_without_a_draft_layout
     err = capsys.readouterr().err
     assert "mtp drafter" in err
     assert "qwen3.6-35b-a3b-nvfp4-mtp-gb10" in err
+
+
+def test_qwen3_vl_30b_a3b_fp8_on_rtx_6000_ada_with_a_kv_connector_logs_111376_tokens(capsys):
+    # ai-dynamo/dynamo vllm.txt @386a9ac (vLLM 0.15.1, eager, DynamoConnector): 10.2 GiB, and the KVBM worker's
+    # "num_device_blocks=6961, page_size=16" = 111,376 tokens; the connector turns the hybrid manager off.
+    cfg = os.path.join(HF, "qwen3-vl-30b-a3b.json")
+    log = os.path.join(ROOT, "tests", "fixtures", "logs", "formats",
+                       "qwen3-vl-30b-a3b-fp8-rtx6000ada-tp1-eager-kvconnector-v0.15.1-excerpt.log")
+    code, doc, by = rows(capsys, ["check", cfg, "--log", log, "--gpu", "rtx6000-ada", "--format", "json"])
+    assert code == 0
+    assert doc["match"] is True
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "111,376"  # logged "GPU KV cache size: 111,376"
+    assert by["maximum concurrency (16,384 tokens)"]["predicted"] == "6.80x"  # logged "... request: 6.80x"
