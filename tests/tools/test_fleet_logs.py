@@ -91,3 +91,16 @@ def test_qwen3_vl_30b_a3b_fp8_on_rtx_6000_ada_with_a_kv_connector_logs_111376_to
     assert doc["match"] is True
     assert by["GPU KV cache size (tokens)"]["predicted"] == "111,376"  # logged "GPU KV cache size: 111,376"
     assert by["maximum concurrency (16,384 tokens)"]["predicted"] == "6.80x"  # logged "... request: 6.80x"
+
+
+def test_qwen3_6_27b_fp8_on_h100_eager_logs_block_784_and_292522_tokens(capsys):
+    # phivan3008/meeting-translator vllm_serve.log @d57f674 (vLLM 0.27.1, H100, eager, utilization 0.88): 41.03 GiB,
+    # "Setting attention block size to 784 tokens", 292,522 tokens. The layout is nvidia/Qwen3.6-27B-NVFP4's config
+    # (the same architecture; the KV bytes do not depend on how the weights are quantized).
+    cfg = os.path.join(HF, "qwen3.6-27b-nvfp4.json")
+    log = os.path.join(ROOT, "tests", "fixtures", "logs", "formats", "qwen3.6-27b-fp8-h100-tp1-eager-v0.27.1-excerpt.log")
+    code, doc, by = rows(capsys, ["check", cfg, "--log", log, "--gpu", "h100", "--format", "json"])
+    assert code == 0
+    assert doc["match"] is True
+    assert by["attention block size (hybrid alignment)"]["predicted"] == "784"  # logged block size 784
+    assert by["GPU KV cache size (tokens)"]["predicted"] == "292,522"  # logged "GPU KV cache size: 292,522"
