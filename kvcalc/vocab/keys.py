@@ -232,6 +232,9 @@ KEYS: tuple[Key, ...] = (
        help=f"vLLM release, {supported_range()} (default {DEFAULT_VERSION}); `kvcalc versions` lists the families"),
     _k("vllm.platform", "choice", " | ".join(PLATFORMS), default="cuda", choices=PLATFORMS, flag=("--platform",),
        name="platform", help=" | ".join(PLATFORMS), panel="release"),
+    _k("vllm.attention_backend_env", "str", "VLLM_ATTENTION_BACKEND in the engine's environment (a serve line's or "
+       "manifest's variable sets it): vLLM 0.14.x takes it over --attention-backend; 0.15+ does not read it",
+       nullable=True),
     _k("vllm.attention_backend", "str", "vLLM's --attention-backend, an AttentionBackendEnum name of the release "
        "(null: the backend the release selects for the GPU)", nullable=True, flag=("--attention-backend",),
        name="attention_backend", help="force vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, "

@@ -131,12 +131,21 @@ def _attention_backend(r: Reader, vllm: dict, version: str) -> str | None:
     """--attention-backend: a member of the release's AttentionBackendEnum (config/attention.py
     validate_backend_before: AttentionBackendEnum[value.upper()], vLLM's ValueError for another name)."""
     from ...vocab.releases.attn_priorities import enum_members
+    from ...vocab.releases.attn_rules import attention_rules
     from ...vocab.releases.vllm import parse_release
 
+    release = parse_release(version)[0]
+    env = r.key(vllm, "vllm.attention_backend_env")
+    if env is not None and attention_rules(release).backend_env:
+        members = enum_members(release)
+        if env not in members:  # env_with_choices: case-sensitive, its own ValueError
+            raise r.fail("vllm.attention_backend_env", f"an attention backend of vLLM {version} (vLLM: \"Invalid value "
+                         f"'{env}' for VLLM_ATTENTION_BACKEND. Valid options: {list(members)}.\")", env)
+        return env
     name = r.key(vllm, "vllm.attention_backend")
     if name is None:
         return None
-    members = enum_members(parse_release(version)[0])
+    members = enum_members(release)
     if name.upper() not in members:
         raise r.fail("vllm.attention_backend", f"an attention backend of vLLM {version} (vLLM: \"Unknown attention "
                      f"backend: '{name.upper()}'. Valid options are: {', '.join(members)}\")", name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 LONG_VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 AITER_VAR = "VLLM_ROCM_USE_AITER"  # ROCm's attention backend choice reads it (platforms/rocm.py)
+BACKEND_VAR = "VLLM_ATTENTION_BACKEND"  # 0.14.x AttentionConfig.__post_init__ (config/attention.py:93 @0.14.0)
 
 
 def long_allowed(value: str) -> bool:
@@ -17,11 +18,12 @@ def aiter_enabled(value: str) -> bool:
 
 
 def read_switches(env: dict[str, str], overrides: dict, where: str) -> set[str]:
-    """VLLM_ALLOW_LONG_MAX_MODEL_LEN and VLLM_ROCM_USE_AITER as layout overrides (key path -> (value, where from));
-    the names read."""
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_ROCM_USE_AITER and VLLM_ATTENTION_BACKEND as layout overrides (key path ->
+    (value, where from)); the names read."""
     read = set()
     for var, key, parse in ((LONG_VAR, "cache.allow_long_max_model_len", long_allowed),
-                            (AITER_VAR, "vllm.rocm_use_aiter", aiter_enabled)):
+                            (AITER_VAR, "vllm.rocm_use_aiter", aiter_enabled),
+                            (BACKEND_VAR, "vllm.attention_backend_env", str)):
         if var in env:
             overrides[key] = (parse(env[var]), f"{var}={env[var]} ({where})")
             read.add(var)

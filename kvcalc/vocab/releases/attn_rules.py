@@ -133,6 +133,11 @@ ATTENTION_STEPS: dict[str, tuple[Step, ...]] = {
              "0.24.0 model_arch_config_convertor.py:564-600 and its table"),
         Step((0, 31, 0), ("diffusion_gemma", "diffusion_gemma_text", "gemma4", "gemma4_text", "gemma4_unified",
                           "gemma4_unified_text"), "0.31.0 model_arch_config_convertor.py:734 and its table")),
+    # VLLM_ATTENTION_BACKEND: 0.14.x's AttentionConfig.__post_init__ sets the backend from it, over the flag
+    # (config/attention.py:73-93 @0.14.0, envs.py:687-695 env_with_choices, case-sensitive); 0.15.0's envs.py has none.
+    "backend_env": (
+        Step((0, 0, 0), True, "0.14.1 config/attention.py:93 _set_from_env_if_set(backend, VLLM_ATTENTION_BACKEND)"),
+        Step((0, 15, 0), False, "0.15.0 envs.py: no VLLM_ATTENTION_BACKEND; config/attention.py reads no variable")),
     "fi_sink_caps": (  # FlashInferBackend.supports_sink: TRTLLM decode / prefill (NVIDIA artifactory reachable)
         Step((0, 0, 0), "10.x", "0.27.1 v1/attention/backends/flashinfer.py:472-490: SM10x TRTLLM only"),
         Step((0, 28, 0), "10.x|12.x", "0.28.0 v1/attention/backends/flashinfer.py:542-560: + SM12x XQA"),
@@ -208,6 +213,7 @@ class AttentionRules:
         fa4_head192_v128: bool
         mm_prefix_models: tuple[str, ...]
         vision_prefix_types: tuple[str, ...]
+        backend_env: bool
         fi_sink_caps: str
         aiter_arches: str
         sparse_kv_format: str
