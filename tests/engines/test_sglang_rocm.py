@@ -90,3 +90,18 @@ def test_a_draft_on_rocm_is_refused_by_name(capsys):
     err = capsys.readouterr().err
     assert code == 2, "unsupported: exit 2"
     assert "SGLang on AMD Instinct MI300X (ROCm) with a speculative draft" in err, err
+
+
+def test_mla_without_a_config_is_refused_on_rocm():
+    """The MLA backend on ROCm follows the config's KV heads: a layout that states only the latent dims cannot say
+    which (exit 2, not a guess)."""
+    from kvcalc import layout_from_dict
+    from kvcalc.vocab.errors import UnsupportedError
+
+    layout = layout_from_dict({"engine": "sglang", "model": {"name": "DeepSeek-V3", "num_layers": 61,
+                                                             "dtype": "bfloat16", "kv_lora_rank": 512,
+                                                             "qk_rope_head_dim": 64},
+                               "parallel": {"tensor_parallel_size": 8}, "cache": {"max_model_len": 131072},
+                               "gpu": {"name": "MI300X"}, "sglang": {"weights_bytes": "80GiB"}})
+    with pytest.raises(UnsupportedError, match="follows the config's KV heads"):
+        build_stage(layout, behaviour_for("0.5.23"))

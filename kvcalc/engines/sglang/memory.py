@@ -148,8 +148,10 @@ def _rocm_backend(layout: Layout, mla: bool) -> str:
     if not mla:
         return "aiter"
     sg = sglang_of(layout)
-    heads = known(sg.config_kv_heads, "the config's KV heads (SGLang's MLA backend on ROCm reads them): give a "
-                                      "config.json")
+    heads = sg.config_kv_heads
+    if heads is None:
+        raise UnsupportedError(f"{layout.source}: SGLang's MLA backend on ROCm follows the config's KV heads (aiter "
+                               "with 16 or 128 a TP rank, else triton): give the model's config.json")
     return "aiter" if max(1, heads // layout.parallel.tensor_parallel_size) in (16, 128) else "triton"
 
 
