@@ -113,15 +113,15 @@ def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: st
 def rocm_refusal(layout: Layout, model: SglangModel) -> str | None:
     """Why kvcalc does not plan this SGLang deployment on an AMD GPU, or None. What was executed on ROCm (every
     release 0.5.14 - 0.5.23: tests/fixtures/sglang/rocm_vectors.json): the backend, page, fraction and prefill graph
-    of MHA, MLA and hybrid SWA models; the parts with HIP branches of their own not run are refused by name."""
+    of MHA, MLA and hybrid SWA models, DP attention on 0.5.23; the parts with HIP branches of their own not run are
+    refused by name."""
     sg = sglang_of(layout)
     if sg.device is None or not sg.device.rocm:
         return None
     what = [w for w, on in (("DeepSeek-V4 (srt/arg_groups/model_overrides/deepseek_v4.py's HIP backends)",
                              model.kind == "dsv4"),
                             ("a Mamba / GDN state pool (mamba_hook.py's HIP rules)", model.mamba_layers),
-                            ("a speculative draft (speculative_hook.py's HIP rules)", speculative(layout)),
-                            ("DP attention (parallel_hook.py's HIP rules)", sg.attn_dp_size > 1)) if on]
+                            ("a speculative draft (speculative_hook.py's HIP rules)", speculative(layout))) if on]
     if not what:
         return None
     return (f"SGLang on {sg.device.name} (ROCm) with {' and '.join(what)} is not modelled (its HIP branches were not "
