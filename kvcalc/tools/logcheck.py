@@ -110,7 +110,38 @@ def with_log_settings(layout: Layout, logged: StartupLog, given: frozenset[str])
     if dtype in ("bfloat16", "float16", "float32") and "model.dtype" not in given and dtype != model.dtype:
         layout = replace(layout, model=replace(model, dtype=dtype))
         taken.append(f"dtype {dtype}")
-    return layout, taken
+    return _with_logged_draft_tokens(layout, logged, given, taken)
+
+
+def logged_speculation(logged: StartupLog) -> tuple[str | None, int | None]:
+    """The drafter's method and speculative tokens the log states: the non-default args' dict
+    ({'method': 'mtp', 'num_speculative_tokens': 3}) or the engine line's repr, which vLLM writes as
+    `SpeculativeConfig(method='mtp', model=..., num_spec_tokens=3)` (config/speculative.py:1262-1276 @0.25.1)."""
+    import re
+
+    spec = logged.setting("speculative_config")
+    if isinstance(spec, dict):
+        method, n = spec.get("method"), spec.get("num_speculative_tokens")
+        return (method if isinstance(method, str) else None), (n if isinstance(n, int) else None)
+    if not isinstance(spec, str):
+        return None, None
+    found = re.search(r"method['\"]?\s*[:=]\s*['\"]([\w-]+)", spec)
+    count = re.search(r"num_spec(?:ulative)?_tokens['\"]?\s*[:=]\s*(\d+)", spec)
+    return (found.group(1) if found else None), (int(count.group(1)) if count else None)
+
+
+def _with_logged_draft_tokens(layout: Layout, logged: StartupLog, given: frozenset[str],
+                              taken: list[str]) -> tuple[Layout, list[str]]:
+    """The log's speculative token count for the layout's drafter, unless given: it sets the Mamba conv rows
+    (mamba_utils.py gated_delta_net_state_shape: conv_kernel_size - 1 + num_spec, @0.25.1:213-227) and so the
+    hybrid block size."""
+    draft = layout.model.draft
+    _method, n = logged_speculation(logged)
+    if draft is None or n is None or "model.draft.num_speculative_tokens" in given \
+            or n == draft.num_speculative_tokens:
+        return layout, taken
+    layout = replace(layout, model=replace(layout.model, draft=replace(draft, num_speculative_tokens=n)))
+    return layout, [*taken, f"num_speculative_tokens {n}"]
 
 
 def _in_flight(layout: Layout, logged: StartupLog) -> int | None:
@@ -129,12 +160,10 @@ def _in_flight(layout: Layout, logged: StartupLog) -> int | None:
 def _unmodelled_run(layout: Layout, logged: StartupLog, source: str) -> None:
     """Refuse a log whose server ran what the layout lacks and kvcalc cannot add: a drafter of a method kvcalc does
     not model (its KV layers count in the logged numbers), or, for DeepSeek-V4, the MXFP4 indexer cache."""
-    import re
-
-    spec = logged.setting("speculative_config")
-    method = re.search(r"method['\"]?\s*[:=]\s*['\"]([\w-]+)", spec) if isinstance(spec, str) else None
-    if method and layout.model.draft is None and method.group(1) not in ("ngram", "suffix"):
-        raise UnsupportedError(f"{source}: the server ran a {method.group(1)} drafter ({spec[:80]}), whose KV layers "
+    method, _n = logged_speculation(logged)
+    if method and layout.model.draft is None and method not in ("ngram", "suffix"):
+        spec = str(logged.setting("speculative_config"))
+        raise UnsupportedError(f"{source}: the server ran a {method} drafter ({spec[:80]}), whose KV layers "
                                "the logged numbers include; the layout has none (give --speculative / "
                                "--draft-config where kvcalc models the method)")
     from ..vocab.releases.vllm import behaviour_for

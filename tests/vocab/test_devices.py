@@ -68,11 +68,14 @@ def test_an_amd_gpu_plans_vllm_on_rocm_and_an_estimate_says_so(capsys):
     assert "NVIDIA L40's total is an estimate (+-0.1 GiB" in captured.err  # a sibling's (L40S) total
 
 
-def test_sglang_refuses_an_amd_gpu_by_name(capsys):
+def test_sglang_reads_rocminfo_on_an_amd_gpu(capsys):
+    import json
+
     from kvcalc.cli import main
 
     code = main(["plan", "tests/fixtures/models/llama-3.1-8b.json", "--engine", "sglang", "--gpu", "mi355x",
-                 "--weights-bytes", "16G"])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "AMD Instinct MI355X runs SGLang's ROCm defaults" in err
+                 "--weights-bytes", "16G", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    # rocminfo's Pool 1 in MiB (SGLang's get_amdgpu_memory_capacity): 287.98 GiB x 1024 = 294,896 MiB (the row's)
+    assert doc["sglang"]["memory"]["capacity_mib"] == 294896

@@ -11,7 +11,8 @@ from ...vocab.releases.sglang import SglangBehaviour, sglang_of
 from ...vocab.weights import WeightsSpec
 from .deploy import attention_parallel, mm_reservation_gib, speculative
 from .mamba import MambaState
-from .memory import GIB, Reserve, attention_backend, default_fraction, free_before, gpu_defaults, rest_gib
+from .memory import (GIB, Reserve, aiter_factor, attention_backend, default_fraction, free_before, gpu_defaults,
+                     rest_gib)
 from .model import SglangModel, StageCells, sglang_model
 from .dsv4 import Dsv4Pools
 from .pools import Pools, size_pools
@@ -35,12 +36,12 @@ class SglangGpu:
 
     attention_backend: str = field("SGLang's default backend on this GPU (fa3, flashinfer, triton, trtllm_mha, ...)")
     page_size: int = field("tokens per page: the flag's, else the backend's (1; 64 for TRT-LLM on SM100)")
-    capacity_mib: int | None = field("nvidia-smi memory.total (what the defaults read)")
+    capacity_mib: int | None = field("nvidia-smi memory.total (ROCm: rocminfo's Pool 1; what the defaults read)")
     mem_fraction_static: float | None = field("the fraction used (null when a budget was given in bytes)")
     mem_fraction_static_default: bool = field("true: SGLang's default for this GPU (reserve below), not a flag")
     reserve: Reserve | None = field("the default's terms (null when the flag sets the fraction)")
     free_before_bytes: int | None = field("free device memory before the weights load (pre_model_load_memory)")
-    free_before_basis: str = field("flag | table")
+    free_before_basis: str = field("flag | table | estimate (ROCm: CUDA's gap below the capacity)")
     free_before_source: str = field("where it comes from")
     weights_bytes: tuple[int, ...] = field("per PP stage: the weights on one rank")
     weights_basis: str = field("flag (--weights-bytes) | exact | estimate (the parameter breakdown)")
@@ -67,6 +68,9 @@ class SglangGpu:
     mm_reservation_mib: float = field("the multimodal reservation off the budget (SGLANG_VLM_CACHE_SIZE_MB ...)",
                                       default=0.0)
     dsv4: Dsv4Pools | None = field("DeepSeek-V4's compressed pools (DSV4PoolConfigurator)", default=None)
+    aiter_factor: float | None = field("ROCm: 0.85, the aiter backend's factor on mem_fraction_static with a context "
+                                       "over 8,192 (srt/arg_groups/attention_hook.py:243-269 @0.5.23), or null",
+                                       default=None)
 
 
 @record
@@ -93,14 +97,35 @@ def _weights(layout: Layout, ranges: list[tuple[int, int]]) -> tuple[tuple[int, 
 
 
 def _fraction(layout: Layout, behaviour: SglangBehaviour, mla: bool, backend: str) -> tuple[float, Reserve | None]:
+    """The fraction the pools use: the flag's or the default, x the aiter factor on ROCm (memory.aiter_factor)."""
     sg = sglang_of(layout)
+    factor = aiter_factor(layout, backend)
     if sg.mem_fraction_static is not None:
-        return sg.mem_fraction_static, None
+        return sg.mem_fraction_static * (factor or 1), None
     if sg.capacity_mib is None:
         raise UnsupportedError(f"{layout.source}: SGLang's default mem_fraction_static reads the GPU's capacity: give "
                                "--gpu NAME (or --gpu-capacity-mib) or --mem-fraction-static")
     reserve = default_fraction(layout, behaviour, mla, backend)
-    return reserve.mem_fraction_static, reserve
+    mfs = reserve.mem_fraction_static
+    return (mfs * factor if factor is not None else mfs), reserve
+
+
+def rocm_refusal(layout: Layout, model: SglangModel) -> str | None:
+    """Why kvcalc does not plan this SGLang deployment on an AMD GPU, or None. What was executed on ROCm (every
+    release 0.5.14 - 0.5.23: tests/fixtures/sglang/rocm_vectors.json): the backend, page, fraction and prefill graph
+    of MHA, MLA and hybrid SWA models, DP attention on 0.5.23; the parts with HIP branches of their own not run are
+    refused by name."""
+    sg = sglang_of(layout)
+    if sg.device is None or not sg.device.rocm:
+        return None
+    what = [w for w, on in (("DeepSeek-V4 (srt/arg_groups/model_overrides/deepseek_v4.py's HIP backends)",
+                             model.kind == "dsv4"),
+                            ("a Mamba / GDN state pool (mamba_hook.py's HIP rules)", model.mamba_layers),
+                            ("a speculative draft (speculative_hook.py's HIP rules)", speculative(layout))) if on]
+    if not what:
+        return None
+    return (f"SGLang on {sg.device.name} (ROCm) with {' and '.join(what)} is not modelled (its HIP branches were not "
+            "executed): plan it on a CUDA GPU, or vLLM on this one")
 
 
 def _executed(layout: Layout, behaviour: SglangBehaviour, model: SglangModel) -> None:
@@ -134,6 +159,9 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
     model = sglang_model(layout, behaviour.hybrid_swa(sg.architecture), behaviour.hybrid_swa_stage_layers, attn[0])
     mm = mm_reservation_gib(layout, behaviour)
     _executed(layout, behaviour, model)
+    rocm = rocm_refusal(layout, model)
+    if rocm:
+        raise UnsupportedError(f"{layout.source}: {rocm}")
     if model.kind == "dsv4":
         from .dsv4 import refusal
 
@@ -165,7 +193,8 @@ def build_stage(layout: Layout, behaviour: SglangBehaviour) -> SglangStage:
         available_bytes=available, budget_bytes=0, min_mem_fraction_static=minimum,
         cell_size_bytes=(), max_total_num_tokens=0, full_max_total_num_tokens=None, swa_max_total_num_tokens=None,
         max_total_tokens_flag=sg.max_total_tokens, max_running_requests=0, context_length=layout.cache.max_model_len,
-        kv_bytes_per_rank=0, log_lines=(), attn_tp_size=attn[0], attn_dp_size=attn[1], mm_reservation_mib=mm * 1024)
+        kv_bytes_per_rank=0, log_lines=(), attn_tp_size=attn[0], attn_dp_size=attn[1], mm_reservation_mib=mm * 1024,
+        aiter_factor=aiter_factor(layout, backend))
     return _tokens(layout, behaviour, model, rest, page, gpu)
 
 

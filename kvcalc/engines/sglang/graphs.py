@@ -63,7 +63,10 @@ def decode_capture_sizes(max_bs: int, speculative: bool) -> list[int]:
 def _backends(layout: Layout, behaviour: SglangBehaviour, mla: bool, attn: str) -> tuple[tuple[str, str], ...]:
     """((decode backend, from), (prefill backend, from)) after the flags and the auto-disable cascade."""
     sg = sglang_of(layout)
-    decode, prefill = ("full", "default"), (behaviour.default_prefill_backend, f"SGLang {behaviour.version}'s default")
+    default = behaviour.default_prefill_backend
+    if sg.device is not None and sg.device.rocm:
+        default = behaviour.rocm_prefill_backend  # on an AMD GPU (STEPS rocm_prefill_backend)
+    decode, prefill = ("full", "default"), (default, f"SGLang {behaviour.version}'s default")
     if sg.disable_cuda_graph:
         decode = prefill = (DISABLED, "--disable-cuda-graph")
     if sg.disable_prefill_cuda_graph:

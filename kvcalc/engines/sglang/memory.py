@@ -117,6 +117,8 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     sg = sglang_of(layout)
     if layout.model.is_dsv4:  # model_overrides/deepseek_v4.py:24-62 @0.5.23: backend dsv4, page 256 on CUDA
         return "dsv4", 256
+    if arch.startswith("gfx"):
+        return _rocm_backend(layout, mla), sg.page_size or 1
     sinks = sg.architecture in ATTENTION_SINKS
     # :305-320 is_no_spec_infer_or_topk_one: a draft with top-k > 1 keeps neither fa3 nor trtllm_mha for MHA
     multi = sg.speculative_algorithm is not None and (sg.speculative_eagle_topk or 1) > 1
@@ -137,6 +139,33 @@ def attention_backend(layout: Layout, arch: str, mla: bool) -> tuple[str, int]:
     return backend, page
 
 
+def _rocm_backend(layout: Layout, mla: bool) -> str:
+    """SGLang's default attention backend on ROCm (model_override_base.py:325-326, :341-347 @0.5.23; 0.5.22
+    :316-317, :331-337): aiter for MHA (and for gpt-oss, model_overrides/gpt_oss.py:38-39); for MLA aiter only with 16
+    or 128 KV heads a TP rank (the config's KV heads // TP: 'current aiter only support head number 16 or 128'),
+    else triton. The page stays 1 (overrides.py:1343-1366 _page_size_default: 64 only with
+    SGLANG_AITER_KV_CACHE_LAYOUT=vectorized_5d, which kvcalc does not read: give --page-size 64 then)."""
+    if not mla:
+        return "aiter"
+    sg = sglang_of(layout)
+    heads = sg.config_kv_heads
+    if heads is None:
+        raise UnsupportedError(f"{layout.source}: SGLang's MLA backend on ROCm follows the config's KV heads (aiter "
+                               "with 16 or 128 a TP rank, else triton): give the model's config.json")
+    return "aiter" if max(1, heads // layout.parallel.tensor_parallel_size) in (16, 128) else "triton"
+
+
+AITER_FACTOR = 0.85  # attention_hook.py:243-269 @0.5.23 (0.5.22 :243-268)
+
+
+def aiter_factor(layout: Layout, backend: str) -> float | None:
+    """mem_fraction_static x 0.85 when the aiter backend serves a context over 8,192 tokens ('to reserve non-static
+    workspace'), the flag's fraction too (unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set, not read): after
+    the default is set (srt/arg_groups/pipeline.py), not rounded again. None: no factor."""
+    context = layout.cache.max_model_len
+    return AITER_FACTOR if backend == "aiter" and context is not None and context > 8192 else None
+
+
 def free_before(layout: Layout) -> tuple[int, str, str]:
     """(bytes free before the weights load, basis, source): --gpu-free-memory, else nvidia-smi's capacity less the
     gap real logs show."""
@@ -145,6 +174,9 @@ def free_before(layout: Layout) -> tuple[int, str, str]:
         return sg.gpu_free_memory, "flag", "--gpu-free-memory (pre_model_load_memory as SGLang measures it)"
     gap = FREE_GAP_MIB_TP1 if layout.parallel.tensor_parallel_size == 1 else FREE_GAP_MIB_TP
     cap = known(sg.capacity_mib, "the GPU's capacity (without --gpu-free-memory)")
+    if sg.device is not None and sg.device.rocm:
+        return (cap - gap) * MIB, "estimate", (f"{cap:,} MiB - {gap:,} MiB, an estimate on ROCm (CUDA's gap; no ROCm "
+                                               f"start-up log read: give --gpu-free-memory): {FREE_GAP_SOURCE}")
     return (cap - gap) * MIB, "table", f"{cap:,} MiB - {gap:,} MiB: {FREE_GAP_SOURCE}"
 
 
@@ -217,5 +249,5 @@ def requests(tokens: int, context: int, flag: int | None, attn_dp: int = 1) -> i
     return min(estimated, tokens // 2)
 
 
-__all__ = ["attention_backend", "budget", "default_fraction", "free_before", "none_left", "requests", "rest_gib",
-           "stage_tokens"]
+__all__ = ["aiter_factor", "attention_backend", "budget", "default_fraction", "free_before", "none_left", "requests",
+           "rest_gib", "stage_tokens"]

@@ -62,6 +62,8 @@ def render(report, style) -> list[RenderableType]:
     out: list[RenderableType] = [head, gpu_headline(report), gpu_line(report, style)]
     t = _table(style, "GPU token pool (SGLang)", "", "", header=False)
     how = "SGLang's default" if sg.mem_fraction_static_default else "the flag"
+    if m.aiter_factor is not None:
+        how += f" x {m.aiter_factor}: the aiter backend with a context over 8,192 (attention_hook.py:243-269)"
     t.add_row("mem_fraction_static", f"{sg.mem_fraction_static} ({how}); below {sg.min_mem_fraction_static:.4f} "
                                      "SGLang refuses to start")
     if m.reserve is not None:

@@ -24,9 +24,6 @@ def as_sglang(layout: Layout, host_bytes_per_engine: int | None = None) -> Layou
     """A vLLM layout as SGLang's (engine sglang): vLLM's own budget is HiCache's size (`host_bytes_per_engine`,
     the vLLM pool's, is not needed)."""
     device = find_device(layout.gpu.name) if layout.gpu.name else None
-    if device is not None and device.rocm:
-        raise UnsupportedError(f"{layout.source}: {device.name} runs SGLang's ROCm defaults, which kvcalc does not "
-                               "model")
     if device is not None and device.smi_mib is None:
         device = None  # SGLang's defaults read nvidia-smi's capacity: unknown for this GPU
     hicache = HiCacheLayout()

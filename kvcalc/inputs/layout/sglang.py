@@ -10,7 +10,7 @@ from typing import Any
 
 from ...vocab.layout import NO_CONNECTOR, CacheLayout, Layout, ModelLayout, ParallelLayout
 from ...vocab.devices import find_device, known_names
-from ...vocab.errors import KvcalcError, UnsupportedError
+from ...vocab.errors import KvcalcError
 from ...vocab.releases.sglang import HiCacheLayout, HostCgroup, SglangLayout, parse_release
 from ..values import Reader, written
 
@@ -104,14 +104,11 @@ def _device(r: Reader, top: dict, s: dict, strict: bool):
     device = None
     if name is not None:
         device = find_device(r.str_(name, "gpu.name"))
-        if device is not None and device.rocm:
-            raise UnsupportedError(f"{r.source}: {r.where('gpu.name')}: {device.name} runs SGLang's ROCm defaults "
-                                   "(its attention backends, page size and memory reserve on HIP), which kvcalc does "
-                                   "not model: plan SGLang on a CUDA GPU, or vLLM on this one")
         if device is not None and device.smi_mib is None:
             device = None  # SGLang's defaults read nvidia-smi's capacity, which the table does not have for it
         if device is None and strict:
-            raise r.fail("gpu.name", f"a GPU kvcalc has nvidia-smi's capacity for ({known_names('smi_mib')}); "
+            raise r.fail("gpu.name", f"a GPU kvcalc has nvidia-smi's (ROCm: rocminfo's) capacity for "
+                         f"({known_names('smi_mib')}); "
                          "otherwise give "
                          "--gpu-capacity-mib", name)
     if cap is not None:
@@ -228,7 +225,7 @@ def _model_facts(r: Reader, config: dict) -> dict:
     out: dict = {"num_nextn_predict_layers": nextn if isinstance(nextn, int) and nextn > 0 else None,
                  "has_text_config": isinstance(config.get("text_config"), dict),
                  "model_type": config.get("model_type") if isinstance(config.get("model_type"), str) else None,
-                 "kv_source_layers": bool(config.get("kv_source_layer_ids"))}
+                 "kv_source_layers": bool(config.get("kv_source_layer_ids")), "config_kv_heads": _kv_heads(config)}
     vision = config.get("vision_config")
     if isinstance(vision, dict):
         layers, hidden = vision.get("num_hidden_layers"), vision.get("hidden_size")
@@ -242,6 +239,19 @@ def _model_facts(r: Reader, config: dict) -> dict:
             out["vision_source"] = ("the config's vision_config states no num_hidden_layers / hidden_size (their "
                                     "transformers class defaults are not read)")
     return out
+
+
+def _kv_heads(config: dict) -> int | None:
+    """The config's KV heads as SGLang counts them (srt/configs/model_config.py:1626-1688 @0.5.23
+    get_total_num_kv_heads: the text config's n_head_kv, num_kv_heads, num_key_value_heads, multi_query_group_num,
+    num_attention_groups, the first set; else num_attention_heads), or None: no config."""
+    nested = config.get("text_config")
+    text: dict = nested if isinstance(nested, dict) else config
+    for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups",
+                "num_attention_heads"):
+        if isinstance(text.get(key), int) and not isinstance(text.get(key), bool):
+            return text[key]
+    return None
 
 
 def _nodes(r: Reader, par: ParallelLayout) -> None:

@@ -67,6 +67,15 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                             "TC_PIECEWISE"),
         Step((0, 5, 15, 0), "breakable", "0.5.15 srt/model_executor/cuda_graph_config.py:95: prefill backend "
                                          "BREAKABLE")),
+    # On ROCm (torch.version.hip set: an AMD GPU) the default prefill graph is off in every release read, three ways;
+    # executed on a mocked MI300X / MI355X for each release (tests/fixtures/sglang/rocm_vectors.json).
+    "rocm_prefill_backend": (
+        Step((0, 5, 14, 0), "disabled",
+             "0.5.14 - 0.5.21: the default TC_PIECEWISE (0.5.14 srt/model_executor/cuda_graph_config.py:91 on every "
+             "platform; 0.5.15 :95-101 - 0.5.21 :122-131 default_prefill_backend 'BREAKABLE if is_cuda() else "
+             "TC_PIECEWISE') is turned off by the tc_piecewise rule 'non-CUDA hardware (HIP/NPU/CPU/MPS/XPU)' "
+             "(0.5.14 srt/server_args.py:3011, 0.5.18 :4605, 0.5.19 - 0.5.21 srt/arg_groups/cuda_graph_hook.py:185); "
+             "0.5.22 - 0.5.23 cuda_graph_config.py:119-123 'BREAKABLE if is_cuda() else DISABLED'"),),
     # PP > 1 turns the default prefill graph off (no prefill-graph reserve), unless the backend is given.
     "pp_prefill_graph": (
         Step((0, 5, 14, 0), "off", "0.5.14 srt/server_args.py:3009 _disable_tc_piecewise_cudagraph_if_incompatible: "
@@ -247,6 +256,7 @@ class SglangLayout:
     gpu_free_memory: int | None = None  # bytes free before the weights load (pre_model_load_memory)
     weights_bytes: int | None = None  # bytes the weights take on one rank (free after load = free before - this)
     architecture: str | None = None  # the config's architectures[0]: SGLang's view of the model
+    config_kv_heads: int | None = None  # the config's KV heads (get_total_num_kv_heads): ROCm's MLA backend
     context_length_given: bool = False  # --context-length (cache.max_model_len) given, not the config's
     kv_budget_bytes: int | None = None  # --compare-engines only: vLLM's --kv-cache-memory as SGLang's budget
     hicache: HiCacheLayout = HiCacheLayout()
@@ -343,6 +353,7 @@ class SglangBehaviour:
     prefill_graphs_clamped_to_context: bool
     pp_prefill_graph_cap: int | None
     default_prefill_backend: str
+    rocm_prefill_backend: str
     pp_prefill_graph_off: bool
     mla_prefill_graph_off: bool
     hicache_prefill_graph_off: bool
@@ -392,6 +403,7 @@ def behaviour_for(version: str) -> SglangBehaviour:
         prefill_graphs_clamped_to_context=value("prefill_graphs_clamped_to_context"),
         pp_prefill_graph_cap=value("pp_prefill_graph_cap"),
         default_prefill_backend=value("default_prefill_backend"),
+        rocm_prefill_backend=value("rocm_prefill_backend"),
         pp_prefill_graph_off=value("pp_prefill_graph") == "off",
         mla_prefill_graph_off=value("mla_prefill_graph") == "off",
         hicache_prefill_graph_off=value("hicache_prefill_graph") == "off",
