@@ -343,7 +343,8 @@ ROWS: tuple[Arch, ...] = (
        NOT_READ + "a DFlash-style drafter (qwen3_xpress.py)"),
     _x("LiLiCorrDraftModel", "lilicorr.LiLiCorrForCausalLM", NOT_READ + "a LiLiCorr drafter (lilicorr.py)"),
     _x("DSparkDraftModel", "deepseek_v4.DSparkDeepseekV4ForCausalLM",
-       NOT_READ + "a DSpark drafter of DeepSeek-V4 (not modelled)"),
+       "a DSpark drafter of DeepSeek-V4, whose weights and config are the target's: plan the target's "
+       "config with --speculative dspark (model.draft.method)"),
     _x("DSparkV41DraftModel", "deepseek_v41.DSparkDeepseekV4ForCausalLM",
        NOT_READ + "a DSpark drafter of DeepSeek-V4.1 (not modelled)"),
     _x("Qwen3DSparkModel", "qwen3_dspark.Qwen3DSparkForCausalLM", NOT_READ + "a DSpark drafter (qwen3_dspark.py)"),
