@@ -115,9 +115,12 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         base = _server_container(grant.lmcache_server, base, limits, say)
     from .serve.engine_env import read_switches
 
+    def fail(var: str, value: str) -> Exception:
+        return LayoutError(grant.source, f"env {var}", "an integer (vLLM reads bool(int(value)))", value)
+
     switches: dict = {}
-    read_switches(grant.env, switches, "the manifest's env")
-    base = _manifest_env(grant, {**switches, **base})
+    read_switches(grant.env, switches, "the manifest's env", fail)
+    base = {**switches, **base}  # under the serve line's own assignments and kvcalc's flags
     if grant.lmcache_env:
         # The container's LMCACHE_* variables are what LMCache reads there (under --lmcache-config / -env).
         from .layout.lmcache_sources import overrides as lmcache_sources
@@ -128,21 +131,6 @@ def from_manifest(k8s: str, container: str | None, overrides: dict, base: dict, 
         for n in pod_notes:
             say(f"note: {n}")
     return shlex.join(grant.argv), base
-
-
-def _manifest_env(grant, base: dict) -> dict:
-    """The container's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, read as envs.py reads it (bool(int(value))), under
-    the serve line's own assignments and kvcalc's flags (the other switches: serve/engine_env.read_switches)."""
-    from ..vocab.releases.steps import CG_VAR, cg_env_enabled
-
-    if CG_VAR in grant.env:
-        try:
-            on = cg_env_enabled(grant.env[CG_VAR])
-        except ValueError:
-            raise LayoutError(grant.source, f"env {CG_VAR}", "an integer (vLLM reads bool(int(value)))",
-                              grant.env[CG_VAR]) from None
-        base = {"gpu.estimate_cudagraphs": (on, f"{CG_VAR}={grant.env[CG_VAR]} (the manifest's env)"), **base}
-    return base
 
 
 def _server_container(srv, base: dict, limits: dict, say: Say) -> dict:

@@ -37,7 +37,8 @@ def test_a_name_the_release_lacks_is_vllms_valueerror():
 
 def test_a_serve_line_or_manifest_environment_sets_the_key():
     got: dict = {}
-    read = read_switches({"VLLM_ATTENTION_BACKEND": "FLASHINFER", "OTHER": "1"}, got, "the serve line's environment")
+    read = read_switches({"VLLM_ATTENTION_BACKEND": "FLASHINFER", "OTHER": "1"}, got, "the serve line's environment",
+                         lambda var, value: ValueError(var))
     assert read == {"VLLM_ATTENTION_BACKEND"}, "names read"
     assert got == {"vllm.attention_backend_env": ("FLASHINFER", "VLLM_ATTENTION_BACKEND=FLASHINFER (the serve line's "
                                                                  "environment)")}, "override"

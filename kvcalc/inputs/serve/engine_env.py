@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 LONG_VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 AITER_VAR = "VLLM_ROCM_USE_AITER"  # ROCm's attention backend choice reads it (platforms/rocm.py)
 BACKEND_VAR = "VLLM_ATTENTION_BACKEND"  # 0.14.x AttentionConfig.__post_init__ (config/attention.py:93 @0.14.0)
@@ -17,14 +19,23 @@ def aiter_enabled(value: str) -> bool:
     return value.lower() in ("true", "1")
 
 
-def read_switches(env: dict[str, str], overrides: dict, where: str) -> set[str]:
-    """VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_ROCM_USE_AITER and VLLM_ATTENTION_BACKEND as layout overrides (key path ->
-    (value, where from)); the names read."""
+def read_switches(env: dict[str, str], overrides: dict, where: str, fail: Callable[[str, str], Exception]
+                  ) -> set[str]:
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_ROCM_USE_AITER, VLLM_ATTENTION_BACKEND and
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS as layout overrides (key path -> (value, where from)); the names read.
+    `fail(variable, value)`: the caller's bad-input error for a value vLLM's parse refuses (a ValueError there)."""
+    from ...vocab.releases.steps import CG_VAR, cg_env_enabled
+
     read = set()
     for var, key, parse in ((LONG_VAR, "cache.allow_long_max_model_len", long_allowed),
                             (AITER_VAR, "vllm.rocm_use_aiter", aiter_enabled),
-                            (BACKEND_VAR, "vllm.attention_backend_env", str)):
+                            (BACKEND_VAR, "vllm.attention_backend_env", str),
+                            (CG_VAR, "gpu.estimate_cudagraphs", cg_env_enabled)):
         if var in env:
-            overrides[key] = (parse(env[var]), f"{var}={env[var]} ({where})")
+            try:
+                value = parse(env[var])
+            except ValueError:
+                raise fail(var, env[var]) from None
+            overrides[key] = (value, f"{var}={env[var]} ({where})")
             read.add(var)
     return read

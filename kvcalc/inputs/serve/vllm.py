@@ -270,20 +270,20 @@ def _offloading(engine_env: dict[str, str], offloading_backend: str, overrides: 
 
 
 def _engine_env(env: dict[str, str], overrides: dict, notes: list[str], where: str) -> None:
-    """The engine's variables kvcalc reads (VLLM_USE_SIMPLE_KV_OFFLOAD, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS:
-    envs.py bool(int(value)), a ValueError for anything int() does not read); the others are listed in a note."""
+    """The engine's variables kvcalc reads (VLLM_USE_SIMPLE_KV_OFFLOAD: envs.py bool(int(value)), a ValueError for
+    anything int() does not read; the switches of serve/engine_env.py); the others are listed in a note."""
     from ...vocab.releases.simple import ENV_VAR, env_enabled
-    from ...vocab.releases.steps import CG_VAR, cg_env_enabled
 
-    for var, path, parse in ((ENV_VAR, "offload.use_simple_kv_offload", env_enabled),
-                             (CG_VAR, "gpu.estimate_cudagraphs", cg_env_enabled)):
-        if var in env:
-            try:
-                on = parse(env[var])
-            except ValueError:
-                raise _fail(var, f"an integer (vLLM reads bool(int(value)); {where})", env[var]) from None
-            overrides[path] = (on, f"{var}={env[var]} ({where})")
-    read = {ENV_VAR, CG_VAR} | read_switches(env, overrides, where)
+    def fail(var: str, value: str) -> Exception:
+        return _fail(var, f"an integer (vLLM reads bool(int(value)); {where})", value)
+
+    if ENV_VAR in env:
+        try:
+            on = env_enabled(env[ENV_VAR])
+        except ValueError:
+            raise fail(ENV_VAR, env[ENV_VAR]) from None
+        overrides["offload.use_simple_kv_offload"] = (on, f"{ENV_VAR}={env[ENV_VAR]} ({where})")
+    read = {ENV_VAR} | read_switches(env, overrides, where, fail)
     if overrides.get("offload.backend", (None,))[0] == "lmcache":
         read |= _lmcache_env(env, overrides, notes, where)
     others = sorted(k for k in env if k not in read)
